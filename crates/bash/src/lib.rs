@@ -1,0 +1,1 @@
+//! harness-bash (placeholder until its issue lands).

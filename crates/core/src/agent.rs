@@ -1,0 +1,168 @@
+//! The [`Agent`] seam: what the families need from a live agent (todo-jobs §1.1,
+//! schedule §14).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+
+use crate::{AgentId, Registration, ScopeKey, Session, UserMessage};
+
+/// Whether a driver is active for the agent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AgentStatus {
+    /// No turn and no maintenance task runs.
+    Idle,
+    /// A turn is being driven (including pre-step processing and closing the turn), or a
+    /// maintenance task holds the agent.
+    Running,
+}
+
+/// Something that happened to an agent, delivered to listeners synchronously and in order.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AgentEvent {
+    /// The status changed.
+    Status(AgentStatus),
+    /// A pending message entered a step (`agent/inbox/claimed`), with its source.
+    InboxClaimed {
+        /// The message.
+        message: UserMessage,
+        /// The 1-based turn number that claimed it.
+        turn: u64,
+    },
+    /// The agent was disposed; no more events follow.
+    Disposed,
+}
+
+/// A listener for [`AgentEvent`]s. It must not block; it may call back into the agent.
+pub type AgentListener = Arc<dyn Fn(&AgentEvent) + Send + Sync>;
+
+/// Async cleanup run (and awaited) when the agent is disposed.
+pub type DisposeHook = Box<dyn FnOnce() -> BoxFuture<'static, ()> + Send>;
+
+/// Identifies a registered [`DisposeHook`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct HookId(pub u64);
+
+/// Why an agent refused a request.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AgentError {
+    /// The agent is disposing or disposed.
+    #[error("agent {0} is disposed")]
+    Disposed(AgentId),
+    /// The host refused the message.
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// The agent is busy: a turn or another maintenance task owns it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the agent is busy")]
+pub struct Busy;
+
+/// Proof of holding an agent's idle (maintenance) phase. Input that arrives while it is held
+/// is parked; dropping the guard releases the phase and lets parked input run.
+#[must_use = "dropping the guard releases the maintenance phase at once"]
+pub struct MaintenanceGuard {
+    release: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl MaintenanceGuard {
+    /// A guard that calls `release` when dropped.
+    pub fn new(release: impl FnOnce() + Send + 'static) -> Self {
+        Self {
+            release: Some(Box::new(release)),
+        }
+    }
+}
+
+impl Drop for MaintenanceGuard {
+    fn drop(&mut self) {
+        if let Some(release) = self.release.take() {
+            release();
+        }
+    }
+}
+
+impl std::fmt::Debug for MaintenanceGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("MaintenanceGuard")
+    }
+}
+
+/// A live agent, implemented by the host and shared as `Arc<dyn Agent>`.
+///
+/// Agents are compared by identity (`Arc::ptr_eq`) for lifecycle purposes and by
+/// [`Agent::id`] for authorization (todo-jobs §1.1).
+#[async_trait]
+pub trait Agent: Send + Sync {
+    /// The agent id (equal to its session id).
+    fn id(&self) -> &AgentId;
+
+    /// The agent's session.
+    fn session(&self) -> Arc<dyn Session>;
+
+    /// Whether this is a root agent (not a subagent). Schedule installs only on roots.
+    fn is_root(&self) -> bool {
+        true
+    }
+
+    /// The scope chain: the agent's own key first, then its ancestors (todo-jobs §1.3).
+    fn scope_chain(&self) -> Vec<ScopeKey> {
+        vec![ScopeKey::from(self.id())]
+    }
+
+    /// The current status.
+    fn status(&self) -> AgentStatus;
+
+    /// Queues `message` as the only ordinary input of a new turn and wakes the driver (an
+    /// idle agent starts a turn).
+    ///
+    /// # Errors
+    /// [`AgentError`] if the agent is disposed or the host refuses the message.
+    fn followup(&self, message: UserMessage) -> Result<(), AgentError>;
+
+    /// Queues `message` in the next-step inbox without waking the driver. A running turn
+    /// claims it at its next step and cannot end while it is pending.
+    ///
+    /// # Errors
+    /// [`AgentError`] if the agent is disposed or the host refuses the message.
+    fn inject(&self, message: UserMessage) -> Result<(), AgentError>;
+
+    /// Claims the idle phase synchronously.
+    ///
+    /// # Errors
+    /// [`Busy`] while a turn or another maintenance task owns the agent.
+    fn try_begin_maintenance(&self) -> Result<MaintenanceGuard, Busy>;
+
+    /// Completes when no turn and no maintenance task is running (at once if idle).
+    async fn when_idle(&self);
+
+    /// The client time zone reported for the current turn, if the host knows it
+    /// (decision 6).
+    fn client_time_zone(&self) -> Option<String> {
+        None
+    }
+
+    /// Registers async cleanup that disposal runs and awaits.
+    ///
+    /// # Errors
+    /// [`AgentError::Disposed`] if the agent is already disposing.
+    fn add_dispose_hook(&self, hook: DisposeHook) -> Result<HookId, AgentError>;
+
+    /// Removes a hook without running it and hands it back (the caller may run it: "detach
+    /// runs the cleanup"). `None` if it already ran or was removed.
+    fn remove_dispose_hook(&self, id: HookId) -> Option<DisposeHook>;
+
+    /// Subscribes to this agent's events until the registration is dropped.
+    fn subscribe(&self, listener: AgentListener) -> Registration;
+
+    /// Whether disposal has begun.
+    fn is_disposed(&self) -> bool;
+}
+
+/// Whether two agent handles are the same instance.
+pub fn same_agent(a: &Arc<dyn Agent>, b: &Arc<dyn Agent>) -> bool {
+    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+}

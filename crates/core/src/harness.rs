@@ -1,0 +1,149 @@
+//! The [`Harness`] seam the host implements, and the [`AgentDirectory`] building block.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::{
+    Agent, AgentId, Clock, Projection, PromptSection, RegisterError, Registration,
+    RegistrationScope, Tool,
+};
+
+/// An agent lifecycle change (DESIGN.md "Harness": subscribe to agent lifecycle).
+#[derive(Clone)]
+pub enum LifecycleEvent {
+    /// An agent was published (made live).
+    Created(Arc<dyn Agent>),
+    /// An agent was disposed (its dispose hooks have run).
+    Disposed(Arc<dyn Agent>),
+}
+
+impl std::fmt::Debug for LifecycleEvent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LifecycleEvent::Created(a) => f.debug_tuple("Created").field(a.id()).finish(),
+            LifecycleEvent::Disposed(a) => f.debug_tuple("Disposed").field(a.id()).finish(),
+        }
+    }
+}
+
+/// A listener for [`LifecycleEvent`]s, called synchronously in registration order.
+pub type LifecycleListener = Arc<dyn Fn(&LifecycleEvent) + Send + Sync>;
+
+/// What a plugin needs from the host (decision 1). Every `register_*` returns a guard that
+/// unregisters on drop or on an explicit, idempotent `unregister()`.
+pub trait Harness: Send + Sync {
+    /// Registers a model tool for `scope`.
+    ///
+    /// # Errors
+    /// [`RegisterError::ToolConflict`] when the name is taken in an overlapping scope.
+    fn register_tool(
+        &self,
+        tool: Arc<dyn Tool>,
+        scope: RegistrationScope,
+    ) -> Result<Registration, RegisterError>;
+
+    /// Registers a session projection. Hosts without a projection registry return
+    /// `Ok(None)`; plugins then skip their projection.
+    ///
+    /// # Errors
+    /// [`RegisterError::Conflict`] when the key is taken.
+    fn register_projection(
+        &self,
+        projection: Arc<dyn Projection>,
+    ) -> Result<Option<Registration>, RegisterError>;
+
+    /// Adds a system-prompt section.
+    fn register_prompt_section(&self, section: PromptSection) -> Registration;
+
+    /// The live agent registered under `id`, if any.
+    fn agent(&self, id: &AgentId) -> Option<Arc<dyn Agent>>;
+
+    /// Every live agent, in publication order.
+    fn agents(&self) -> Vec<Arc<dyn Agent>>;
+
+    /// Subscribes to agent lifecycle events until the registration is dropped.
+    fn subscribe_agents(&self, listener: LifecycleListener) -> Registration;
+
+    /// The host clock.
+    fn clock(&self) -> Arc<dyn Clock>;
+}
+
+#[derive(Default)]
+struct DirectoryInner {
+    agents: Vec<Arc<dyn Agent>>,
+    next_listener: u64,
+    listeners: Vec<(u64, LifecycleListener)>,
+}
+
+/// A host building block: the live agents by id and a lifecycle broadcast. Listeners are
+/// called without the directory's lock held, so they may call back into it.
+#[derive(Clone, Default)]
+pub struct AgentDirectory {
+    inner: Arc<Mutex<DirectoryInner>>,
+}
+
+impl AgentDirectory {
+    /// An empty directory.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, DirectoryInner> {
+        self.inner.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Publishes `agent` (replacing any agent with the same id) and notifies listeners.
+    pub fn publish(&self, agent: Arc<dyn Agent>) {
+        let listeners = {
+            let mut inner = self.lock();
+            inner.agents.retain(|a| a.id() != agent.id());
+            inner.agents.push(agent.clone());
+            inner.listeners.clone()
+        };
+        let event = LifecycleEvent::Created(agent);
+        for (_, listener) in listeners {
+            listener(&event);
+        }
+    }
+
+    /// Removes `agent` if it is the one registered under its id, and notifies listeners.
+    pub fn remove(&self, agent: &Arc<dyn Agent>) {
+        let listeners = {
+            let mut inner = self.lock();
+            let before = inner.agents.len();
+            inner.agents.retain(|a| !crate::same_agent(a, agent));
+            if inner.agents.len() == before {
+                return;
+            }
+            inner.listeners.clone()
+        };
+        let event = LifecycleEvent::Disposed(agent.clone());
+        for (_, listener) in listeners {
+            listener(&event);
+        }
+    }
+
+    /// The agent registered under `id`.
+    pub fn get(&self, id: &AgentId) -> Option<Arc<dyn Agent>> {
+        self.lock().agents.iter().find(|a| a.id() == id).cloned()
+    }
+
+    /// Every live agent, in publication order.
+    pub fn all(&self) -> Vec<Arc<dyn Agent>> {
+        self.lock().agents.clone()
+    }
+
+    /// Subscribes to lifecycle events.
+    pub fn subscribe(&self, listener: LifecycleListener) -> Registration {
+        let mut inner = self.lock();
+        inner.next_listener += 1;
+        let id = inner.next_listener;
+        inner.listeners.push((id, listener));
+        let weak = Arc::downgrade(&self.inner);
+        Registration::new(move || {
+            if let Some(inner) = weak.upgrade() {
+                let mut inner = inner.lock().unwrap_or_else(|poison| poison.into_inner());
+                inner.listeners.retain(|(lid, _)| *lid != id);
+            }
+        })
+    }
+}

@@ -1,0 +1,183 @@
+//! Session projections: the [`Projection`] trait and the [`ProjectionSet`] a host folds on
+//! every append (todo-jobs §1.6).
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::Value;
+
+use crate::{Registration, SessionEvent, SessionId};
+
+/// A projection's state, type-erased so projections can be stored together. A projection
+/// downcasts its own state with `state.downcast_ref::<T>()`.
+pub type ProjectionState = Arc<dyn Any + Send + Sync>;
+
+/// A fold of a session's events into a view for UIs.
+pub trait Projection: Send + Sync {
+    /// The key the view is published under, e.g. `todos`.
+    fn key(&self) -> &str;
+
+    /// The state before any event.
+    fn init(&self) -> ProjectionState;
+
+    /// Applies one committed event. Returns `None` when the event leaves the state unchanged
+    /// (no clone, no change notification), else the new state.
+    fn apply(&self, state: &ProjectionState, event: &SessionEvent) -> Option<ProjectionState>;
+
+    /// The JSON view of a state.
+    fn view(&self, state: &ProjectionState) -> Value;
+}
+
+struct Folded {
+    state: ProjectionState,
+    as_of_seq: u64,
+}
+
+#[derive(Default)]
+struct Inner {
+    next_id: u64,
+    projections: Vec<(u64, Arc<dyn Projection>)>,
+    /// Folded state per (session, projection id).
+    states: HashMap<(SessionId, u64), Folded>,
+    /// Tracked sessions, re-read when a projection is registered later.
+    sessions: HashMap<SessionId, Arc<dyn crate::Session>>,
+}
+
+/// A host building block: registered projections and their folded state per session.
+///
+/// The host calls [`ProjectionSet::track`] when a session goes live (a full replay happens
+/// then, once) and [`ProjectionSet::apply`] after every successful append (incremental).
+#[derive(Clone, Default)]
+pub struct ProjectionSet {
+    inner: Arc<Mutex<Inner>>,
+}
+
+/// A projection's current view of one session.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProjectionView {
+    /// The view JSON.
+    pub value: Value,
+    /// The seq of the last event folded (0 before any event).
+    pub as_of_seq: u64,
+}
+
+impl ProjectionSet {
+    /// An empty set.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Registers a projection and folds every tracked session into it.
+    ///
+    /// # Errors
+    /// The key is already registered.
+    pub fn register(&self, projection: Arc<dyn Projection>) -> Result<Registration, String> {
+        let mut inner = self.lock();
+        if inner.projections.iter().any(|(_, p)| p.key() == projection.key()) {
+            return Err(format!(
+                "projection {:?} is already registered",
+                projection.key()
+            ));
+        }
+        inner.next_id += 1;
+        let id = inner.next_id;
+        let sessions: Vec<_> = inner.sessions.values().cloned().collect();
+        for session in sessions {
+            let folded = fold_all(projection.as_ref(), session.as_ref());
+            inner.states.insert((session.id().clone(), id), folded);
+        }
+        inner.projections.push((id, projection));
+        let weak = Arc::downgrade(&self.inner);
+        Ok(Registration::new(move || {
+            if let Some(inner) = weak.upgrade() {
+                let mut inner = inner.lock().unwrap_or_else(|poison| poison.into_inner());
+                inner.projections.retain(|(pid, _)| *pid != id);
+                inner.states.retain(|(_, pid), _| *pid != id);
+            }
+        }))
+    }
+
+    /// Starts folding `session`: replays its whole log into every projection.
+    pub fn track(&self, session: Arc<dyn crate::Session>) {
+        let mut inner = self.lock();
+        let projections = inner.projections.clone();
+        for (id, projection) in projections {
+            let folded = fold_all(projection.as_ref(), session.as_ref());
+            inner.states.insert((session.id().clone(), id), folded);
+        }
+        inner.sessions.insert(session.id().clone(), session);
+    }
+
+    /// Stops folding a session and drops its states.
+    pub fn untrack(&self, session: &SessionId) {
+        let mut inner = self.lock();
+        inner.sessions.remove(session);
+        inner.states.retain(|(sid, _), _| sid != session);
+    }
+
+    /// Folds one newly appended event of `session` into every projection.
+    pub fn apply(&self, session: &SessionId, event: &SessionEvent) {
+        let mut inner = self.lock();
+        let Inner {
+            projections,
+            states,
+            ..
+        } = &mut *inner;
+        for (id, projection) in projections.iter() {
+            let Some(folded) = states.get_mut(&(session.clone(), *id)) else {
+                continue;
+            };
+            if let Some(next) = projection.apply(&folded.state, event) {
+                folded.state = next;
+            }
+            folded.as_of_seq = event.seq;
+        }
+    }
+
+    /// The view of projection `key` for `session`, if both are known.
+    pub fn view(&self, session: &SessionId, key: &str) -> Option<ProjectionView> {
+        let inner = self.lock();
+        let (id, projection) = inner.projections.iter().find(|(_, p)| p.key() == key)?;
+        let folded = inner.states.get(&(session.clone(), *id))?;
+        Some(ProjectionView {
+            value: projection.view(&folded.state),
+            as_of_seq: folded.as_of_seq,
+        })
+    }
+
+    /// The registered keys, in registration order.
+    pub fn keys(&self) -> Vec<String> {
+        self.lock()
+            .projections
+            .iter()
+            .map(|(_, p)| p.key().to_owned())
+            .collect()
+    }
+}
+
+/// Folds a whole log into a projection's state.
+pub fn fold_events<'a>(
+    projection: &dyn Projection,
+    events: impl IntoIterator<Item = &'a SessionEvent>,
+) -> ProjectionState {
+    let mut state = projection.init();
+    for event in events {
+        if let Some(next) = projection.apply(&state, event) {
+            state = next;
+        }
+    }
+    state
+}
+
+fn fold_all(projection: &dyn Projection, session: &dyn crate::Session) -> Folded {
+    let events = session.events();
+    Folded {
+        state: fold_events(projection, &events),
+        as_of_seq: events.last().map_or(0, |e| e.seq),
+    }
+}

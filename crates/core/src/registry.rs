@@ -1,0 +1,167 @@
+//! [`ToolRegistry`]: registration with scopes, argument validation, the `Error:` envelope,
+//! dispatch by name and export of definitions.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::{Agent, Registration, ScopeKey, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput};
+
+/// Where a registration applies (decision 1).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RegistrationScope {
+    /// Every agent (and calls without an agent).
+    Global,
+    /// Agents whose scope chain contains this key.
+    Scoped(ScopeKey),
+}
+
+impl RegistrationScope {
+    /// Whether a caller with this scope chain sees the registration. A caller without an
+    /// agent (`chain == None`) sees only global registrations.
+    pub fn serves(&self, chain: Option<&[ScopeKey]>) -> bool {
+        match self {
+            RegistrationScope::Global => true,
+            RegistrationScope::Scoped(key) => chain.is_some_and(|c| c.contains(key)),
+        }
+    }
+}
+
+/// Why a registration was refused.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RegisterError {
+    /// A tool with this name is already visible in an overlapping scope.
+    #[error("tool {0:?} is already registered")]
+    ToolConflict(String),
+    /// Another kind of conflict (a projection key, a double mount).
+    #[error("{0}")]
+    Conflict(String),
+}
+
+/// The message of the canonical aborted result (schedule §11: `ABORTED`).
+pub const ABORTED_MESSAGE: &str = "This operation was aborted";
+
+struct Entry {
+    id: u64,
+    scope: RegistrationScope,
+    tool: Arc<dyn Tool>,
+}
+
+#[derive(Default)]
+struct Inner {
+    next_id: u64,
+    entries: Vec<Entry>,
+}
+
+/// A host building block holding the registered tools.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Registers `tool` in `scope`. Two tools with one name conflict when either is global
+    /// or both have the same scope key.
+    ///
+    /// # Errors
+    /// [`RegisterError::ToolConflict`].
+    pub fn register(
+        &self,
+        tool: Arc<dyn Tool>,
+        scope: RegistrationScope,
+    ) -> Result<Registration, RegisterError> {
+        let name = tool.definition().name.clone();
+        let mut inner = self.lock();
+        let conflict = inner.entries.iter().any(|e| {
+            e.tool.definition().name == name
+                && (e.scope == RegistrationScope::Global
+                    || scope == RegistrationScope::Global
+                    || e.scope == scope)
+        });
+        if conflict {
+            return Err(RegisterError::ToolConflict(name));
+        }
+        inner.next_id += 1;
+        let id = inner.next_id;
+        inner.entries.push(Entry { id, scope, tool });
+        let weak = Arc::downgrade(&self.inner);
+        Ok(Registration::new(move || {
+            if let Some(inner) = weak.upgrade() {
+                let mut inner = inner.lock().unwrap_or_else(|poison| poison.into_inner());
+                inner.entries.retain(|e| e.id != id);
+            }
+        }))
+    }
+
+    /// The definitions visible to a caller with this scope chain, in registration order.
+    pub fn definitions(&self, chain: Option<&[ScopeKey]>) -> Vec<ToolDefinition> {
+        self.lock()
+            .entries
+            .iter()
+            .filter(|e| e.scope.serves(chain))
+            .map(|e| e.tool.definition().clone())
+            .collect()
+    }
+
+    /// Every registered definition (all scopes), in registration order.
+    pub fn all_definitions(&self) -> Vec<ToolDefinition> {
+        self.lock()
+            .entries
+            .iter()
+            .map(|e| e.tool.definition().clone())
+            .collect()
+    }
+
+    /// The tool `name` visible to a caller with this scope chain.
+    pub fn find(&self, name: &str, chain: Option<&[ScopeKey]>) -> Option<Arc<dyn Tool>> {
+        self.lock()
+            .entries
+            .iter()
+            .find(|e| e.tool.definition().name == name && e.scope.serves(chain))
+            .map(|e| e.tool.clone())
+    }
+
+    /// Runs the execution pipeline: find the tool for the caller, validate the arguments
+    /// against its input schema (decision 2), run the body, and render failures as
+    /// `Error: <message>` (todo-jobs §1.4). Never panics on any input.
+    pub async fn execute(
+        &self,
+        name: &str,
+        arguments: Value,
+        caller: Option<Arc<dyn Agent>>,
+        cancel: CancellationToken,
+    ) -> ToolOutput {
+        let chain = caller.as_ref().map(|a| a.scope_chain());
+        let Some(tool) = self.find(name, chain.as_deref()) else {
+            return ToolOutput::error(format!("unknown tool: {name}"));
+        };
+        if let Err(message) = crate::validate_arguments(&tool.definition().input_schema, &arguments)
+        {
+            return ToolOutput::error(message);
+        }
+        if cancel.is_cancelled() {
+            return ToolOutput::error(ABORTED_MESSAGE);
+        }
+        let call = ToolCall {
+            caller,
+            arguments,
+            cancel,
+        };
+        match tool.call(call).await {
+            Ok(output) => output,
+            Err(ToolError::Aborted) => ToolOutput::error(ABORTED_MESSAGE),
+            Err(error) => ToolOutput::error(error),
+        }
+    }
+}

@@ -1,0 +1,83 @@
+//! The [`Session`] seam: one append-only event log with a durability barrier.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::{SessionEvent, SessionHeader, SessionId};
+
+/// Why an append was refused. Nothing was added to the log.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AppendError {
+    /// The session was closed (its store or host let go of it).
+    #[error("session {0} is closed")]
+    Closed(SessionId),
+    /// The host refused the event (an invariant veto, or an injected fault in tests).
+    #[error("append rejected: {0}")]
+    Rejected(String),
+}
+
+/// Why a flush could not confirm durability. Appended events stay in the live log; a later
+/// successful flush may still persist them (schedule §10: uncertainty, not loss).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PersistenceError {
+    /// Writing or syncing the backing file failed.
+    #[error("i/o error persisting session {session}: {message}")]
+    Io {
+        /// The session.
+        session: SessionId,
+        /// The operating system's message.
+        message: String,
+    },
+    /// The session is no longer live in its store.
+    #[error("session {0} is detached from its store")]
+    Detached(SessionId),
+    /// A host- or test-injected failure.
+    #[error("flush failed: {0}")]
+    Failed(String),
+}
+
+/// One session's append-only event log (DESIGN.md "harness-core").
+///
+/// `append` is synchronous and commits to the live log at once (readers see it immediately);
+/// `flush` is the durability barrier: when it returns `Ok`, everything appended before the call
+/// is durable in the store. Implementations are shared as `Arc<dyn Session>`.
+#[async_trait]
+pub trait Session: Send + Sync {
+    /// The session id.
+    fn id(&self) -> &SessionId;
+
+    /// The header written at creation.
+    fn header(&self) -> &SessionHeader;
+
+    /// The number of events in the log, which is also the seq of the last event (0 when
+    /// empty).
+    fn len(&self) -> u64;
+
+    /// Whether the log has no events.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// A copy of the events with `seq > after`, in order. `events_after(0)` is the whole log.
+    /// Incremental folds remember the last seq they applied and read only the suffix.
+    fn events_after(&self, after: u64) -> Vec<SessionEvent>;
+
+    /// The whole log.
+    fn events(&self) -> Vec<SessionEvent> {
+        self.events_after(0)
+    }
+
+    /// Appends one event of `type` with payload `data` and returns it with its seq and time.
+    ///
+    /// # Errors
+    /// [`AppendError`] when the event was not added; the log is unchanged.
+    fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError>;
+
+    /// Makes everything appended so far durable.
+    ///
+    /// # Errors
+    /// [`PersistenceError`] when durability could not be confirmed.
+    async fn flush(&self) -> Result<(), PersistenceError>;
+}

@@ -1,0 +1,328 @@
+//! [`JsonlStore`]: one JSON Lines file per session — a header line, then one event per line.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use super::log::EventLog;
+use super::{SessionStore, StoreError};
+use crate::{
+    AppendError, Clock, PersistenceError, Session, SessionEvent, SessionHeader, SessionId,
+};
+
+/// A folder of `<session id>.jsonl` files.
+///
+/// * `append` commits to the live log and buffers the line; `flush` writes the buffered lines
+///   and calls `sync_data`. A failed flush keeps the lines buffered for the next flush.
+/// * `open` replays the file. A torn last line (no trailing newline, or not valid JSON) is
+///   truncated away and reported with `tracing::warn!`; any other malformed line is
+///   [`StoreError::Malformed`] naming the file and 1-based line.
+#[derive(Clone)]
+pub struct JsonlStore {
+    dir: PathBuf,
+    clock: Arc<dyn Clock>,
+}
+
+impl std::fmt::Debug for JsonlStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JsonlStore").field("dir", &self.dir).finish()
+    }
+}
+
+impl JsonlStore {
+    /// A store in `dir` (created if missing).
+    ///
+    /// # Errors
+    /// [`StoreError::Io`] if the folder cannot be created.
+    pub fn new(dir: impl Into<PathBuf>, clock: Arc<dyn Clock>) -> Result<Self, StoreError> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir).map_err(|source| io_error(&dir, source))?;
+        Ok(Self { dir, clock })
+    }
+
+    /// The folder holding the session files.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file that holds session `id`.
+    ///
+    /// # Errors
+    /// [`StoreError::InvalidId`] when the id cannot be a file name.
+    pub fn path_of(&self, id: &SessionId) -> Result<PathBuf, StoreError> {
+        let name = id.as_str();
+        let bad = name.is_empty()
+            || name == "."
+            || name == ".."
+            || name.contains(['/', '\\', '\0'])
+            || name.starts_with('.');
+        if bad {
+            return Err(StoreError::InvalidId(name.to_owned()));
+        }
+        Ok(self.dir.join(format!("{name}.jsonl")))
+    }
+
+    /// Opens a session file directly by path (used by `harness log`).
+    ///
+    /// # Errors
+    /// As [`SessionStore::open`].
+    pub fn open_path(path: &Path, clock: Arc<dyn Clock>) -> Result<Arc<dyn Session>, StoreError> {
+        let (header, events) = read_file(path)?;
+        let file = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(|source| io_error(path, source))?;
+        Ok(Arc::new(JsonlSession::new(header, events, clock, path, file)))
+    }
+}
+
+fn io_error(path: &Path, source: std::io::Error) -> StoreError {
+    StoreError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+fn malformed(path: &Path, line: usize, message: impl Into<String>) -> StoreError {
+    StoreError::Malformed {
+        file: path.display().to_string(),
+        line,
+        message: message.into(),
+    }
+}
+
+/// Reads and validates a session file, truncating a torn last line.
+fn read_file(path: &Path) -> Result<(SessionHeader, Vec<SessionEvent>), StoreError> {
+    let bytes = std::fs::read(path).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => StoreError::NotFound(SessionId::new(
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        )),
+        _ => io_error(path, source),
+    })?;
+    let mut header: Option<SessionHeader> = None;
+    let mut events = Vec::new();
+    let mut offset = 0usize;
+    let mut number = 0usize;
+    let mut torn: Option<(usize, usize, String)> = None;
+    while offset < bytes.len() {
+        number += 1;
+        let rest = &bytes[offset..];
+        let (line, complete) = match rest.iter().position(|&b| b == b'\n') {
+            Some(end) => (&rest[..end], true),
+            None => (rest, false),
+        };
+        let is_last = offset + line.len() + usize::from(complete) >= bytes.len();
+        let parsed = parse_line(line, header.is_none(), events.len() as u64 + 1);
+        match (parsed, complete) {
+            (Ok(Line::Header(h)), true) => header = Some(h),
+            (Ok(Line::Event(e)), true) => events.push(e),
+            (Ok(_), false) => {
+                torn = Some((offset, number, "missing trailing newline".to_owned()));
+                break;
+            }
+            (Err(message), _) if is_last => {
+                torn = Some((offset, number, message));
+                break;
+            }
+            (Err(message), _) => return Err(malformed(path, number, message)),
+        }
+        offset += line.len() + 1;
+    }
+    if let Some((at, line_number, reason)) = torn {
+        tracing::warn!(
+            file = %path.display(),
+            line = line_number,
+            "truncating torn last line of session file: {reason}"
+        );
+        let file = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(|source| io_error(path, source))?;
+        file.set_len(at as u64)
+            .and_then(|()| file.sync_data())
+            .map_err(|source| io_error(path, source))?;
+    }
+    let header = header.ok_or_else(|| malformed(path, 1, "missing session header"))?;
+    Ok((header, events))
+}
+
+enum Line {
+    Header(SessionHeader),
+    Event(SessionEvent),
+}
+
+fn parse_line(line: &[u8], want_header: bool, expected_seq: u64) -> Result<Line, String> {
+    if want_header {
+        return serde_json::from_slice::<SessionHeader>(line)
+            .map(Line::Header)
+            .map_err(|e| format!("invalid session header: {e}"));
+    }
+    let event = serde_json::from_slice::<SessionEvent>(line)
+        .map_err(|e| format!("invalid event: {e}"))?;
+    if event.seq != expected_seq {
+        return Err(format!(
+            "event seq {} where {expected_seq} was expected",
+            event.seq
+        ));
+    }
+    Ok(Line::Event(event))
+}
+
+impl SessionStore for JsonlStore {
+    fn create(&self, header: SessionHeader) -> Result<Arc<dyn Session>, StoreError> {
+        self.create_with_events(header, Vec::new())
+    }
+
+    fn open(&self, id: &SessionId) -> Result<Arc<dyn Session>, StoreError> {
+        let path = self.path_of(id)?;
+        if !path.exists() {
+            return Err(StoreError::NotFound(id.clone()));
+        }
+        Self::open_path(&path, self.clock.clone())
+    }
+
+    fn list(&self) -> Vec<SessionId> {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return Vec::new();
+        };
+        let mut ids: Vec<SessionId> = entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                name.strip_suffix(".jsonl").map(SessionId::from)
+            })
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    fn create_with_events(
+        &self,
+        header: SessionHeader,
+        events: Vec<SessionEvent>,
+    ) -> Result<Arc<dyn Session>, StoreError> {
+        let path = self.path_of(&header.id)?;
+        let mut file = OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+            .map_err(|source| match source.kind() {
+                std::io::ErrorKind::AlreadyExists => StoreError::AlreadyExists(header.id.clone()),
+                _ => io_error(&path, source),
+            })?;
+        let mut bytes = Vec::new();
+        write_line(&mut bytes, &header);
+        for event in &events {
+            write_line(&mut bytes, event);
+        }
+        file.write_all(&bytes)
+            .and_then(|()| file.sync_all())
+            .map_err(|source| io_error(&path, source))?;
+        if let Ok(dir) = File::open(&self.dir) {
+            // Makes the new name durable; failure here only weakens crash safety.
+            let _ = dir.sync_all();
+        }
+        Ok(Arc::new(JsonlSession::new(
+            header,
+            events,
+            self.clock.clone(),
+            &path,
+            file,
+        )))
+    }
+}
+
+fn write_line(out: &mut Vec<u8>, value: &impl serde::Serialize) {
+    // Serializing our own plain structs into a Vec cannot fail.
+    if serde_json::to_writer(&mut *out, value).is_ok() {
+        out.push(b'\n');
+    }
+}
+
+struct JsonlSession {
+    header: SessionHeader,
+    log: EventLog,
+    path: PathBuf,
+    file: Mutex<FileState>,
+}
+
+struct FileState {
+    file: File,
+    pending: Vec<u8>,
+}
+
+impl JsonlSession {
+    fn new(
+        header: SessionHeader,
+        events: Vec<SessionEvent>,
+        clock: Arc<dyn Clock>,
+        path: &Path,
+        file: File,
+    ) -> Self {
+        Self {
+            header,
+            log: EventLog::new(events, clock),
+            path: path.to_path_buf(),
+            file: Mutex::new(FileState {
+                file,
+                pending: Vec::new(),
+            }),
+        }
+    }
+
+    fn state(&self) -> std::sync::MutexGuard<'_, FileState> {
+        self.file.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+}
+
+#[async_trait]
+impl Session for JsonlSession {
+    fn id(&self) -> &SessionId {
+        &self.header.id
+    }
+
+    fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    fn len(&self) -> u64 {
+        self.log.len()
+    }
+
+    fn events_after(&self, after: u64) -> Vec<SessionEvent> {
+        self.log.events_after(after)
+    }
+
+    fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
+        self.log.push(r#type, data, |event| {
+            let mut state = self.state();
+            write_line(&mut state.pending, event);
+            Ok(())
+        })
+    }
+
+    async fn flush(&self) -> Result<(), PersistenceError> {
+        let mut state = self.state();
+        if state.pending.is_empty() {
+            return Ok(());
+        }
+        let FileState { file, pending } = &mut *state;
+        let result = file.write_all(pending).and_then(|()| file.sync_data());
+        match result {
+            Ok(()) => {
+                pending.clear();
+                Ok(())
+            }
+            Err(error) => Err(PersistenceError::Io {
+                session: self.header.id.clone(),
+                message: format!("{}: {error}", self.path.display()),
+            }),
+        }
+    }
+}

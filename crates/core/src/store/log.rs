@@ -1,0 +1,63 @@
+//! The in-memory part every store shares: the ordered event vector and seq/time assignment.
+
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use serde_json::Value;
+
+use crate::{Clock, SessionEvent};
+
+/// The live log of one session.
+pub(crate) struct EventLog {
+    events: RwLock<Vec<SessionEvent>>,
+    clock: Arc<dyn Clock>,
+}
+
+impl EventLog {
+    pub(crate) fn new(events: Vec<SessionEvent>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            events: RwLock::new(events),
+            clock,
+        }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Vec<SessionEvent>> {
+        self.events.read().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Vec<SessionEvent>> {
+        self.events
+            .write()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    pub(crate) fn len(&self) -> u64 {
+        self.read().len() as u64
+    }
+
+    pub(crate) fn events_after(&self, after: u64) -> Vec<SessionEvent> {
+        let events = self.read();
+        let start = usize::try_from(after).unwrap_or(usize::MAX).min(events.len());
+        events[start..].to_vec()
+    }
+
+    /// Builds the next event and hands it to `commit` while the log is locked, so whatever
+    /// `commit` records (a pending file line) is in seq order. The event is added only when
+    /// `commit` returns `Ok`.
+    pub(crate) fn push<E>(
+        &self,
+        r#type: &str,
+        data: Value,
+        commit: impl FnOnce(&SessionEvent) -> Result<(), E>,
+    ) -> Result<SessionEvent, E> {
+        let mut events = self.write();
+        let event = SessionEvent {
+            seq: events.len() as u64 + 1,
+            r#type: r#type.to_owned(),
+            time: self.clock.now(),
+            data,
+        };
+        commit(&event)?;
+        events.push(event.clone());
+        Ok(event)
+    }
+}

@@ -1,0 +1,160 @@
+//! Tools: [`ToolDefinition`], the [`Tool`] trait, calls and outputs.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::Agent;
+
+/// What the model sees of a tool: name, description, and JSON Schemas.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolDefinition {
+    /// The tool name, e.g. `todo_write`.
+    pub name: String,
+    /// The model-facing description (exact per spec).
+    pub description: String,
+    /// JSON Schema of the arguments; validated by the [`crate::ToolRegistry`] before the body
+    /// runs (decision 2).
+    pub input_schema: Value,
+    /// JSON Schema of the canonical value, if declared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+}
+
+/// A content block of a tool result or message. Only text is used by these families.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ContentBlock {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+}
+
+impl ContentBlock {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text { text: text.into() }
+    }
+
+    /// The block's text.
+    pub fn as_text(&self) -> &str {
+        match self {
+            ContentBlock::Text { text } => text,
+        }
+    }
+}
+
+/// Joins the text of content blocks with `\n`.
+pub fn join_text(blocks: &[ContentBlock]) -> String {
+    let mut out = String::new();
+    for (i, block) in blocks.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(block.as_text());
+    }
+    out
+}
+
+/// One execution of a tool.
+#[derive(Clone)]
+pub struct ToolCall {
+    /// The calling agent, or `None` for a call made outside any agent.
+    pub caller: Option<Arc<dyn Agent>>,
+    /// The arguments, already validated against the tool's input schema.
+    pub arguments: Value,
+    /// Cancelled when the caller aborts the call.
+    pub cancel: CancellationToken,
+}
+
+impl std::fmt::Debug for ToolCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolCall")
+            .field("caller", &self.caller.as_ref().map(|a| a.id().clone()))
+            .field("arguments", &self.arguments)
+            .finish()
+    }
+}
+
+/// The result of a tool call: the canonical JSON value, the rendered content, and whether it
+/// is an error.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolOutput {
+    /// The canonical value (`null` for failures).
+    pub value: Value,
+    /// Rendered content blocks.
+    pub content: Vec<ContentBlock>,
+    /// Whether the call failed.
+    pub is_error: bool,
+}
+
+impl ToolOutput {
+    /// A successful result with one text block.
+    pub fn success(value: Value, text: impl Into<String>) -> Self {
+        Self {
+            value,
+            content: vec![ContentBlock::text(text)],
+            is_error: false,
+        }
+    }
+
+    /// A successful result whose text is the compact JSON of `value` (schedule §9.3).
+    pub fn json(value: Value) -> Self {
+        let text = value.to_string();
+        Self::success(value, text)
+    }
+
+    /// The error envelope (todo-jobs §1.4): one text block `Error: <message>`,
+    /// `is_error: true`, value `null`.
+    pub fn error(message: impl std::fmt::Display) -> Self {
+        Self {
+            value: Value::Null,
+            content: vec![ContentBlock::text(format!("Error: {message}"))],
+            is_error: true,
+        }
+    }
+
+    /// The content joined with `\n`.
+    pub fn text(&self) -> String {
+        join_text(&self.content)
+    }
+}
+
+/// A failure thrown by a tool body; rendered as `Error: <message>` with `is_error: true`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// A model-facing failure with the spec's exact message.
+    #[error("{0}")]
+    Message(String),
+    /// The call was cancelled before it committed anything (schedule §11: `ABORTED`).
+    #[error("aborted")]
+    Aborted,
+}
+
+impl ToolError {
+    /// A failure with this exact message.
+    pub fn msg(message: impl Into<String>) -> Self {
+        ToolError::Message(message.into())
+    }
+}
+
+/// A model-callable tool. Implementations are shared as `Arc<dyn Tool>`.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The tool's definition. Must not change while registered.
+    fn definition(&self) -> &ToolDefinition;
+
+    /// Runs the tool body on validated arguments.
+    ///
+    /// # Errors
+    /// A [`ToolError`] becomes the `Error: <message>` envelope.
+    async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError>;
+}

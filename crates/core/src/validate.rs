@@ -1,0 +1,179 @@
+//! Argument validation against a tool's JSON Schema (decision 2; todo-jobs §1.4).
+//!
+//! The walker covers the keywords the tool schemas use — `type`, `enum`, `properties`,
+//! `required`, `additionalProperties: false`, `items` and `oneOf` — and reports violations
+//! in the exact formats of todo-jobs §1.4, in a fixed order: type, enum, missing required
+//! properties (in `required` order), undeclared properties (in argument order), then each
+//! declared property (in schema order) and each array item. The root object is open: an
+//! `additionalProperties: false` at the root is not enforced, as upstream's implicit root is.
+//! Other keywords (bounds, formats) are left to the tool body, which owns those messages.
+
+use serde_json::{Map, Value};
+
+/// Validates `arguments` against `schema`.
+///
+/// # Errors
+/// The full message `invalid arguments: <violation>; <violation>…`.
+///
+/// ```
+/// use serde_json::json;
+/// let schema = json!({"type":"object","properties":{"n":{"type":"number"}},"required":["n"]});
+/// assert_eq!(
+///     harness_core::validate_arguments(&schema, &json!({})).unwrap_err(),
+///     "invalid arguments: missing required property \"n\""
+/// );
+/// ```
+pub fn validate_arguments(schema: &Value, arguments: &Value) -> Result<(), String> {
+    let mut violations = Vec::new();
+    check(schema, arguments, "", true, &mut violations);
+    if violations.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("invalid arguments: {}", violations.join("; ")))
+    }
+}
+
+fn child(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn shown(path: &str) -> &str {
+    if path.is_empty() { "arguments" } else { path }
+}
+
+fn type_matches(name: &str, value: &Value) -> bool {
+    match name {
+        "object" => value.is_object(),
+        "array" => value.is_array(),
+        "string" => value.is_string(),
+        "boolean" => value.is_boolean(),
+        "number" => value.is_number(),
+        "integer" => value.as_f64().is_some_and(|f| f.fract() == 0.0),
+        "null" => value.is_null(),
+        _ => true,
+    }
+}
+
+fn article(name: &str) -> String {
+    match name {
+        "object" | "array" | "integer" => format!("an {name}"),
+        "null" => "null".to_owned(),
+        _ => format!("a {name}"),
+    }
+}
+
+fn declared_types(schema: &Value) -> Vec<&str> {
+    match schema.get("type") {
+        Some(Value::String(name)) => vec![name.as_str()],
+        Some(Value::Array(names)) => names.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    }
+}
+
+fn check(schema: &Value, value: &Value, path: &str, root: bool, out: &mut Vec<String>) {
+    if let Some(Value::Array(branches)) = schema.get("oneOf") {
+        check_one_of(branches, value, path, out);
+        return;
+    }
+    let types = declared_types(schema);
+    if !types.is_empty() && !types.iter().any(|t| type_matches(t, value)) {
+        let wanted: Vec<String> = types.iter().map(|t| article(t)).collect();
+        out.push(format!("\"{}\" must be {}", shown(path), wanted.join(" or ")));
+        return;
+    }
+    if let Some(Value::Array(allowed)) = schema.get("enum") {
+        if !allowed.contains(value) {
+            let list = Value::Array(allowed.clone()).to_string();
+            out.push(format!("\"{}\" must be one of {list}", shown(path)));
+            return;
+        }
+    }
+    if let Value::Object(object) = value {
+        check_object(schema, object, path, root, out);
+    }
+    if let (Value::Array(items), Some(item_schema)) = (value, schema.get("items")) {
+        for (i, item) in items.iter().enumerate() {
+            check(item_schema, item, &format!("{path}[{i}]"), false, out);
+        }
+    }
+}
+
+fn check_object(
+    schema: &Value,
+    object: &Map<String, Value>,
+    path: &str,
+    root: bool,
+    out: &mut Vec<String>,
+) {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    if let Some(Value::Array(required)) = schema.get("required") {
+        for name in required.iter().filter_map(Value::as_str) {
+            if !object.contains_key(name) {
+                out.push(format!("missing required property \"{}\"", child(path, name)));
+            }
+        }
+    }
+    let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
+    if closed && !root {
+        for key in object.keys() {
+            if !properties.is_some_and(|p| p.contains_key(key)) {
+                out.push(format!(
+                    "\"{}\" is not a declared property (additionalProperties: false)",
+                    child(path, key)
+                ));
+            }
+        }
+    }
+    if let Some(properties) = properties {
+        for (name, property_schema) in properties {
+            if let Some(member) = object.get(name) {
+                check(property_schema, member, &child(path, name), false, out);
+            }
+        }
+    }
+}
+
+/// `oneOf` over branches told apart by type (the only use in these tools): the branch whose
+/// type fits decides; no fitting branch is a type violation naming every branch's type.
+fn check_one_of(branches: &[Value], value: &Value, path: &str, out: &mut Vec<String>) {
+    let fitting: Vec<&Value> = branches
+        .iter()
+        .filter(|b| {
+            let types = declared_types(b);
+            types.is_empty() || types.iter().any(|t| type_matches(t, value))
+        })
+        .collect();
+    match fitting.as_slice() {
+        [] => {
+            let wanted: Vec<String> = branches
+                .iter()
+                .flat_map(|b| declared_types(b))
+                .map(article)
+                .collect();
+            out.push(format!("\"{}\" must be {}", shown(path), wanted.join(" or ")));
+        }
+        [only] => check(only, value, path, false, out),
+        several => {
+            let mut firsts = Vec::new();
+            for branch in several {
+                let mut local = Vec::new();
+                check(branch, value, path, false, &mut local);
+                if local.is_empty() {
+                    return;
+                }
+                firsts.push(local);
+            }
+            if let Some(first) = firsts.into_iter().next() {
+                out.extend(first);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "validate_tests.rs"]
+mod tests;

@@ -1,0 +1,1 @@
+//! harness-jobs-local (placeholder until its issue lands).

@@ -1,0 +1,1 @@
+//! harness-jobs (placeholder until its issue lands).

@@ -1,0 +1,1 @@
+//! harness-schedule (placeholder until its issue lands).

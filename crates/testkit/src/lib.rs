@@ -1,0 +1,1 @@
+//! harness-testkit (placeholder until its issue lands).

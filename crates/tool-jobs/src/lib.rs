@@ -1,0 +1,1 @@
+//! harness-tool-jobs (placeholder until its issue lands).

@@ -1,0 +1,11 @@
+//! harness: todo, background jobs and durable reminders for LLM agent runtimes.
+//!
+//! This facade re-exports the workspace crates under short names.
+
+pub use harness_bash as bash;
+pub use harness_core as core;
+pub use harness_jobs as jobs;
+pub use harness_jobs_local as jobs_local;
+pub use harness_schedule as schedule;
+pub use harness_todo as todo;
+pub use harness_tool_jobs as tool_jobs;
