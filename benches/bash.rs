@@ -1,0 +1,3 @@
+//! Benchmarks for the bash family (written by its issue).
+
+fn main() {}

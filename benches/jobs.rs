@@ -1,0 +1,3 @@
+//! Benchmarks for the jobs family (written by its issue).
+
+fn main() {}

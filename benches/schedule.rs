@@ -1,0 +1,3 @@
+//! Benchmarks for the schedule family (written by its issue).
+
+fn main() {}

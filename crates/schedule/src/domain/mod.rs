@@ -1,0 +1,1 @@
+//! Pure schedule domain (schedule.md §2–§8, §15).

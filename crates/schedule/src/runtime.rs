@@ -1,0 +1,1 @@
+//! The delivery runtime (schedule.md §12–§13).

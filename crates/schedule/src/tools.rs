@@ -1,0 +1,1 @@
+//! The schedule tools (schedule.md §9–§11).
