@@ -13,8 +13,8 @@ use crate::{AgentId, Registration, ScopeKey, Session, UserMessage};
 pub enum AgentStatus {
     /// No turn and no maintenance task runs.
     Idle,
-    /// A turn is being driven (including pre-step processing and closing the turn), or a
-    /// maintenance task holds the agent.
+    /// A turn is being driven (including pre-step processing and closing the turn). A
+    /// maintenance task does not change the status; [`Agent::when_idle`] waits for it too.
     Running,
 }
 
@@ -129,6 +129,14 @@ pub trait Agent: Send + Sync {
     /// # Errors
     /// [`AgentError`] if the agent is disposed or the host refuses the message.
     fn inject(&self, message: UserMessage) -> Result<(), AgentError>;
+
+    /// Takes back an injected message that no step has claimed yet, by message id, and
+    /// returns it (decision 12: tool-jobs moves a stranded notice to a followup). `None` when
+    /// it was already claimed or is unknown. Hosts that cannot withdraw return `None`.
+    fn withdraw_injected(&self, message_id: &str) -> Option<UserMessage> {
+        let _ = message_id;
+        None
+    }
 
     /// Claims the idle phase synchronously.
     ///
