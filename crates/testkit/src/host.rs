@@ -1,0 +1,288 @@
+//! [`MemoryHarness`]: a complete in-memory host implementing [`Harness`].
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use harness_core::{
+    Agent, AgentDirectory, AgentId, Clock, Harness, LifecycleListener, MemoryStore, Projection,
+    ProjectionSet, PromptSection, PromptSections, RegisterError, Registration, RegistrationScope,
+    SessionHeader, SessionId, SessionStore, StoreError, Tool, ToolOutput, ToolRegistry,
+};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::{HostRecord, MemoryAgent};
+use crate::faults::{HostSession, SessionFaults};
+
+/// A transcript sink for [`HostRecord`]s.
+pub type Recorder = Arc<dyn Fn(HostRecord) + Send + Sync>;
+
+/// State shared by the harness and its agents.
+pub(crate) struct HostShared {
+    pub(crate) directory: AgentDirectory,
+    auto_turns: AtomicBool,
+    recorder: Mutex<Option<Recorder>>,
+}
+
+impl HostShared {
+    pub(crate) fn auto_turns(&self) -> bool {
+        self.auto_turns.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn record(&self, record: HostRecord) {
+        let recorder = self
+            .recorder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        if let Some(recorder) = recorder {
+            recorder(record);
+        }
+    }
+}
+
+/// An in-memory host built from harness-core's building blocks ([`ToolRegistry`],
+/// [`ProjectionSet`], [`PromptSections`], [`AgentDirectory`]) over any [`SessionStore`].
+///
+/// Agents are [`MemoryAgent`]s; creating one spawns its driver task, so a tokio runtime must
+/// be running. Fault switches are kept per session id ([`MemoryHarness::faults`]) and can be
+/// shared with a later harness over the same store (a simulated restart).
+pub struct MemoryHarness {
+    clock: Arc<dyn Clock>,
+    store: Arc<dyn SessionStore>,
+    tools: ToolRegistry,
+    projections: ProjectionSet,
+    prompts: PromptSections,
+    shared: Arc<HostShared>,
+    faults: Arc<Mutex<HashMap<SessionId, Arc<SessionFaults>>>>,
+    agents: Mutex<Vec<Arc<MemoryAgent>>>,
+}
+
+impl MemoryHarness {
+    /// A host over a fresh [`MemoryStore`].
+    pub fn new(clock: Arc<dyn Clock>) -> Arc<Self> {
+        let store = Arc::new(MemoryStore::new(clock.clone()));
+        Self::with_store(store, clock)
+    }
+
+    /// A host over `store`.
+    pub fn with_store(store: Arc<dyn SessionStore>, clock: Arc<dyn Clock>) -> Arc<Self> {
+        Arc::new(Self {
+            clock,
+            store,
+            tools: ToolRegistry::new(),
+            projections: ProjectionSet::new(),
+            prompts: PromptSections::new(),
+            shared: Arc::new(HostShared {
+                directory: AgentDirectory::new(),
+                auto_turns: AtomicBool::new(true),
+                recorder: Mutex::new(None),
+            }),
+            faults: Arc::new(Mutex::new(HashMap::new())),
+            agents: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// A host over the same store and fault switches as `previous` (for a simulated restart;
+    /// `previous` should be disposed first).
+    pub fn restarted_from(previous: &MemoryHarness) -> Arc<Self> {
+        let host = Self::with_store(previous.store.clone(), previous.clock.clone());
+        let faults = previous.faults_map().clone();
+        *host.faults_map() = faults;
+        host.set_auto_turns(previous.shared.auto_turns());
+        host
+    }
+
+    /// This host as the trait object plugins install into.
+    pub fn as_dyn(self: &Arc<Self>) -> Arc<dyn Harness> {
+        self.clone()
+    }
+
+    fn faults_map(&self) -> MutexGuard<'_, HashMap<SessionId, Arc<SessionFaults>>> {
+        self.faults.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn agents_list(&self) -> MutexGuard<'_, Vec<Arc<MemoryAgent>>> {
+        self.agents.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The fault switches of session `id` (created on first use).
+    pub fn faults(&self, id: &SessionId) -> Arc<SessionFaults> {
+        self.faults_map().entry(id.clone()).or_default().clone()
+    }
+
+    /// Turns automatic turns on or off (default on): with them on, an idle agent that
+    /// receives input runs a turn at once.
+    pub fn set_auto_turns(&self, on: bool) {
+        self.shared.auto_turns.store(on, Ordering::SeqCst);
+    }
+
+    /// Sends every [`HostRecord`] to `recorder` from now on.
+    pub fn set_recorder(&self, recorder: Recorder) {
+        *self.shared.recorder.lock().unwrap_or_else(|p| p.into_inner()) = Some(recorder);
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn SessionStore> {
+        &self.store
+    }
+
+    /// The tool registry.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.tools
+    }
+
+    /// The projections.
+    pub fn projections(&self) -> &ProjectionSet {
+        &self.projections
+    }
+
+    /// The prompt sections.
+    pub fn prompts(&self) -> &PromptSections {
+        &self.prompts
+    }
+
+    fn publish(&self, session: Arc<dyn harness_core::Session>) -> Arc<MemoryAgent> {
+        let faults = self.faults(session.id());
+        let host_session: Arc<dyn harness_core::Session> = Arc::new(HostSession::new(
+            session,
+            faults,
+            self.projections.clone(),
+        ));
+        self.projections.track(host_session.clone());
+        let agent = MemoryAgent::spawn(host_session, self.shared.clone());
+        self.agents_list().push(agent.clone());
+        self.shared.directory.publish(agent.as_dyn());
+        agent
+    }
+
+    /// Creates a session and publishes a live root agent for it.
+    ///
+    /// # Errors
+    /// The store's error (an existing id, an invalid id, I/O).
+    pub fn create_session(&self, header: SessionHeader) -> Result<Arc<MemoryAgent>, StoreError> {
+        let session = self.store.create(header)?;
+        Ok(self.publish(session))
+    }
+
+    /// Forks `from` into `id` and publishes a root agent for the fork.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub fn fork_session(
+        &self,
+        id: SessionId,
+        from: &SessionId,
+    ) -> Result<Arc<MemoryAgent>, StoreError> {
+        let parent = self.store.open(from)?;
+        let session = self.store.fork(parent.as_ref(), id)?;
+        Ok(self.publish(session))
+    }
+
+    /// Opens a stored session and publishes a new live root agent for it.
+    ///
+    /// # Errors
+    /// The store's error.
+    pub fn resume(&self, id: &SessionId) -> Result<Arc<MemoryAgent>, StoreError> {
+        let session = self.store.open(id)?;
+        Ok(self.publish(session))
+    }
+
+    /// The live agent of session `id`.
+    pub fn memory_agent(&self, id: &SessionId) -> Option<Arc<MemoryAgent>> {
+        self.agents_list()
+            .iter()
+            .rev()
+            .find(|a| a.id().as_str() == id.as_str() && !a.is_disposed())
+            .cloned()
+    }
+
+    /// Disposes the live agent of session `id`, awaiting its hooks. Returns whether one
+    /// existed.
+    pub async fn dispose_agent(&self, id: &SessionId) -> bool {
+        let Some(agent) = self.memory_agent(id) else {
+            return false;
+        };
+        agent.dispose().await;
+        self.agents_list().retain(|a| !Arc::ptr_eq(a, &agent));
+        true
+    }
+
+    /// Disposes every live agent, in publication order.
+    pub async fn dispose_all(&self) {
+        let agents: Vec<Arc<MemoryAgent>> = std::mem::take(&mut *self.agents_list());
+        for agent in agents {
+            agent.dispose().await;
+        }
+    }
+
+    /// Runs tool `name` with `arguments` for the live agent of `caller` (or without an agent).
+    pub async fn execute(
+        &self,
+        name: &str,
+        arguments: Value,
+        caller: Option<&SessionId>,
+    ) -> ToolOutput {
+        self.execute_with_cancel(name, arguments, caller, CancellationToken::new())
+            .await
+    }
+
+    /// [`MemoryHarness::execute`] with a cancellation token.
+    pub async fn execute_with_cancel(
+        &self,
+        name: &str,
+        arguments: Value,
+        caller: Option<&SessionId>,
+        cancel: CancellationToken,
+    ) -> ToolOutput {
+        let agent = match caller {
+            Some(id) => match self.memory_agent(id) {
+                Some(agent) => Some(agent.as_dyn()),
+                None => return ToolOutput::error(format!("no live agent for session {id}")),
+            },
+            None => None,
+        };
+        self.tools.execute(name, arguments, agent, cancel).await
+    }
+}
+
+impl Harness for MemoryHarness {
+    fn register_tool(
+        &self,
+        tool: Arc<dyn Tool>,
+        scope: RegistrationScope,
+    ) -> Result<Registration, RegisterError> {
+        self.tools.register(tool, scope)
+    }
+
+    fn register_projection(
+        &self,
+        projection: Arc<dyn Projection>,
+    ) -> Result<Option<Registration>, RegisterError> {
+        self.projections
+            .register(projection)
+            .map(Some)
+            .map_err(RegisterError::Conflict)
+    }
+
+    fn register_prompt_section(&self, section: PromptSection) -> Registration {
+        self.prompts.register(section)
+    }
+
+    fn agent(&self, id: &AgentId) -> Option<Arc<dyn Agent>> {
+        self.shared.directory.get(id)
+    }
+
+    fn agents(&self) -> Vec<Arc<dyn Agent>> {
+        self.shared.directory.all()
+    }
+
+    fn subscribe_agents(&self, listener: LifecycleListener) -> Registration {
+        self.shared.directory.subscribe(listener)
+    }
+
+    fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
+    }
+}
