@@ -1,1 +1,101 @@
-fn main() {}
+//! The `harness` command: run scenario files, print the tool catalog, inspect a session log.
+#![expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a command-line program prints its results"
+)]
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use harness_core::{JsonlStore, SystemClock};
+
+/// Run harness scenario files and inspect session logs.
+#[derive(Parser)]
+#[command(name = "harness", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a scenario file (or `-` for standard input) and print its transcript.
+    /// Exits with status 2 on a scenario error.
+    Run {
+        /// The scenario file, or `-`.
+        file: String,
+    },
+    /// Print every tool definition as JSON (one array), or as Markdown with `--markdown`.
+    Tools {
+        /// Print a Markdown catalog instead of JSON.
+        #[arg(long)]
+        markdown: bool,
+    },
+    /// Summarize a JSONL session log: header, event counts by type, current projections.
+    Log {
+        /// The session file.
+        file: PathBuf,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .init();
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("harness: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Run { file } => {
+            let source = if file == "-" {
+                let mut text = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut text)
+                    .context("reading standard input")?;
+                text
+            } else {
+                std::fs::read_to_string(&file).with_context(|| format!("reading {file}"))?
+            };
+            let transcript = harness_testkit::scenario::run_scenario(&source);
+            print!("{}", transcript.to_text());
+            Ok(if transcript.failed {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            })
+        }
+        Command::Tools { markdown } => {
+            let definitions = harness_testkit::scenario::tool_catalog().map_err(anyhow::Error::msg)?;
+            if markdown {
+                print!("{}", harness_testkit::scenario::catalog_markdown(&definitions));
+            } else {
+                println!("{}", serde_json::to_string_pretty(&definitions)?);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Log { file } => {
+            let session = JsonlStore::open_path(&file, Arc::new(SystemClock))
+                .with_context(|| format!("opening {}", file.display()))?;
+            print!("{}", harness_testkit::scenario::summarize_log(session.as_ref()).map_err(anyhow::Error::msg)?);
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

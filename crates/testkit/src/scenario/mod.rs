@@ -1,1 +1,516 @@
-//! The scenario runner (spec/scenarios.md).
+//! The scenario runner: executes the JSON Lines format of `spec/scenarios.md` against the
+//! in-memory host and produces a transcript.
+//!
+//! ```
+//! let transcript = harness_testkit::scenario::run_scenario(
+//!     "{\"do\":\"session\",\"id\":\"s1\"}\n{\"do\":\"user\",\"session\":\"s1\",\"text\":\"hi\"}\n",
+//! );
+//! assert_eq!(transcript.lines, [
+//!     r#"{"kind":"turn","session":"s1","phase":"start"}"#,
+//!     r#"{"kind":"claimed","session":"s1","source":"user","text":"hi"}"#,
+//!     r#"{"kind":"turn","session":"s1","phase":"end"}"#,
+//! ]);
+//! assert!(!transcript.failed);
+//! ```
+
+mod catalog;
+mod fields;
+mod plugins;
+
+pub use catalog::{catalog_markdown, summarize_log, tool_catalog};
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use harness_core::{
+    Clock, JsonlStore, MemoryStore, SessionHeader, SessionId, SessionStore, SystemClock,
+    ToolOutput,
+};
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+
+use self::fields::{Step, object, only, opt_bool, opt_string, string, u64_field};
+use self::plugins::{FamilyConfigs, Installed};
+use crate::{HostRecord, ManualClock, MemoryHarness, settle};
+
+/// The outcome of a scenario run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Transcript {
+    /// One compact JSON object per line, in the order things happened.
+    pub lines: Vec<String>,
+    /// Whether the run stopped on a scenario error (the last line is then the `error`
+    /// line; the CLI exits with status 2).
+    pub failed: bool,
+}
+
+impl Transcript {
+    /// The lines joined with `\n`, with a trailing newline when non-empty.
+    pub fn to_text(&self) -> String {
+        let mut out = self.lines.join("\n");
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// Runs a scenario on a fresh current-thread tokio runtime whose clock is paused (so "let
+/// all work that can proceed finish" is exact; DESIGN.md "Time and determinism"). Must not
+/// be called from inside a tokio runtime.
+pub fn run_scenario(source: &str) -> Transcript {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            return Transcript {
+                lines: vec![error_line(0, &format!("cannot start a runtime: {error}"))],
+                failed: true,
+            };
+        }
+    };
+    runtime.block_on(run_scenario_in_runtime(source))
+}
+
+/// Runs a scenario on the current tokio runtime, which must be a current-thread runtime
+/// with a paused clock for the transcript to be deterministic.
+pub async fn run_scenario_in_runtime(source: &str) -> Transcript {
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let mut runner = Runner::new(lines.clone());
+    let mut failed = false;
+    for (index, text) in source.lines().enumerate() {
+        let line = index + 1;
+        let trimmed = text.trim();
+        if trimmed.is_empty() || trimmed.starts_with('#') {
+            continue;
+        }
+        let result = match serde_json::from_str::<Value>(trimmed) {
+            Ok(Value::Object(step)) => runner.step(line, &step).await,
+            Ok(_) => Err("a step must be a JSON object".to_owned()),
+            Err(error) => Err(format!("invalid JSON: {error}")),
+        };
+        if let Err(message) = result {
+            push(&lines, error_line(line, &message));
+            failed = true;
+            break;
+        }
+        settle().await;
+    }
+    runner.finish().await;
+    let lines = std::mem::take(&mut *lines.lock().unwrap_or_else(|p| p.into_inner()));
+    Transcript { lines, failed }
+}
+
+fn error_line(line: usize, message: &str) -> String {
+    json!({"kind": "error", "line": line, "message": message}).to_string()
+}
+
+fn push(lines: &Mutex<Vec<String>>, line: String) {
+    lines.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+}
+
+fn record_line(record: &HostRecord) -> String {
+    match record {
+        HostRecord::Followup { session, text } => {
+            json!({"kind": "followup", "session": session, "text": text})
+        }
+        HostRecord::Inject { session, text } => {
+            json!({"kind": "inject", "session": session, "text": text})
+        }
+        HostRecord::Claimed {
+            session,
+            source,
+            text,
+        } => json!({"kind": "claimed", "session": session, "source": source, "text": text}),
+        HostRecord::Turn { session, phase } => {
+            json!({"kind": "turn", "session": session, "phase": phase})
+        }
+    }
+    .to_string()
+}
+
+fn result_line(call: &str, tool: &str, output: &ToolOutput) -> String {
+    json!({
+        "kind": "result",
+        "call": call,
+        "tool": tool,
+        "isError": output.is_error,
+        "value": output.value,
+        "text": output.text(),
+    })
+    .to_string()
+}
+
+enum ClockMode {
+    Manual(ManualClock),
+    System,
+}
+
+struct Setup {
+    clock_mode: ClockMode,
+    clock: Arc<dyn Clock>,
+    store: Arc<dyn SessionStore>,
+    _dir: Option<tempfile::TempDir>,
+    host: Arc<MemoryHarness>,
+    installed: Option<Installed>,
+    configs: FamilyConfigs,
+}
+
+struct Runner {
+    lines: Arc<Mutex<Vec<String>>>,
+    setup: Option<Setup>,
+    steps_seen: usize,
+    calls: HashMap<String, JoinHandle<()>>,
+    /// Sessions with a live agent, in publication order (restart republishes these).
+    live: Vec<SessionId>,
+}
+
+impl Runner {
+    fn new(lines: Arc<Mutex<Vec<String>>>) -> Self {
+        Self {
+            lines,
+            setup: None,
+            steps_seen: 0,
+            calls: HashMap::new(),
+            live: Vec::new(),
+        }
+    }
+
+    fn recorder(&self) -> crate::Recorder {
+        let lines = self.lines.clone();
+        Arc::new(move |record: HostRecord| push(&lines, record_line(&record)))
+    }
+
+    fn configure(&mut self, step: Option<&Step>) -> Result<(), String> {
+        let mut configs = FamilyConfigs::default();
+        let mut clock_mode = ClockMode::Manual(ManualClock::at_default());
+        let mut jsonl = false;
+        let mut auto_turns = true;
+        if let Some(step) = step {
+            only(
+                step,
+                &[
+                    "todo",
+                    "jobs",
+                    "toolJobs",
+                    "schedule",
+                    "bash",
+                    "clock",
+                    "store",
+                    "autoTurns",
+                ],
+            )?;
+            configs.todo = object(step, "todo")?.cloned();
+            configs.jobs = object(step, "jobs")?.cloned();
+            configs.tool_jobs = object(step, "toolJobs")?.cloned();
+            configs.schedule = object(step, "schedule")?.cloned();
+            configs.bash = object(step, "bash")?.cloned();
+            if let Some(Value::Object(clock)) = object(step, "clock")? {
+                match clock.get("mode").and_then(Value::as_str) {
+                    Some("manual") | None => {
+                        let start = match clock.get("start") {
+                            None => ManualClock::at_default(),
+                            Some(Value::String(start)) => ManualClock::new(parse_instant(start)?),
+                            Some(_) => return Err("clock.start must be a string".to_owned()),
+                        };
+                        clock_mode = ClockMode::Manual(start);
+                    }
+                    Some("system") => clock_mode = ClockMode::System,
+                    Some(other) => return Err(format!("unknown clock mode {other:?}")),
+                }
+            }
+            match opt_string(step, "store")? {
+                None | Some("memory") => {}
+                Some("jsonl") => jsonl = true,
+                Some(other) => return Err(format!("unknown store {other:?}")),
+            }
+            auto_turns = opt_bool(step, "autoTurns")?.unwrap_or(true);
+        }
+        let clock: Arc<dyn Clock> = match &clock_mode {
+            ClockMode::Manual(clock) => Arc::new(clock.clone()),
+            ClockMode::System => Arc::new(SystemClock),
+        };
+        let (store, dir): (Arc<dyn SessionStore>, _) = if jsonl {
+            let dir = tempfile::tempdir().map_err(|e| format!("cannot create a temp dir: {e}"))?;
+            let store = JsonlStore::new(dir.path(), clock.clone()).map_err(|e| e.to_string())?;
+            (Arc::new(store), Some(dir))
+        } else {
+            (Arc::new(MemoryStore::new(clock.clone())), None)
+        };
+        let host = MemoryHarness::with_store(store.clone(), clock.clone());
+        host.set_auto_turns(auto_turns);
+        host.set_recorder(self.recorder());
+        let installed = plugins::install(&host, &configs)?;
+        self.setup = Some(Setup {
+            clock_mode,
+            clock,
+            store,
+            _dir: dir,
+            host,
+            installed: Some(installed),
+            configs,
+        });
+        Ok(())
+    }
+
+    fn setup(&mut self) -> Result<&mut Setup, String> {
+        if self.setup.is_none() {
+            self.configure(None)?;
+        }
+        self.setup
+            .as_mut()
+            .ok_or_else(|| "the scenario host is not set up".to_owned())
+    }
+
+    fn host(&mut self) -> Result<Arc<MemoryHarness>, String> {
+        Ok(self.setup()?.host.clone())
+    }
+
+    async fn step(&mut self, line: usize, step: &Step) -> Result<(), String> {
+        let kind = string(step, "do")?.to_owned();
+        self.steps_seen += 1;
+        if kind == "config" {
+            if self.steps_seen != 1 {
+                return Err("config must be the first step".to_owned());
+            }
+            return self.configure(Some(step));
+        }
+        match kind.as_str() {
+            "session" => {
+                only(step, &["id", "timeZone"])?;
+                let id = string(step, "id")?;
+                let mut header = SessionHeader::new(id);
+                header.time_zone = opt_string(step, "timeZone")?.map(str::to_owned);
+                self.host()?
+                    .create_session(header)
+                    .map_err(|e| e.to_string())?;
+                self.live.push(SessionId::from(id));
+            }
+            "fork" => {
+                only(step, &["id", "from"])?;
+                let id = SessionId::from(string(step, "id")?);
+                let from = SessionId::from(string(step, "from")?);
+                self.host()?
+                    .fork_session(id.clone(), &from)
+                    .map_err(|e| e.to_string())?;
+                self.live.push(id);
+            }
+            "dispose" => {
+                only(step, &["session"])?;
+                let id = SessionId::from(string(step, "session")?);
+                if !self.host()?.dispose_agent(&id).await {
+                    return Err(format!("no live agent for session {id}"));
+                }
+                self.live.retain(|s| s != &id);
+            }
+            "resume" => {
+                only(step, &["session"])?;
+                let id = SessionId::from(string(step, "session")?);
+                let host = self.host()?;
+                if host.memory_agent(&id).is_some() {
+                    return Err(format!("session {id} already has a live agent"));
+                }
+                host.resume(&id).map_err(|e| e.to_string())?;
+                self.live.push(id);
+            }
+            "restart" => {
+                only(step, &[])?;
+                self.restart().await?;
+            }
+            "turn" => {
+                only(step, &["session", "phase"])?;
+                let agent = self.agent(step)?;
+                match string(step, "phase")? {
+                    "start" => agent.start_turn(),
+                    "end" => agent.end_turn(),
+                    other => return Err(format!("unknown turn phase {other:?}")),
+                }
+            }
+            "user" => {
+                only(step, &["session", "text", "clientTimeZone"])?;
+                let agent = self.agent(step)?;
+                let text = string(step, "text")?;
+                let zone = opt_string(step, "clientTimeZone")?.map(str::to_owned);
+                agent.send_user(text, zone).map_err(|e| e.to_string())?;
+            }
+            "call" => {
+                only(step, &["tool", "args", "session", "id", "async"])?;
+                self.call(line, step).await?;
+            }
+            "await" => {
+                only(step, &["call"])?;
+                let id = string(step, "call")?;
+                let handle = self
+                    .calls
+                    .remove(id)
+                    .ok_or_else(|| format!("no async call {id:?} is pending"))?;
+                handle
+                    .await
+                    .map_err(|e| format!("call {id:?} failed: {e}"))?;
+            }
+            "advance" => {
+                only(step, &["ms"])?;
+                let ms = u64_field(step, "ms")?;
+                match &self.setup()?.clock_mode {
+                    ClockMode::Manual(clock) => clock.advance(Duration::from_millis(ms)).await,
+                    ClockMode::System => {
+                        return Err("advance needs the manual clock".to_owned());
+                    }
+                }
+            }
+            "set_clock" => {
+                only(step, &["at"])?;
+                let at = parse_instant(string(step, "at")?)?;
+                match &self.setup()?.clock_mode {
+                    ClockMode::Manual(clock) => clock.set(at),
+                    ClockMode::System => {
+                        return Err("set_clock needs the manual clock".to_owned());
+                    }
+                }
+            }
+            "fault" => {
+                only(step, &["session", "flush", "append"])?;
+                let id = SessionId::from(string(step, "session")?);
+                let faults = self.host()?.faults(&id);
+                if let Some(mode) = opt_string(step, "flush")? {
+                    faults.set_flush_fail(fail_flag(mode)?);
+                }
+                if let Some(mode) = opt_string(step, "append")? {
+                    faults.set_append_fail(fail_flag(mode)?);
+                }
+            }
+            "projection" => {
+                only(step, &["session", "key"])?;
+                let session = string(step, "session")?;
+                let key = string(step, "key")?;
+                let value = self
+                    .host()?
+                    .projections()
+                    .view(&SessionId::from(session), key)
+                    .map_or(Value::Null, |v| v.value);
+                push(
+                    &self.lines,
+                    json!({"kind": "projection", "session": session, "key": key, "value": value})
+                        .to_string(),
+                );
+            }
+            "log" => {
+                only(step, &["session", "type"])?;
+                let session = string(step, "session")?;
+                let filter = opt_string(step, "type")?;
+                let id = SessionId::from(session);
+                let host = self.host()?;
+                let log = match host.memory_agent(&id) {
+                    Some(agent) => harness_core::Agent::session(agent.as_ref()),
+                    None => host.store().open(&id).map_err(|e| e.to_string())?,
+                };
+                let events: Vec<Value> = log
+                    .events()
+                    .into_iter()
+                    .filter(|e| filter.is_none_or(|t| t == e.r#type))
+                    .map(|e| json!({"seq": e.seq, "type": e.r#type, "data": e.data}))
+                    .collect();
+                push(
+                    &self.lines,
+                    json!({"kind": "log", "session": session, "events": events}).to_string(),
+                );
+            }
+            "fake_job" | "emit" | "settle" | "bash" | "await_job" => {
+                return Err(format!("step {kind:?} is not available in this build"));
+            }
+            other => return Err(format!("unknown step {other:?}")),
+        }
+        Ok(())
+    }
+
+    fn agent(&mut self, step: &Step) -> Result<Arc<crate::MemoryAgent>, String> {
+        let id = SessionId::from(string(step, "session")?);
+        self.host()?
+            .memory_agent(&id)
+            .ok_or_else(|| format!("no live agent for session {id}"))
+    }
+
+    async fn call(&mut self, line: usize, step: &Step) -> Result<(), String> {
+        let tool = string(step, "tool")?.to_owned();
+        let args = step
+            .get("args")
+            .cloned()
+            .ok_or_else(|| "missing field \"args\"".to_owned())?;
+        let session = opt_string(step, "session")?.map(SessionId::from);
+        let id = opt_string(step, "id")?.map_or_else(|| format!("L{line}"), str::to_owned);
+        let is_async = opt_bool(step, "async")?.unwrap_or(false);
+        let host = self.host()?;
+        if let Some(session) = &session {
+            if host.memory_agent(session).is_none() {
+                return Err(format!("no live agent for session {session}"));
+            }
+        }
+        if is_async {
+            if self.calls.contains_key(&id) {
+                return Err(format!("async call {id:?} is already pending"));
+            }
+            let lines = self.lines.clone();
+            let call_id = id.clone();
+            let handle = tokio::spawn(async move {
+                let output = host.execute(&tool, args, session.as_ref()).await;
+                push(&lines, result_line(&call_id, &tool, &output));
+            });
+            self.calls.insert(id, handle);
+            return Ok(());
+        }
+        let mark = self.lines.lock().unwrap_or_else(|p| p.into_inner()).len();
+        let output = host.execute(&tool, args, session.as_ref()).await;
+        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let at = mark.min(lines.len());
+        lines.insert(at, result_line(&id, &tool, &output));
+        Ok(())
+    }
+
+    async fn restart(&mut self) -> Result<(), String> {
+        let recorder = self.recorder();
+        let setup = self.setup()?;
+        setup.host.dispose_all().await;
+        if let Some(installed) = setup.installed.take() {
+            installed.dispose().await;
+        }
+        let host = MemoryHarness::restarted_from(&setup.host);
+        host.set_recorder(recorder);
+        setup.installed = Some(plugins::install(&host, &setup.configs)?);
+        setup.host = host.clone();
+        let _ = (&setup.clock, &setup.store);
+        for id in &self.live {
+            host.resume(id).map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    async fn finish(&mut self) {
+        for (_, handle) in self.calls.drain() {
+            handle.abort();
+        }
+        if let Some(mut setup) = self.setup.take() {
+            setup.host.dispose_all().await;
+            if let Some(installed) = setup.installed.take() {
+                installed.dispose().await;
+            }
+        }
+    }
+}
+
+fn fail_flag(mode: &str) -> Result<bool, String> {
+    match mode {
+        "fail" => Ok(true),
+        "ok" => Ok(false),
+        other => Err(format!("fault mode must be \"fail\" or \"ok\", not {other:?}")),
+    }
+}
+
+fn parse_instant(text: &str) -> Result<DateTime<Utc>, String> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| format!("invalid instant {text:?}: {e}"))
+}
