@@ -1,0 +1,110 @@
+//! The invariant check of todo-jobs §2.6: every `todo/write` event in a log must hold a
+//! coherent list. Used by `harness log` to flag a bad log and by hosts that veto appends.
+//!
+//! Deliberately silent about how many items are `in_progress`, so a log written under
+//! `allowParallelInProgress: true` still passes under `false`. Extra keys in an entry are not
+//! checked either (the spec lists no such failure).
+
+use std::collections::HashSet;
+
+use harness_core::{SessionEvent, js_trim};
+use serde_json::Value;
+
+use crate::TodoStatus;
+use crate::error::json_quote;
+use crate::write::TODO_WRITE_EVENT;
+
+/// A `todo/write` event that breaks the invariant.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("event {seq}: {message}")]
+pub struct InvariantViolation {
+    /// The seq of the offending event.
+    pub seq: u64,
+    /// The spec's message, e.g. `todo/write repeats content "same"`.
+    pub message: String,
+}
+
+/// Checks one `todo/write` payload (`data`, the whole event payload `{"todos":[…]}`).
+/// Failures, in evaluation order (todo-jobs §2.6), entries checked one after another:
+///
+/// - `data.todos` is not an array → `todo/write todos must be an array`
+/// - an entry is not an object → `todo/write entries must be objects`
+/// - its `content` is not a string, is empty, or is not already trimmed →
+///   `todo/write content must be non-empty and already trimmed`
+/// - its `content` repeats an earlier entry's → `todo/write repeats content "<content>"`
+///   (JSON-quoted)
+/// - its `status` is not one of the three → `todo/write carries unknown status <JSON>`, e.g.
+///   `42` or `"paused"`; a missing status prints `undefined`, as upstream's `JSON.stringify`
+///   does.
+///
+/// # Errors
+/// The first failure's exact message.
+pub fn check_todo_write(data: &Value) -> Result<(), String> {
+    let Some(entries) = data.get("todos").and_then(Value::as_array) else {
+        return Err("todo/write todos must be an array".to_owned());
+    };
+    let mut seen: HashSet<&str> = HashSet::with_capacity(entries.len());
+    for entry in entries {
+        let Some(entry) = entry.as_object() else {
+            return Err("todo/write entries must be objects".to_owned());
+        };
+        let content = match entry.get("content") {
+            Some(Value::String(content)) if !content.is_empty() && js_trim(content) == content => {
+                content.as_str()
+            }
+            _ => return Err("todo/write content must be non-empty and already trimmed".to_owned()),
+        };
+        if !seen.insert(content) {
+            return Err(format!("todo/write repeats content {}", json_quote(content)));
+        }
+        let status = entry.get("status");
+        let known = status
+            .and_then(Value::as_str)
+            .is_some_and(|name| TodoStatus::from_name(name).is_some());
+        if !known {
+            let shown = status.map_or_else(|| "undefined".to_owned(), Value::to_string);
+            return Err(format!("todo/write carries unknown status {shown}"));
+        }
+    }
+    Ok(())
+}
+
+/// Checks one event. Events of any other type pass.
+///
+/// # Errors
+/// [`InvariantViolation`] for an incoherent `todo/write` payload.
+pub fn check_event(event: &SessionEvent) -> Result<(), InvariantViolation> {
+    if event.r#type != TODO_WRITE_EVENT {
+        return Ok(());
+    }
+    check_todo_write(&event.data).map_err(|message| InvariantViolation {
+        seq: event.seq,
+        message,
+    })
+}
+
+/// Checks a session's whole history, stopping at the first violation (what installing the
+/// upstream companion does: a bad existing snapshot fails the install).
+///
+/// # Errors
+/// The first [`InvariantViolation`] in log order.
+pub fn check_history<'a>(
+    events: impl IntoIterator<Item = &'a SessionEvent>,
+) -> Result<(), InvariantViolation> {
+    events.into_iter().try_for_each(check_event)
+}
+
+/// Every violation in a session's history, in log order (for `harness log`, which flags all
+/// bad events rather than the first).
+pub fn find_violations<'a>(
+    events: impl IntoIterator<Item = &'a SessionEvent>,
+) -> Vec<InvariantViolation> {
+    events
+        .into_iter()
+        .filter_map(|event| check_event(event).err())
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "invariant_tests.rs"]
+mod tests;

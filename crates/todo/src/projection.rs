@@ -1,0 +1,102 @@
+//! The `todos` session projection (todo-jobs §2.5): the standing plan of a session.
+
+use std::sync::Arc;
+
+use harness_core::{Projection, ProjectionState, SessionEvent};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::write::{TODO_WRITE_EVENT, todos_json};
+use crate::{TodoItem, TodoWriteEvent};
+
+/// The projection key (exact).
+pub const TODOS_KEY: &str = "todos";
+
+/// The state version upstream publishes for this unit (todo-jobs §2.5).
+pub const TODOS_STATE_VERSION: u32 = 2;
+
+/// The event type that clears the plan.
+const TURN_START_EVENT: &str = "turn/start";
+
+/// The folded state: `None` before any write and after `turn/start`, else the last written
+/// list (an empty list is a real state, distinct from `None`). Stored inside the
+/// type-erased [`ProjectionState`]; read it with [`TodosProjection::state`].
+pub type TodosState = Option<Arc<[TodoItem]>>;
+
+/// The `todos` projection unit:
+///
+/// | event | new state |
+/// |---|---|
+/// | `todo/write` | the event's whole list |
+/// | `turn/start` | `null` |
+/// | anything else (`turn/end` included) | unchanged: `apply` returns `None`, nothing is cloned |
+///
+/// The view is the state itself: `null` or `[{"content":…,"status":…}…]`.
+///
+/// A `todo/write` whose payload is not a valid list (only a hand-edited or foreign log can
+/// hold one; [`crate::check_event`] flags it) leaves the state unchanged and logs a
+/// `tracing::warn!`, so a bad log never panics a fold.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TodosProjection;
+
+impl TodosProjection {
+    /// Reads the typed state out of a [`ProjectionState`] made by this projection. Any other
+    /// state reads as `None`.
+    pub fn state(state: &ProjectionState) -> TodosState {
+        state.downcast_ref::<TodosState>().cloned().flatten()
+    }
+
+    /// The view of a typed state: `null` or the list as JSON.
+    pub fn view_of(state: &TodosState) -> Value {
+        match state {
+            None => Value::Null,
+            Some(todos) => todos_json(todos),
+        }
+    }
+
+    /// The typed transition: `Some(new state)` when `event` changes the state, `None` when
+    /// it leaves `current` as is (todo-jobs §2.5).
+    pub fn transition(current: &TodosState, event: &SessionEvent) -> Option<TodosState> {
+        match event.r#type.as_str() {
+            TODO_WRITE_EVENT => match TodoWriteEvent::deserialize(&event.data) {
+                Ok(payload) => Some(Some(payload.todos.into())),
+                Err(error) => {
+                    tracing::warn!(
+                        seq = event.seq,
+                        "todos projection: ignoring malformed todo/write event: {error}"
+                    );
+                    None
+                }
+            },
+            TURN_START_EVENT if current.is_some() => Some(None),
+            _ => None,
+        }
+    }
+}
+
+impl Projection for TodosProjection {
+    fn key(&self) -> &str {
+        TODOS_KEY
+    }
+
+    fn init(&self) -> ProjectionState {
+        Arc::new(None::<Arc<[TodoItem]>>)
+    }
+
+    fn apply(&self, state: &ProjectionState, event: &SessionEvent) -> Option<ProjectionState> {
+        // Decide on the event type first, so unrelated events cost one string compare.
+        if event.r#type != TODO_WRITE_EVENT && event.r#type != TURN_START_EVENT {
+            return None;
+        }
+        let current = Self::state(state);
+        Self::transition(&current, event).map(|next| Arc::new(next) as ProjectionState)
+    }
+
+    fn view(&self, state: &ProjectionState) -> Value {
+        Self::view_of(&Self::state(state))
+    }
+}
+
+#[cfg(test)]
+#[path = "projection_tests.rs"]
+mod tests;
