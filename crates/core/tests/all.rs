@@ -1,0 +1,2 @@
+//! Integration tests of harness-core.
+mod suite;

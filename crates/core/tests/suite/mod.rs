@@ -1,0 +1,2 @@
+mod registry;
+mod store;

@@ -1,0 +1,89 @@
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use harness_core::{
+    RegisterError, RegistrationScope, ScopeKey, Tool, ToolCall, ToolDefinition, ToolError,
+    ToolOutput, ToolRegistry,
+};
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+struct Echo(ToolDefinition);
+
+#[async_trait]
+impl Tool for Echo {
+    fn definition(&self) -> &ToolDefinition {
+        &self.0
+    }
+
+    async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
+        if call.arguments["fail"] == json!(true) {
+            return Err(ToolError::msg("it failed"));
+        }
+        Ok(ToolOutput::json(call.arguments))
+    }
+}
+
+fn echo(name: &str) -> Arc<dyn Tool> {
+    Arc::new(Echo(ToolDefinition {
+        name: name.to_owned(),
+        description: "echo".to_owned(),
+        input_schema: json!({"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}),
+        output_schema: None,
+    }))
+}
+
+async fn run(registry: &ToolRegistry, name: &str, args: Value) -> ToolOutput {
+    registry
+        .execute(name, args, None, CancellationToken::new())
+        .await
+}
+
+#[tokio::test]
+async fn pipeline_validates_then_renders_errors() {
+    let registry = ToolRegistry::new();
+    let _reg = registry.register(echo("echo"), RegistrationScope::Global).unwrap();
+    let ok = run(&registry, "echo", json!({"n": 1})).await;
+    assert_eq!(ok, ToolOutput::json(json!({"n": 1})));
+    let invalid = run(&registry, "echo", json!({"n": "x"})).await;
+    assert_eq!(invalid.text(), "Error: invalid arguments: \"n\" must be a number");
+    assert!(invalid.is_error);
+    assert_eq!(invalid.value, Value::Null);
+    let thrown = run(&registry, "echo", json!({"n": 1, "fail": true})).await;
+    assert_eq!(thrown.text(), "Error: it failed");
+    let unknown = run(&registry, "nope", json!({})).await;
+    assert_eq!(unknown.text(), "Error: unknown tool: nope");
+    let cancel = CancellationToken::new();
+    cancel.cancel();
+    let aborted = registry.execute("echo", json!({"n": 1}), None, cancel).await;
+    assert_eq!(aborted.text(), "Error: This operation was aborted");
+}
+
+#[test]
+fn scopes_and_conflicts() {
+    let registry = ToolRegistry::new();
+    let a = ScopeKey::from("a");
+    let scoped = registry
+        .register(echo("t"), RegistrationScope::Scoped(a.clone()))
+        .unwrap();
+    let _other = registry
+        .register(echo("t"), RegistrationScope::Scoped(ScopeKey::from("b")))
+        .unwrap();
+    assert_eq!(
+        registry.register(echo("t"), RegistrationScope::Global).err(),
+        Some(RegisterError::ToolConflict("t".to_owned()))
+    );
+    assert_eq!(
+        registry
+            .register(echo("t"), RegistrationScope::Scoped(a.clone()))
+            .err(),
+        Some(RegisterError::ToolConflict("t".to_owned()))
+    );
+    assert_eq!(registry.definitions(Some(&[a.clone()])).len(), 1);
+    assert_eq!(registry.definitions(None).len(), 0);
+    scoped.unregister();
+    scoped.unregister();
+    assert_eq!(registry.definitions(Some(&[a])).len(), 0);
+    assert_eq!(registry.all_definitions().len(), 1);
+}

@@ -1,0 +1,166 @@
+use std::io::Write;
+use std::sync::Arc;
+
+use chrono::{TimeZone, Utc};
+use harness_core::{
+    Clock, JsonlStore, MemoryStore, SessionHeader, SessionId, SessionStore, StoreError,
+};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+/// A clock frozen at 2026-08-05T12:00:00.000Z (core cannot use the testkit's ManualClock).
+struct Frozen;
+
+impl Clock for Frozen {
+    fn now(&self) -> chrono::DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 8, 5, 12, 0, 0).unwrap()
+    }
+
+    fn sleep(&self, _: std::time::Duration) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(std::future::pending())
+    }
+}
+
+fn store(dir: &tempfile::TempDir) -> JsonlStore {
+    JsonlStore::new(dir.path(), Arc::new(Frozen)).unwrap()
+}
+
+#[tokio::test]
+async fn jsonl_round_trip_and_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let session = store
+        .create(SessionHeader::new("s1").with_time_zone("Europe/Paris"))
+        .unwrap();
+    session.append("turn/start", json!({"turn": 1})).unwrap();
+    session
+        .append("todo/write", json!({"todos": [{"content": "a\nb \"q\"", "status": "pending"}]}))
+        .unwrap();
+    session.flush().await.unwrap();
+    let text = std::fs::read_to_string(dir.path().join("s1.jsonl")).unwrap();
+    assert_eq!(
+        text,
+        concat!(
+            "{\"id\":\"s1\",\"timeZone\":\"Europe/Paris\"}\n",
+            "{\"seq\":1,\"type\":\"turn/start\",\"time\":\"2026-08-05T12:00:00.000Z\",\"data\":{\"turn\":1}}\n",
+            "{\"seq\":2,\"type\":\"todo/write\",\"time\":\"2026-08-05T12:00:00.000Z\",\"data\":{\"todos\":[{\"content\":\"a\\nb \\\"q\\\"\",\"status\":\"pending\"}]}}\n",
+        )
+    );
+    let reopened = store.open(&SessionId::from("s1")).unwrap();
+    assert_eq!(reopened.header(), session.header());
+    assert_eq!(reopened.events(), session.events());
+    let third = reopened.append("turn/end", json!({"turn": 1})).unwrap();
+    assert_eq!(third.seq, 3);
+    reopened.flush().await.unwrap();
+    assert_eq!(store.open(&SessionId::from("s1")).unwrap().len(), 3);
+    assert_eq!(store.list(), vec![SessionId::from("s1")]);
+}
+
+#[tokio::test]
+async fn unflushed_events_are_not_on_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let session = store.create(SessionHeader::new("s1")).unwrap();
+    session.append("a", json!({})).unwrap();
+    assert_eq!(session.len(), 1);
+    assert_eq!(store.open(&SessionId::from("s1")).unwrap().len(), 0);
+}
+
+#[tokio::test]
+async fn torn_last_line_is_truncated_on_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let session = store.create(SessionHeader::new("s1")).unwrap();
+    session.append("a", json!({"n": 1})).unwrap();
+    session.flush().await.unwrap();
+    let path = dir.path().join("s1.jsonl");
+    let intact = std::fs::read(&path).unwrap();
+    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    file.write_all(b"{\"seq\":2,\"type\":\"b\",\"ti").unwrap();
+    drop(file);
+    let reopened = store.open(&SessionId::from("s1")).unwrap();
+    assert_eq!(reopened.len(), 1);
+    assert_eq!(std::fs::read(&path).unwrap(), intact);
+    // A complete value missing only its newline is torn too.
+    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    file.write_all(br#"{"seq":2,"type":"b","time":"2026-08-05T12:00:00.000Z","data":{}}"#)
+        .unwrap();
+    drop(file);
+    assert_eq!(store.open(&SessionId::from("s1")).unwrap().len(), 1);
+    assert_eq!(std::fs::read(&path).unwrap(), intact);
+}
+
+#[tokio::test]
+async fn malformed_middle_line_is_an_error_naming_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let session = store.create(SessionHeader::new("s1")).unwrap();
+    session.append("a", json!({})).unwrap();
+    session.append("b", json!({})).unwrap();
+    session.flush().await.unwrap();
+    let path = dir.path().join("s1.jsonl");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let broken = text.replacen("\"type\":\"a\"", "\"type\":", 1);
+    std::fs::write(&path, &broken).unwrap();
+    let error = store.open(&SessionId::from("s1")).err().unwrap();
+    match error {
+        StoreError::Malformed { file, line, .. } => {
+            assert_eq!(file, path.display().to_string());
+            assert_eq!(line, 2);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), broken, "nothing truncated");
+    // A gap in sequence numbers is malformed too.
+    let gap = text.replacen("\"seq\":2", "\"seq\":5", 1) + &text.lines().nth(1).unwrap().replace("\"seq\":1", "\"seq\":6");
+    std::fs::write(&path, format!("{gap}\n")).unwrap();
+    assert!(matches!(
+        store.open(&SessionId::from("s1")),
+        Err(StoreError::Malformed { line: 3, .. })
+    ));
+}
+
+#[test]
+fn invalid_ids_and_duplicates_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    for bad in ["", "..", "a/b", ".hidden"] {
+        assert!(matches!(
+            store.create(SessionHeader::new(bad)),
+            Err(StoreError::InvalidId(_))
+        ));
+    }
+    store.create(SessionHeader::new("s1")).unwrap();
+    assert!(matches!(
+        store.create(SessionHeader::new("s1")),
+        Err(StoreError::AlreadyExists(_))
+    ));
+    assert!(matches!(
+        store.open(&SessionId::from("nope")),
+        Err(StoreError::NotFound(_))
+    ));
+}
+
+#[tokio::test]
+async fn fork_copies_events_and_sets_seed_length() {
+    for store in [
+        Box::new(MemoryStore::new(Arc::new(Frozen))) as Box<dyn SessionStore>,
+        Box::new(JsonlStore::new(tempfile::tempdir().unwrap().keep(), Arc::new(Frozen)).unwrap()),
+    ] {
+        let parent = store
+            .create(SessionHeader::new("p").with_time_zone("UTC"))
+            .unwrap();
+        parent.append("a", json!({"n": 1})).unwrap();
+        parent.append("b", json!({"n": 2})).unwrap();
+        let child = store.fork(parent.as_ref(), SessionId::from("c")).unwrap();
+        assert_eq!(child.header().seed_length, Some(2));
+        assert_eq!(child.header().time_zone.as_deref(), Some("UTC"));
+        assert_eq!(child.events(), parent.events());
+        assert_eq!(child.append("c", json!({})).unwrap().seq, 3);
+        assert_eq!(parent.len(), 2);
+        child.flush().await.unwrap();
+        let reopened = store.open(&SessionId::from("c")).unwrap();
+        assert_eq!(reopened.header().seed_length, Some(2));
+        assert_eq!(reopened.events_after(2).len(), 1);
+    }
+}
