@@ -175,7 +175,11 @@ impl MemoryHarness {
         id: SessionId,
         from: &SessionId,
     ) -> Result<Arc<MemoryAgent>, StoreError> {
-        let parent = self.store.open(from)?;
+        // The live log when an agent holds it (it may have unflushed events), else the store's.
+        let parent = match self.memory_agent(from) {
+            Some(agent) => agent.session(),
+            None => self.store.open(from)?,
+        };
         let session = self.store.fork(parent.as_ref(), id)?;
         Ok(self.publish(session))
     }

@@ -1,0 +1,258 @@
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use harness_core::{
+    Agent, AgentEvent, AgentStatus, Busy, Clock, MessageSource, PersistenceError, SessionHeader,
+    SessionId, UserMessage,
+};
+use harness_testkit::{HostRecord, ManualClock, MemoryHarness, settle};
+use pretty_assertions::assert_eq;
+
+fn notice(text: &str) -> UserMessage {
+    UserMessage::text(
+        text,
+        MessageSource::Plugin {
+            plugin: "tool-jobs".to_owned(),
+            form: Some("notice".to_owned()),
+            summary: Some(text.to_owned()),
+        },
+    )
+}
+
+fn recorded(host: &MemoryHarness) -> Arc<Mutex<Vec<HostRecord>>> {
+    let records = Arc::new(Mutex::new(Vec::new()));
+    let sink = records.clone();
+    host.set_recorder(Arc::new(move |r| sink.lock().unwrap().push(r)));
+    records
+}
+
+fn turn(phase: &'static str) -> HostRecord {
+    HostRecord::Turn {
+        session: "s1".to_owned(),
+        phase,
+    }
+}
+
+fn claimed(source: &str, text: &str) -> HostRecord {
+    HostRecord::Claimed {
+        session: "s1".to_owned(),
+        source: source.to_owned(),
+        text: text.to_owned(),
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn followup_wakes_an_idle_agent_and_inject_does_not() {
+    let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
+    let records = recorded(&host);
+    let agent = host.create_session(SessionHeader::new("s1")).unwrap();
+    agent.inject(notice("n1")).unwrap();
+    settle().await;
+    assert_eq!(agent.turns(), 0);
+    assert_eq!(agent.pending_injected(), vec!["n1".to_owned()]);
+    agent.followup(notice("f1")).unwrap();
+    settle().await;
+    assert_eq!(agent.turns(), 1);
+    assert_eq!(agent.status(), AgentStatus::Idle);
+    assert_eq!(
+        *records.lock().unwrap(),
+        vec![
+            HostRecord::Inject {
+                session: "s1".to_owned(),
+                text: "n1".to_owned()
+            },
+            HostRecord::Followup {
+                session: "s1".to_owned(),
+                text: "f1".to_owned()
+            },
+            turn("start"),
+            claimed("tool-jobs", "f1"),
+            claimed("tool-jobs", "n1"),
+            turn("end"),
+        ]
+    );
+    let types: Vec<String> = agent.session().events().into_iter().map(|e| e.r#type).collect();
+    assert_eq!(types, ["turn/start", "turn/end"]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_turn_cannot_end_with_an_unclaimed_injected_message() {
+    let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
+    let records = recorded(&host);
+    let agent = host.create_session(SessionHeader::new("s1")).unwrap();
+    // A listener that injects once more when the first notice is claimed.
+    let again = agent.clone();
+    let fired = Arc::new(AtomicUsize::new(0));
+    let count = fired.clone();
+    let _sub = agent.subscribe(Arc::new(move |event: &AgentEvent| {
+        if let AgentEvent::InboxClaimed { message, .. } = event {
+            if message.joined_text() == "n1" && count.fetch_add(1, Ordering::SeqCst) == 0 {
+                again.inject(notice("n2")).unwrap();
+            }
+        }
+    }));
+    agent.start_turn();
+    agent.inject(notice("n1")).unwrap();
+    agent.end_turn();
+    assert_eq!(
+        *records.lock().unwrap(),
+        vec![
+            turn("start"),
+            HostRecord::Inject {
+                session: "s1".to_owned(),
+                text: "n1".to_owned()
+            },
+            claimed("tool-jobs", "n1"),
+            HostRecord::Inject {
+                session: "s1".to_owned(),
+                text: "n2".to_owned()
+            },
+            claimed("tool-jobs", "n2"),
+            turn("end"),
+        ]
+    );
+    assert!(agent.pending_injected().is_empty());
+}
+
+#[tokio::test(start_paused = true)]
+async fn claimed_events_carry_sources_and_status_transitions() {
+    let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
+    let agent = host.create_session(SessionHeader::new("s1")).unwrap();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = events.clone();
+    let _sub = agent.subscribe(Arc::new(move |e: &AgentEvent| {
+        sink.lock().unwrap().push(match e {
+            AgentEvent::Status(s) => format!("status {s:?}"),
+            AgentEvent::InboxClaimed { message, turn } => {
+                format!("claimed turn {turn} from {}", message.source.name())
+            }
+            AgentEvent::Disposed => "disposed".to_owned(),
+        })
+    }));
+    agent
+        .send_user("hi", Some("Europe/Paris".to_owned()))
+        .unwrap();
+    settle().await;
+    assert_eq!(agent.client_time_zone().as_deref(), Some("Europe/Paris"));
+    agent.dispose().await;
+    assert_eq!(
+        *events.lock().unwrap(),
+        [
+            "status Running",
+            "claimed turn 1 from user",
+            "status Idle",
+            "disposed"
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn maintenance_is_refused_while_a_turn_runs_and_parks_input() {
+    let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
+    let agent = host.create_session(SessionHeader::new("s1")).unwrap();
+    agent.start_turn();
+    assert!(matches!(agent.try_begin_maintenance(), Err(Busy)));
+    agent.end_turn();
+    let guard = agent.try_begin_maintenance().unwrap();
+    assert!(matches!(agent.try_begin_maintenance(), Err(Busy)));
+    agent.followup(notice("parked")).unwrap();
+    settle().await;
+    assert_eq!(agent.turns(), 1, "input waits while maintenance holds the agent");
+    assert_eq!(agent.pending_input(), ["parked"]);
+    let idle = {
+        let agent = agent.clone();
+        tokio::spawn(async move { agent.when_idle().await })
+    };
+    settle().await;
+    assert!(!idle.is_finished());
+    drop(guard);
+    settle().await;
+    assert!(idle.is_finished());
+    assert_eq!(agent.turns(), 2);
+}
+
+#[tokio::test(start_paused = true)]
+async fn disposal_awaits_hooks_and_refuses_input() {
+    let clock = ManualClock::at_default();
+    let host = MemoryHarness::new(Arc::new(clock.clone()));
+    let agent = host.create_session(SessionHeader::new("s1")).unwrap();
+    let done = Arc::new(AtomicUsize::new(0));
+    let flag = done.clone();
+    let sleeper = clock.clone();
+    agent
+        .add_dispose_hook(Box::new(move || {
+            Box::pin(async move {
+                sleeper.sleep(Duration::from_secs(5)).await;
+                flag.store(1, Ordering::SeqCst);
+            })
+        }))
+        .unwrap();
+    let removed = agent
+        .add_dispose_hook(Box::new(|| Box::pin(async {})))
+        .unwrap();
+    assert!(agent.remove_dispose_hook(removed).is_some());
+    assert!(agent.remove_dispose_hook(removed).is_none());
+    let disposing = {
+        let agent = agent.clone();
+        tokio::spawn(async move { agent.dispose().await })
+    };
+    settle().await;
+    assert!(!disposing.is_finished(), "disposal waits for the hook");
+    assert!(agent.followup(notice("late")).is_err());
+    clock.advance(Duration::from_secs(5)).await;
+    assert!(disposing.is_finished());
+    assert_eq!(done.load(Ordering::SeqCst), 1);
+    assert!(host.memory_agent(&SessionId::from("s1")).is_none());
+    assert!(agent.add_dispose_hook(Box::new(|| Box::pin(async {}))).is_err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn flush_failure_is_reported_and_append_faults_change_nothing() {
+    let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
+    let agent = host.create_session(SessionHeader::new("s1")).unwrap();
+    let session = agent.session();
+    let faults = host.faults(&SessionId::from("s1"));
+    faults.set_flush_fail(true);
+    assert_eq!(
+        session.flush().await,
+        Err(PersistenceError::Failed("injected flush failure".to_owned()))
+    );
+    faults.set_flush_fail(false);
+    faults.script_flushes([false, true]);
+    assert!(session.flush().await.is_err());
+    assert!(session.flush().await.is_ok());
+    assert!(session.flush().await.is_ok());
+    assert_eq!(faults.flush_count(), 4);
+    faults.set_append_fail(true);
+    assert!(session.append("x", serde_json::json!({})).is_err());
+    assert_eq!(session.len(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn manual_clock_fires_sleeps_in_order_and_set_fires_nothing() {
+    let clock = ManualClock::at_default();
+    let order = Arc::new(Mutex::new(Vec::new()));
+    for (name, secs) in [("b", 20u64), ("a", 10)] {
+        let clock2 = clock.clone();
+        let order = order.clone();
+        tokio::spawn(async move {
+            clock2.sleep(Duration::from_secs(secs)).await;
+            let now = harness_core::format_instant(clock2.now());
+            order.lock().unwrap().push(format!("{name} {now}"));
+        });
+    }
+    settle().await;
+    clock.set(chrono::DateTime::parse_from_rfc3339("2030-01-01T00:00:00Z").unwrap().into());
+    settle().await;
+    assert!(order.lock().unwrap().is_empty());
+    clock.set(chrono::DateTime::parse_from_rfc3339("2026-08-05T12:00:00Z").unwrap().into());
+    clock.advance(Duration::from_secs(30)).await;
+    assert_eq!(
+        *order.lock().unwrap(),
+        ["a 2026-08-05T12:00:10.000Z", "b 2026-08-05T12:00:20.000Z"]
+    );
+    clock.fail_next("boom");
+    assert!(clock.try_now().is_err());
+    assert!(clock.try_now().is_ok());
+}

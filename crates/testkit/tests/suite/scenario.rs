@@ -1,0 +1,102 @@
+use harness_testkit::scenario::run_scenario;
+use pretty_assertions::assert_eq;
+
+const FOUNDATION: &str = r#"# foundation steps only
+{"do":"config","clock":{"mode":"manual","start":"2026-08-05T12:00:00.000Z"}}
+{"do":"session","id":"s1","timeZone":"Europe/Paris"}
+{"do":"user","session":"s1","text":"hello"}
+
+{"do":"turn","session":"s1","phase":"start"}
+{"do":"user","session":"s1","text":"while running"}
+{"do":"turn","session":"s1","phase":"end"}
+{"do":"advance","ms":1500}
+{"do":"fault","session":"s1","append":"fail"}
+{"do":"user","session":"s1","text":"lost turn events"}
+{"do":"fault","session":"s1","append":"ok"}
+{"do":"projection","session":"s1","key":"nope"}
+{"do":"log","session":"s1","type":"turn/start"}
+"#;
+
+#[test]
+fn foundation_scenario_transcript_is_exact_and_stable() {
+    let first = run_scenario(FOUNDATION);
+    let second = run_scenario(FOUNDATION);
+    assert_eq!(first.to_text(), second.to_text());
+    assert!(!first.failed);
+    assert_eq!(
+        first.lines,
+        [
+            r#"{"kind":"turn","session":"s1","phase":"start"}"#,
+            r#"{"kind":"claimed","session":"s1","source":"user","text":"hello"}"#,
+            r#"{"kind":"turn","session":"s1","phase":"end"}"#,
+            r#"{"kind":"turn","session":"s1","phase":"start"}"#,
+            r#"{"kind":"turn","session":"s1","phase":"end"}"#,
+            r#"{"kind":"turn","session":"s1","phase":"start"}"#,
+            r#"{"kind":"claimed","session":"s1","source":"user","text":"while running"}"#,
+            r#"{"kind":"turn","session":"s1","phase":"end"}"#,
+            r#"{"kind":"turn","session":"s1","phase":"start"}"#,
+            r#"{"kind":"claimed","session":"s1","source":"user","text":"lost turn events"}"#,
+            r#"{"kind":"turn","session":"s1","phase":"end"}"#,
+            r#"{"kind":"projection","session":"s1","key":"nope","value":null}"#,
+            r#"{"kind":"log","session":"s1","events":[{"seq":1,"type":"turn/start","data":{"turn":1}},{"seq":3,"type":"turn/start","data":{"turn":2}},{"seq":5,"type":"turn/start","data":{"turn":3}}]}"#,
+        ]
+    );
+}
+
+#[test]
+fn scenario_errors_name_the_physical_line() {
+    let cases = [
+        ("{\"do\":\"nope\"}", r#"{"kind":"error","line":1,"message":"unknown step \"nope\""}"#),
+        (
+            "# c\n\n{\"do\":\"session\"}",
+            r#"{"kind":"error","line":3,"message":"missing field \"id\""}"#,
+        ),
+        (
+            "{\"do\":\"session\",\"id\":5}",
+            r#"{"kind":"error","line":1,"message":"field \"id\" must be a string"}"#,
+        ),
+        (
+            "{\"do\":\"session\",\"id\":\"s\"}\n{\"do\":\"config\"}",
+            r#"{"kind":"error","line":2,"message":"config must be the first step"}"#,
+        ),
+        (
+            "{\"do\":\"user\",\"session\":\"ghost\",\"text\":\"x\"}",
+            r#"{"kind":"error","line":1,"message":"no live agent for session ghost"}"#,
+        ),
+        ("not json", r#"{"kind":"error","line":1,"message":"invalid JSON: expected ident at line 1 column 2"}"#),
+    ];
+    for (source, expected) in cases {
+        let transcript = run_scenario(source);
+        assert!(transcript.failed, "{source}");
+        assert_eq!(transcript.lines.last().map(String::as_str), Some(expected));
+    }
+}
+
+#[test]
+fn restart_and_fork_keep_the_log() {
+    let transcript = run_scenario(
+        r#"{"do":"config","store":"jsonl","autoTurns":false}
+{"do":"session","id":"p"}
+{"do":"turn","session":"p","phase":"start"}
+{"do":"turn","session":"p","phase":"end"}
+{"do":"fork","id":"c","from":"p"}
+{"do":"restart"}
+{"do":"log","session":"c"}
+{"do":"dispose","session":"c"}
+{"do":"resume","session":"c"}
+{"do":"turn","session":"c","phase":"start"}
+{"do":"log","session":"c"}
+"#,
+    );
+    assert!(!transcript.failed, "{:?}", transcript.lines);
+    assert_eq!(
+        transcript.lines,
+        [
+            r#"{"kind":"turn","session":"p","phase":"start"}"#,
+            r#"{"kind":"turn","session":"p","phase":"end"}"#,
+            r#"{"kind":"log","session":"c","events":[{"seq":1,"type":"turn/start","data":{"turn":1}},{"seq":2,"type":"turn/end","data":{"turn":1}}]}"#,
+            r#"{"kind":"turn","session":"c","phase":"start"}"#,
+            r#"{"kind":"log","session":"c","events":[{"seq":1,"type":"turn/start","data":{"turn":1}},{"seq":2,"type":"turn/end","data":{"turn":1}},{"seq":3,"type":"turn/start","data":{"turn":2}}]}"#,
+        ]
+    );
+}
