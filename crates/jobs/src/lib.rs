@@ -1,1 +1,21 @@
-//! harness-jobs (placeholder until its issue lands).
+#![doc = include_str!("../README.md")]
+
+mod error;
+mod invariant;
+mod producer;
+mod registry;
+mod snapshot;
+mod types;
+
+pub use error::{JobError, format_js_number};
+pub use invariant::{InvariantViolation, check_snapshot, install_invariant};
+pub use producer::{
+    BoxError, CancelHook, DoneFuture, JobHooks, JobProgress, JobStart, ProgressObserver,
+    ReadOutputHook, RunHook,
+};
+pub use registry::{JobDoneListener, JobRegistry, JobsChangedListener, ListenerFuture};
+pub use snapshot::{JobRead, JobReadAt, JobSnapshot};
+pub use types::{JobId, JobKind, JobOutcome, JobStatus, KillOutcome, TerminalStatus};
+
+/// Re-exported so producers and controllers name one version of it.
+pub use tokio_util::sync::CancellationToken;

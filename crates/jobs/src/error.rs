@@ -1,0 +1,156 @@
+//! [`JobError`]: every failure of a [`crate::JobRegistry`] operation, with the spec's exact
+//! messages (todo-jobs §4.3, §4.5).
+
+use harness_core::{AgentError, AgentId};
+
+use crate::{BoxError, JobId};
+
+/// A registry operation failed. `Display` is the exact caller-facing message; a tool renders
+/// it as `Error: <message>`. Producer errors (from `run`, `cancel`, `read_output`) propagate
+/// unchanged as [`JobError::Producer`].
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JobError {
+    /// `start`: no attached controller serves the owner (a global controller serves
+    /// everyone; unowned jobs need a global one). Step 1 of §4.3.
+    #[error(
+        "background jobs unavailable: no job controller serves this agent (load @deepseek-ai/dsh-tool-jobs in its composition)"
+    )]
+    NoController,
+    /// `start`: the kind is empty (§4.3 step 2).
+    #[error("invalid job kind: expected a non-empty string")]
+    InvalidKind,
+    /// `start`: the label is empty (§4.3 step 3).
+    #[error("invalid job label: expected a non-empty string")]
+    InvalidLabel,
+    /// `start`: `output_limit_bytes` is 0 or above 2^53−1 (§4.3 step 4). Holds the value.
+    #[error("invalid outputLimitBytes: expected a positive safe integer, got {0}")]
+    InvalidOutputLimit(u64),
+    /// `start`: an owned start without an agent registry (§4.3 step 5.1).
+    #[error("background job ownership requires the agent registry (load @deepseek-ai/dsh-agent)")]
+    NoAgentRegistry,
+    /// `start`: the owner is not the instance registered under its id (§4.3 step 5.2).
+    #[error(
+        "agent {} is not the registered agent instance (background job owner must be live)",
+        json_quote(.0.as_str())
+    )]
+    NotRegisteredInstance(AgentId),
+    /// `start`: registering the owner's cleanup hook failed, e.g. the owner is disposing
+    /// (§4.3 step 5.3).
+    #[error(transparent)]
+    Owner(#[from] AgentError),
+    /// `start`: the owner's bucket already holds `limit` live jobs (§4.3 step 6).
+    #[error(
+        "background job limit reached for this owner (limit: {limit}); use job_kill to stop an unneeded job, wait for it to finish, then retry"
+    )]
+    LimitReached {
+        /// The configured `maxConcurrentJobsPerOwner`.
+        limit: u64,
+    },
+    /// `start`: the registry has been disposed, or cannot drive settlement (no async
+    /// runtime). Checked before everything else. Holds the reason.
+    #[error("background jobs unavailable: {0}")]
+    Unavailable(String),
+    /// get/read/read_at/kill/wait: the id was never issued or its record was removed.
+    #[error("unknown job {0}")]
+    UnknownJob(JobId),
+    /// get/read/read_at/kill/wait: the job is owned and the caller is absent or has another
+    /// id. (Foreign callers are denied, not told "not found".)
+    #[error("job {0} belongs to another session")]
+    Foreign(JobId),
+    /// `wait`: the timeout is not a finite number > 0. Holds the value as JSON (`0`, `-1`,
+    /// `null` for NaN and ±∞).
+    #[error("invalid wait timeout: expected a positive number of milliseconds, got {0}")]
+    InvalidWaitTimeout(String),
+    /// `wait`: the caller's cancellation token fired while the job was live.
+    #[error("wait aborted")]
+    WaitAborted,
+    /// An error from the producer's `run`, `cancel` or `read_output`, unchanged.
+    #[error(transparent)]
+    Producer(BoxError),
+}
+
+impl JobError {
+    /// The error for a wait timeout that is not a finite number > 0, rendering the value as
+    /// JavaScript's `JSON.stringify` would (`0`, `-1`, `1.5`, `null` for NaN and ±∞).
+    pub fn invalid_wait_timeout(timeout_ms: f64) -> Self {
+        JobError::InvalidWaitTimeout(format_js_number(timeout_ms))
+    }
+}
+
+/// Formats a number as JavaScript's `JSON.stringify` does for the values that matter here:
+/// integral values without a decimal point, NaN and ±∞ as `null`.
+pub fn format_js_number(value: f64) -> String {
+    if !value.is_finite() {
+        return "null".to_owned();
+    }
+    if value == 0.0 {
+        return "0".to_owned();
+    }
+    if value.fract() == 0.0 && value.abs() < 1e21 {
+        return format!("{value:.0}");
+    }
+    format!("{value}")
+}
+
+/// `value` as a JSON string literal.
+fn json_quote(value: &str) -> String {
+    serde_json::Value::from(value).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn exact_messages() {
+        assert_eq!(
+            JobError::NotRegisteredInstance(AgentId::new("ghost")).to_string(),
+            "agent \"ghost\" is not the registered agent instance (background job owner must be live)"
+        );
+        assert_eq!(
+            JobError::LimitReached { limit: 10 }.to_string(),
+            "background job limit reached for this owner (limit: 10); use job_kill to stop an unneeded job, wait for it to finish, then retry"
+        );
+        assert_eq!(
+            JobError::InvalidOutputLimit(0).to_string(),
+            "invalid outputLimitBytes: expected a positive safe integer, got 0"
+        );
+        assert_eq!(
+            JobError::UnknownJob(JobId::new("bash-9")).to_string(),
+            "unknown job bash-9"
+        );
+        assert_eq!(
+            JobError::Foreign(JobId::new("bash-1")).to_string(),
+            "job bash-1 belongs to another session"
+        );
+        assert_eq!(JobError::WaitAborted.to_string(), "wait aborted");
+        assert_eq!(
+            JobError::Producer("cancel boom".into()).to_string(),
+            "cancel boom"
+        );
+    }
+
+    #[test]
+    fn wait_timeout_values_render_like_json() {
+        let cases = [
+            (0.0, "0"),
+            (-0.0, "0"),
+            (-1.0, "-1"),
+            (1.5, "1.5"),
+            (30.0, "30"),
+            (f64::NAN, "null"),
+            (f64::INFINITY, "null"),
+            (f64::NEG_INFINITY, "null"),
+        ];
+        for (value, text) in cases {
+            assert_eq!(
+                JobError::invalid_wait_timeout(value).to_string(),
+                format!(
+                    "invalid wait timeout: expected a positive number of milliseconds, got {text}"
+                )
+            );
+        }
+    }
+}

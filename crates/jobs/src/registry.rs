@@ -1,0 +1,156 @@
+//! The object-safe [`JobRegistry`] trait (todo-jobs §3.2) and its listener types.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use harness_core::{Agent, AgentId, Registration, RegistrationScope};
+use tokio_util::sync::CancellationToken;
+
+use crate::{BoxError, JobError, JobId, JobRead, JobReadAt, JobSnapshot, JobStart, KillOutcome};
+
+/// A future a [`JobDoneListener`] may hand back: the registry spawns it, never awaits it, and
+/// logs `jobs: onJobDone listener rejected for <id>: <err>` if it fails.
+pub type ListenerFuture = BoxFuture<'static, Result<(), BoxError>>;
+
+/// A completion listener (todo-jobs §3.1 `JobDoneListener`): called once per job, at
+/// settlement, with the terminal snapshot and the exact owner instance recorded at start
+/// (`None` for an unowned job).
+///
+/// `Err` is logged as `jobs: onJobDone listener threw for <id>: <err>`; a returned future is
+/// observed but never awaited. Later listeners run either way. Listeners run without any
+/// registry lock held and may call back into the registry.
+pub type JobDoneListener = Arc<
+    dyn Fn(&JobSnapshot, Option<&Arc<dyn Agent>>) -> Result<Option<ListenerFuture>, BoxError>
+        + Send
+        + Sync,
+>;
+
+/// A change observer (todo-jobs §3.1 `JobsChangedListener`, §4.7): called after every commit
+/// that changes what `list` returns for an owner, with that exact owner instance, or `None`
+/// when an unowned job changed (which affects every caller's visible set).
+///
+/// `Err` is logged as `jobs: onJobsChanged listener threw: <err>`; the commit stands.
+/// Observers run without any registry lock held and may call `list` / `get`.
+pub type JobsChangedListener =
+    Arc<dyn Fn(Option<&Arc<dyn Agent>>) -> Result<(), BoxError> + Send + Sync>;
+
+/// The background-job registry seam (todo-jobs §3, decision 8), shared as
+/// `Arc<dyn JobRegistry>`. harness-jobs-local provides the implementation.
+///
+/// **Callers.** Operations take the calling agent's id (`None` for a call without an agent).
+/// An owned job is accessible only to a caller with the owner's id; unowned jobs are open to
+/// everyone. The fence shared by get / read / read_at / kill / wait gives
+/// [`JobError::UnknownJob`] (`unknown job <id>`) or [`JobError::Foreign`]
+/// (`job <id> belongs to another session`).
+///
+/// **Scopes.** Controllers, completion listeners and change observers are owner-relative
+/// (todo-jobs §1.3): a [`RegistrationScope::Global`] registration serves every owner and
+/// unowned jobs; a [`RegistrationScope::Scoped`] one serves the owners whose scope chain
+/// contains its key. Listeners for an owner run global first, then from the farthest ancestor
+/// scope to the nearest, each in registration order. Dropping (or unregistering) the returned
+/// [`Registration`] removes the registration; unregistering is idempotent.
+#[async_trait]
+pub trait JobRegistry: Send + Sync {
+    /// Starts a job (todo-jobs §4.3): runs every preflight check (controller, kind, label,
+    /// output limit, owner, admission) before calling `spec.run`, then allocates
+    /// `<kind>-<N>`, records the job as `running` and notifies change observers.
+    /// Settlement always happens later, never inside `start`.
+    ///
+    /// # Errors
+    /// In check order: [`JobError::Unavailable`], [`JobError::NoController`],
+    /// [`JobError::InvalidKind`], [`JobError::InvalidLabel`],
+    /// [`JobError::InvalidOutputLimit`], [`JobError::NoAgentRegistry`],
+    /// [`JobError::NotRegisteredInstance`], [`JobError::Owner`], [`JobError::LimitReached`],
+    /// then [`JobError::Producer`] from `run`. On any error no id is consumed and nothing is
+    /// recorded.
+    fn start(&self, spec: JobStart) -> Result<JobId, JobError>;
+
+    /// The jobs owned by `caller`'s id plus all unowned jobs, in registration order, as fresh
+    /// snapshots. `None` sees unowned jobs only. Never fails, never shows foreign jobs.
+    fn list(&self, caller: Option<&AgentId>) -> Vec<JobSnapshot>;
+
+    /// A snapshot without side effects (neither the read cursor nor `reported` changes).
+    ///
+    /// # Errors
+    /// [`JobError::UnknownJob`], [`JobError::Foreign`].
+    fn get(&self, id: &JobId, caller: Option<&AgentId>) -> Result<JobSnapshot, JobError>;
+
+    /// A consuming read (todo-jobs §4.5): the stream delta since the previous read (also after
+    /// settlement, `""` once drained), or for a final-output-only job `""` while live and the
+    /// outcome's output (idempotently) once terminal. A read of a terminal job sets
+    /// `reported`; the snapshot is taken after that.
+    ///
+    /// # Errors
+    /// [`JobError::UnknownJob`], [`JobError::Foreign`], [`JobError::Producer`] from
+    /// `read_output`.
+    fn read(&self, id: &JobId, caller: Option<&AgentId>) -> Result<JobRead, JobError>;
+
+    /// A non-consuming read for observers (decision 8): the text after byte offset `cursor`
+    /// of everything the job has produced, from a bounded per-job history. Does not change
+    /// what [`JobRegistry::read`] returns next (beyond the bounded-history limit) and never
+    /// sets `reported`.
+    ///
+    /// # Errors
+    /// [`JobError::UnknownJob`], [`JobError::Foreign`], [`JobError::Producer`] from
+    /// `read_output`.
+    fn read_at(
+        &self,
+        id: &JobId,
+        cursor: u64,
+        caller: Option<&AgentId>,
+    ) -> Result<JobReadAt, JobError>;
+
+    /// Requests cancellation (todo-jobs §4.5): on a terminal job sets `reported` and returns
+    /// [`KillOutcome::AlreadyFinished`] without calling cancel; otherwise calls the producer's
+    /// cancel with `reason` first and, only if it succeeds, marks the job `stopping` and
+    /// `reported` and notifies change observers. A second kill of a `stopping` job cancels
+    /// and notifies again.
+    ///
+    /// # Errors
+    /// [`JobError::UnknownJob`], [`JobError::Foreign`], or [`JobError::Producer`] from a
+    /// throwing cancel, in which case nothing changed.
+    fn kill(
+        &self,
+        id: &JobId,
+        caller: Option<&AgentId>,
+        reason: Option<&str>,
+    ) -> Result<KillOutcome, JobError>;
+
+    /// Waits up to `timeout_ms` milliseconds (monotonic, through the registry's clock) for the
+    /// job to settle (todo-jobs §4.5). Resolves with the terminal snapshot (and sets
+    /// `reported`), or on timeout with the live snapshot. Never cancels the job. A live waiter
+    /// at the moment of settlement makes the settlement `reported` before listeners run.
+    ///
+    /// `cancel` aborts only the wait, and only while the job is live: an abort is honoured at
+    /// once (a settlement after it does not count this waiter), while an abort after the
+    /// settlement released the wait is harmless.
+    ///
+    /// # Errors
+    /// [`JobError::UnknownJob`], [`JobError::Foreign`] (both checked before the timeout),
+    /// [`JobError::InvalidWaitTimeout`] for a non-finite or non-positive timeout (even for a
+    /// terminal job), [`JobError::WaitAborted`].
+    async fn wait(
+        &self,
+        id: &JobId,
+        timeout_ms: f64,
+        caller: Option<&AgentId>,
+        cancel: Option<CancellationToken>,
+    ) -> Result<JobSnapshot, JobError>;
+
+    /// Registers a completion listener for the owners `scope` serves (todo-jobs §4.6 step 9).
+    /// No listener runs after the registry is disposed.
+    fn on_job_done(&self, scope: RegistrationScope, listener: JobDoneListener) -> Registration;
+
+    /// Registers a change observer for the owners `scope` serves (todo-jobs §4.7). Observers
+    /// also receive the notifications of service disposal.
+    fn on_jobs_changed(
+        &self,
+        scope: RegistrationScope,
+        listener: JobsChangedListener,
+    ) -> Registration;
+
+    /// Declares that a controller named `name` serves the owners of `scope`; `start` refuses
+    /// an owner no attached controller serves. Duplicate names are independent registrations.
+    fn attach_controller(&self, scope: RegistrationScope, name: &str) -> Registration;
+}

@@ -1,0 +1,268 @@
+//! Vocabulary types (todo-jobs §3.1): [`JobId`], [`JobKind`], [`JobStatus`],
+//! [`TerminalStatus`], [`JobOutcome`] and [`KillOutcome`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+macro_rules! string_newtype {
+    ($(#[$meta:meta])* $name:ident) => {
+        $(#[$meta])*
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(transparent)]
+        pub struct $name(Arc<str>);
+
+        impl $name {
+            /// Wraps a string. Any string is accepted; the registry validates where the spec
+            /// says so.
+            pub fn new(value: impl Into<Arc<str>>) -> Self {
+                Self(value.into())
+            }
+
+            /// The value as a string slice.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl fmt::Debug for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({:?})", stringify!($name), &*self.0)
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(value: &str) -> Self {
+                Self::new(value)
+            }
+        }
+
+        impl From<String> for $name {
+            fn from(value: String) -> Self {
+                Self::new(value)
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                &*self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                &*self.0 == *other
+            }
+        }
+    };
+}
+
+string_newtype!(
+    /// An opaque job id (todo-jobs §3.1, §4.4). The local registry issues `<kind>-<N>` with a
+    /// per-kind counter starting at 1 (`bash-1`, `subagent-1`, `pty-send-100`); lookups match
+    /// the string exactly and never parse it. Ids are predictable: authorization, not secrecy,
+    /// protects access.
+    JobId
+);
+
+string_newtype!(
+    /// A job kind: an open set of strings used as an id namespace (`bash`, `subagent`,
+    /// `pty-send`, `workflow`). The registry rejects an empty kind at `start` with
+    /// `invalid job kind: expected a non-empty string`.
+    JobKind
+);
+
+impl JobKind {
+    /// The kind of background shell commands (harness-bash).
+    pub fn bash() -> Self {
+        Self::new("bash")
+    }
+
+    /// The kind of delegated subagent work.
+    pub fn subagent() -> Self {
+        Self::new("subagent")
+    }
+}
+
+/// The status of a job (todo-jobs §3.1, §4.11). Serialized lowercase (`"running"`, …).
+///
+/// Lifecycle: `running → (stopping →)? terminal`; exactly one terminal status is ever recorded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobStatus {
+    /// The producer is working.
+    Running,
+    /// Cancellation was requested (by `kill` or teardown) and the producer has not settled yet.
+    Stopping,
+    /// Terminal: the work finished (a non-zero exit code is still `completed`).
+    Completed,
+    /// Terminal: the work was stopped.
+    Killed,
+    /// Terminal: the work failed (also a rejected `done`, or a teardown cancel that threw).
+    Failed,
+}
+
+impl JobStatus {
+    /// The model-facing spelling: `running`, `stopping`, `completed`, `killed`, `failed`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JobStatus::Running => "running",
+            JobStatus::Stopping => "stopping",
+            JobStatus::Completed => "completed",
+            JobStatus::Killed => "killed",
+            JobStatus::Failed => "failed",
+        }
+    }
+
+    /// Whether this is one of `completed`, `killed`, `failed`.
+    pub fn is_terminal(self) -> bool {
+        match self {
+            JobStatus::Running | JobStatus::Stopping => false,
+            JobStatus::Completed | JobStatus::Killed | JobStatus::Failed => true,
+        }
+    }
+
+    /// Whether the job is `running` or `stopping` (it occupies an admission slot).
+    pub fn is_live(self) -> bool {
+        !self.is_terminal()
+    }
+}
+
+impl fmt::Display for JobStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The terminal statuses a producer may report in a [`JobOutcome`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TerminalStatus {
+    /// See [`JobStatus::Completed`].
+    Completed,
+    /// See [`JobStatus::Killed`].
+    Killed,
+    /// See [`JobStatus::Failed`].
+    Failed,
+}
+
+impl TerminalStatus {
+    /// The model-facing spelling: `completed`, `killed`, `failed`.
+    pub fn as_str(self) -> &'static str {
+        JobStatus::from(self).as_str()
+    }
+}
+
+impl From<TerminalStatus> for JobStatus {
+    fn from(value: TerminalStatus) -> Self {
+        match value {
+            TerminalStatus::Completed => JobStatus::Completed,
+            TerminalStatus::Killed => JobStatus::Killed,
+            TerminalStatus::Failed => JobStatus::Failed,
+        }
+    }
+}
+
+/// How a job ended, as reported by its producer through [`crate::JobHooks::done`]
+/// (todo-jobs §3.1).
+///
+/// ```
+/// use harness_jobs::{JobOutcome, TerminalStatus};
+/// let outcome = JobOutcome::completed().with_detail("exit code: 0");
+/// assert_eq!(outcome.status, TerminalStatus::Completed);
+/// assert_eq!(outcome.detail.as_deref(), Some("exit code: 0"));
+/// assert_eq!(outcome.output, None);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobOutcome {
+    /// One of the three terminal statuses.
+    pub status: TerminalStatus,
+    /// Rendered into status lines (`exit code: 3`, `signal: SIGTERM`, `max-tokens`); taken
+    /// as-is by the registry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// The final text of a final-output-only job (one without `read_output`). Ignored for
+    /// stream jobs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+}
+
+impl JobOutcome {
+    /// An outcome with `status` and no detail or output.
+    pub fn new(status: TerminalStatus) -> Self {
+        Self {
+            status,
+            detail: None,
+            output: None,
+        }
+    }
+
+    /// `{status: completed}`.
+    pub fn completed() -> Self {
+        Self::new(TerminalStatus::Completed)
+    }
+
+    /// `{status: killed}`.
+    pub fn killed() -> Self {
+        Self::new(TerminalStatus::Killed)
+    }
+
+    /// `{status: failed}`.
+    pub fn failed() -> Self {
+        Self::new(TerminalStatus::Failed)
+    }
+
+    /// Sets the detail.
+    #[must_use]
+    pub fn with_detail(mut self, detail: impl Into<String>) -> Self {
+        self.detail = Some(detail.into());
+        self
+    }
+
+    /// Sets the final output.
+    #[must_use]
+    pub fn with_output(mut self, output: impl Into<String>) -> Self {
+        self.output = Some(output.into());
+        self
+    }
+}
+
+/// What [`crate::JobRegistry::kill`] did (todo-jobs §4.5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KillOutcome {
+    /// The producer's cancel was called and returned normally; the job is now `stopping`
+    /// and `reported` is set.
+    Requested,
+    /// The job was already terminal; cancel was not called; `reported` is now set.
+    AlreadyFinished,
+}
+
+impl KillOutcome {
+    /// The registry's spelling: `requested` or `already-finished`. (tool-jobs maps
+    /// `Requested` to its own `cancellation-requested`.)
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KillOutcome::Requested => "requested",
+            KillOutcome::AlreadyFinished => "already-finished",
+        }
+    }
+}
