@@ -1,0 +1,660 @@
+//! [`BashProcess`]: one `bash -c COMMAND` in its own process group, with concurrent
+//! stdout/stderr readers into bounded buffers, spill files, group kill with a grace period,
+//! and reaping (todo-jobs §6, decisions 11 and 13).
+//!
+//! Three tokio tasks serve one process: a reader per pipe (pipe → spill file → bounded
+//! buffer) and a supervisor that reaps the shell, escalates a cancel from SIGTERM to SIGKILL
+//! after the grace period (measured through the [`Clock`] seam), and publishes the
+//! [`ProcessEnd`] only once the shell is reaped **and** both pipes are closed.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write as _;
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use harness_core::Clock;
+use rustix::process::{Pid, Signal};
+use tokio::io::{AsyncRead, AsyncReadExt as _};
+use tokio::process::{Child, Command};
+use tokio::sync::{Notify, watch};
+use tokio::task::{AbortHandle, JoinHandle};
+use tokio_util::sync::CancellationToken;
+
+use crate::buffer::StreamBuffer;
+use crate::render::{append_notice, dropped_notice, render_delta};
+
+/// Default cap of unread bytes kept in memory per stream: 1 MiB.
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
+/// Default cap of bytes written to each spill file: 64 MiB.
+pub const DEFAULT_MAX_SPILL_BYTES: u64 = 64 * 1024 * 1024;
+/// Default grace between SIGTERM and SIGKILL on cancel: 2 s.
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+
+/// Size of one read from a pipe.
+const CHUNK_BYTES: usize = 64 * 1024;
+/// Pipe capacity requested for the read ends (fewer wake-ups for chatty commands). A
+/// refusal (e.g. over `/proc/sys/fs/pipe-max-size`) is ignored.
+const PIPE_BYTES: usize = 256 * 1024;
+
+/// Where and how much of the full output to spill to files (decision 11).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpillOptions {
+    /// The folder; created on first use. Files are named
+    /// `bash-<host pid>-<n>-<child pid>.stdout` / `.stderr`.
+    pub dir: PathBuf,
+    /// Bytes written to each file at most; later output is not spilled.
+    pub max_bytes: u64,
+}
+
+/// How to run one command.
+#[derive(Clone)]
+pub struct ProcessOptions {
+    /// The command, run as `bash -c COMMAND`.
+    pub command: String,
+    /// Working directory; `None` inherits the host's.
+    pub cwd: Option<PathBuf>,
+    /// Variables set on top of the inherited environment.
+    pub env: BTreeMap<String, String>,
+    /// Unread bytes kept in memory per stream (default [`DEFAULT_MAX_OUTPUT_BYTES`]).
+    pub max_output_bytes: usize,
+    /// Spill files for the full output; `None` spills nothing (the dropped-output notice
+    /// then says `(unavailable)`).
+    pub spill: Option<SpillOptions>,
+    /// Time between SIGTERM and SIGKILL on cancel (default [`DEFAULT_KILL_GRACE`]).
+    pub kill_grace: Duration,
+    /// Measures the grace period.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl ProcessOptions {
+    /// Options with the defaults: inherited directory and environment, 1 MiB per stream, no
+    /// spill files, 2 s grace.
+    pub fn new(command: impl Into<String>, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            command: command.into(),
+            cwd: None,
+            env: BTreeMap::new(),
+            max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
+            spill: None,
+            kill_grace: DEFAULT_KILL_GRACE,
+            clock,
+        }
+    }
+}
+
+impl std::fmt::Debug for ProcessOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessOptions")
+            .field("command", &self.command)
+            .field("cwd", &self.cwd)
+            .field("env", &self.env)
+            .field("max_output_bytes", &self.max_output_bytes)
+            .field("spill", &self.spill)
+            .field("kill_grace", &self.kill_grace)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Failures of the bash producer.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BashError {
+    /// `bash` could not be started (missing binary, bad working directory, …). Returned
+    /// from [`BashProcess::spawn`]; the job is then never registered.
+    #[error("failed to start bash: {0}")]
+    Spawn(#[source] std::io::Error),
+    /// [`BashProcess::spawn`] was called outside a tokio runtime.
+    #[error("failed to start bash: no tokio runtime")]
+    NoRuntime,
+}
+
+/// How the shell ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EndStatus {
+    /// It exited with this code.
+    Exited(i32),
+    /// A signal ended it (this number).
+    Signaled(i32),
+    /// Its status could not be collected (the message says why).
+    Lost(String),
+}
+
+/// The end of a process: its status and whether a cancel was requested before it ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessEnd {
+    /// How the shell ended.
+    pub status: EndStatus,
+    /// [`BashProcess::cancel`] was called before the process ended.
+    pub cancel_requested: bool,
+}
+
+/// Byte counts of one stream.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct StreamStats {
+    /// Bytes the command wrote.
+    pub written: u64,
+    /// Unread bytes dropped from memory.
+    pub dropped: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Channel {
+    Stdout,
+    Stderr,
+}
+
+impl Channel {
+    fn extension(self) -> &'static str {
+        match self {
+            Channel::Stdout => "stdout",
+            Channel::Stderr => "stderr",
+        }
+    }
+}
+
+struct Streams {
+    stdout: StreamBuffer,
+    stderr: StreamBuffer,
+    stdout_spill: Option<PathBuf>,
+    stderr_spill: Option<PathBuf>,
+}
+
+impl Streams {
+    fn buffer(&mut self, channel: Channel) -> &mut StreamBuffer {
+        match channel {
+            Channel::Stdout => &mut self.stdout,
+            Channel::Stderr => &mut self.stderr,
+        }
+    }
+}
+
+struct Shared {
+    streams: Mutex<Streams>,
+    /// Signalled after every change of the streams (one permit is stored).
+    output_ready: Notify,
+    cancel: CancellationToken,
+    /// Set once the process is reaped and its pipes are closed: no more group signals.
+    finished: AtomicBool,
+    pgid: Option<Pid>,
+    end: watch::Sender<Option<ProcessEnd>>,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Streams> {
+        self.streams.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Signals the whole process group, unless the process has finished.
+    fn signal_group(&self, signal: Signal) {
+        if self.finished.load(Ordering::SeqCst) {
+            return;
+        }
+        let Some(pgid) = self.pgid else { return };
+        // kill(-1) would signal every process we may signal: never.
+        if pgid.as_raw_pid() <= 1 {
+            return;
+        }
+        if let Err(error) = rustix::process::kill_process_group(pgid, signal) {
+            if error != rustix::io::Errno::SRCH {
+                tracing::warn!("bash: signalling process group {pgid:?} failed: {error}");
+            }
+        }
+    }
+
+    fn request_cancel(&self) {
+        if self.cancel.is_cancelled() {
+            return;
+        }
+        // Signal at once, so a busy runtime does not delay the stop; the supervisor arms the
+        // grace timer when it sees the token.
+        self.signal_group(Signal::TERM);
+        self.cancel.cancel();
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        // Spill files live as long as the process handle: the job record owns them.
+        let streams = self.streams.get_mut().unwrap_or_else(|p| p.into_inner());
+        for path in [streams.stdout_spill.take(), streams.stderr_spill.take()]
+            .into_iter()
+            .flatten()
+        {
+            if let Err(error) = std::fs::remove_file(&path) {
+                tracing::debug!("bash: removing spill file {} failed: {error}", path.display());
+            }
+        }
+    }
+}
+
+struct Handle {
+    shared: Arc<Shared>,
+    pid: u32,
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // Nobody can observe or stop the process any more: stop it (the supervisor still
+        // escalates to SIGKILL and reaps).
+        if !self.shared.finished.load(Ordering::SeqCst) {
+            self.shared.request_cancel();
+        }
+    }
+}
+
+/// A running (or finished) `bash -c COMMAND` in its own process group.
+///
+/// Cloning shares the process. When the last clone is dropped before the process ended, the
+/// process group is cancelled (SIGTERM, SIGKILL after the grace) and still reaped. Spill
+/// files are deleted once the last clone is dropped and the process has ended.
+#[derive(Clone)]
+pub struct BashProcess {
+    handle: Arc<Handle>,
+}
+
+impl std::fmt::Debug for BashProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BashProcess")
+            .field("pid", &self.handle.pid)
+            .finish_non_exhaustive()
+    }
+}
+
+static NEXT_SPILL: AtomicU64 = AtomicU64::new(1);
+
+impl BashProcess {
+    /// Starts `bash -c COMMAND` as the leader of a new process group (pgid = pid), stdin
+    /// from `/dev/null`, stdout and stderr piped. Must be called inside a tokio runtime with
+    /// I/O and time enabled.
+    ///
+    /// # Errors
+    /// [`BashError::Spawn`] when the process cannot be started, [`BashError::NoRuntime`]
+    /// outside a runtime. Nothing is left running on error.
+    pub fn spawn(options: ProcessOptions) -> Result<Self, BashError> {
+        tokio::runtime::Handle::try_current().map_err(|_| BashError::NoRuntime)?;
+        let mut command = Command::new("bash");
+        command
+            .arg("-c")
+            .arg(&options.command)
+            .envs(&options.env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(cwd) = &options.cwd {
+            command.current_dir(cwd);
+        }
+        let mut child = command.spawn().map_err(BashError::Spawn)?;
+        let pid = child.id().unwrap_or(0);
+        let pgid = i32::try_from(pid).ok().and_then(Pid::from_raw);
+        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+            // Unreachable with piped stdio; the child is killed on drop.
+            return Err(BashError::Spawn(std::io::Error::other("missing pipes")));
+        };
+        for fd in [
+            rustix::fd::AsFd::as_fd(&stdout),
+            rustix::fd::AsFd::as_fd(&stderr),
+        ] {
+            let _ = rustix::pipe::fcntl_setpipe_size(fd, PIPE_BYTES);
+        }
+        let (end, _) = watch::channel(None);
+        let shared = Arc::new(Shared {
+            streams: Mutex::new(Streams {
+                stdout: StreamBuffer::new(options.max_output_bytes),
+                stderr: StreamBuffer::new(options.max_output_bytes),
+                stdout_spill: None,
+                stderr_spill: None,
+            }),
+            output_ready: Notify::new(),
+            cancel: CancellationToken::new(),
+            finished: AtomicBool::new(false),
+            pgid,
+            end,
+        });
+        let spill = options.spill.map(|spill| {
+            let n = NEXT_SPILL.fetch_add(1, Ordering::Relaxed);
+            Spill {
+                options: spill,
+                stem: format!("bash-{}-{n}-{pid}", std::process::id()),
+            }
+        });
+        let out = tokio::spawn(pump(
+            stdout,
+            shared.clone(),
+            Channel::Stdout,
+            spill.clone(),
+        ));
+        let err = tokio::spawn(pump(stderr, shared.clone(), Channel::Stderr, spill));
+        tokio::spawn(supervise(
+            child,
+            shared.clone(),
+            [out, err],
+            options.kill_grace,
+            options.clock,
+        ));
+        Ok(Self {
+            handle: Arc::new(Handle { shared, pid }),
+        })
+    }
+
+    /// The shell's process id, which is also its process group id.
+    pub fn pid(&self) -> u32 {
+        self.handle.pid
+    }
+
+    /// Takes the output written since the previous read, in the delta format (todo-jobs §6):
+    /// stdout, then a `[stderr]` section; followed by the dropped-output notice naming the
+    /// spill files when unread bytes were dropped from memory since the previous read.
+    /// Never fails; invalid UTF-8 is replaced.
+    pub fn read(&self) -> String {
+        let (stdout, stderr, paths) = {
+            let mut streams = self.handle.shared.lock();
+            let stdout = streams.stdout.take();
+            let stderr = streams.stderr.take();
+            let paths = if stdout.lossy || stderr.lossy {
+                Some([streams.stdout_spill.clone(), streams.stderr_spill.clone()])
+            } else {
+                None
+            };
+            (stdout, stderr, paths)
+        };
+        let delta = render_delta(&stdout.text, &stderr.text);
+        match paths {
+            None => delta,
+            Some(paths) => {
+                let existing: Vec<&Path> = paths.iter().flatten().map(PathBuf::as_path).collect();
+                append_notice(delta, &dropped_notice(&existing))
+            }
+        }
+    }
+
+    /// Completes when unread output (or a drop) is waiting or the process ended. Meant for a
+    /// single consumer that loops `output_ready().await; read()`; a notification that
+    /// arrives between two waits is kept, so none is lost.
+    pub async fn output_ready(&self) {
+        let shared = &self.handle.shared;
+        loop {
+            let notified = shared.output_ready.notified();
+            {
+                let streams = shared.lock();
+                if streams.stdout.has_unread() || streams.stderr.has_unread() {
+                    return;
+                }
+            }
+            if shared.end.borrow().is_some() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Requests a stop: SIGTERM to the process group now, SIGKILL after the grace period
+    /// if the group still holds the pipes. Synchronous and idempotent; does nothing once the
+    /// process has finished.
+    pub fn cancel(&self) {
+        self.handle.shared.request_cancel();
+    }
+
+    /// Whether [`BashProcess::cancel`] was called.
+    pub fn cancel_requested(&self) -> bool {
+        self.handle.shared.cancel.is_cancelled()
+    }
+
+    /// Completes once the shell is reaped and both pipes are closed (all output is in the
+    /// buffers), with how it ended.
+    pub fn wait(&self) -> BoxFuture<'static, ProcessEnd> {
+        let mut end = self.handle.shared.end.subscribe();
+        let shared = self.handle.shared.clone();
+        Box::pin(async move {
+            let result = end.wait_for(Option::is_some).await.map(|v| v.clone());
+            match result {
+                Ok(Some(end)) => end,
+                Ok(None) | Err(_) => ProcessEnd {
+                    status: EndStatus::Lost("the process supervisor stopped".to_owned()),
+                    cancel_requested: shared.cancel.is_cancelled(),
+                },
+            }
+        })
+    }
+
+    /// The ended state, if the process has finished.
+    pub fn try_end(&self) -> Option<ProcessEnd> {
+        self.handle.shared.end.borrow().clone()
+    }
+
+    /// Byte counts of stdout and stderr so far.
+    pub fn stats(&self) -> (StreamStats, StreamStats) {
+        let streams = self.handle.shared.lock();
+        let of = |b: &StreamBuffer| StreamStats {
+            written: b.total_bytes(),
+            dropped: b.dropped_bytes(),
+        };
+        (of(&streams.stdout), of(&streams.stderr))
+    }
+
+    /// The spill files created so far (stdout's first).
+    pub fn spill_paths(&self) -> Vec<PathBuf> {
+        let streams = self.handle.shared.lock();
+        [streams.stdout_spill.clone(), streams.stderr_spill.clone()]
+            .into_iter()
+            .flatten()
+            .collect()
+    }
+}
+
+#[derive(Clone)]
+struct Spill {
+    options: SpillOptions,
+    stem: String,
+}
+
+/// The spill file of one stream: created on the first byte, written up to the cap, given
+/// up (with a warning) on the first error.
+struct SpillWriter {
+    spill: Option<Spill>,
+    file: Option<File>,
+    written: u64,
+}
+
+impl SpillWriter {
+    fn write(&mut self, shared: &Shared, channel: Channel, bytes: &[u8]) {
+        let Some(spill) = &self.spill else { return };
+        let room = spill.options.max_bytes.saturating_sub(self.written);
+        if room == 0 {
+            return;
+        }
+        if self.file.is_none() {
+            let path = spill
+                .options
+                .dir
+                .join(format!("{}.{}", spill.stem, channel.extension()));
+            let created = std::fs::create_dir_all(&spill.options.dir).and_then(|()| {
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&path)
+            });
+            match created {
+                Ok(file) => {
+                    let mut streams = shared.lock();
+                    match channel {
+                        Channel::Stdout => streams.stdout_spill = Some(path),
+                        Channel::Stderr => streams.stderr_spill = Some(path),
+                    }
+                    self.file = Some(file);
+                }
+                Err(error) => {
+                    tracing::warn!("bash: cannot create spill file {}: {error}", path.display());
+                    self.spill = None;
+                    return;
+                }
+            }
+        }
+        let take = usize::try_from(room).map_or(bytes.len(), |room| room.min(bytes.len()));
+        if let Some(file) = &mut self.file {
+            // A page-cache write of at most one chunk; short enough to do on the runtime.
+            if let Err(error) = file.write_all(&bytes[..take]) {
+                tracing::warn!("bash: writing a spill file failed: {error}");
+                self.spill = None;
+                self.file = None;
+                return;
+            }
+            self.written += take as u64;
+        }
+    }
+}
+
+/// Copies one pipe into its spill file and bounded buffer until end of file.
+async fn pump(
+    mut pipe: impl AsyncRead + Unpin,
+    shared: Arc<Shared>,
+    channel: Channel,
+    spill: Option<Spill>,
+) {
+    let mut chunk = vec![0u8; CHUNK_BYTES];
+    let mut writer = SpillWriter {
+        spill,
+        file: None,
+        written: 0,
+    };
+    loop {
+        match pipe.read(&mut chunk).await {
+            Ok(0) => break,
+            Ok(n) => {
+                writer.write(&shared, channel, &chunk[..n]);
+                shared.lock().buffer(channel).push(&chunk[..n]);
+                shared.output_ready.notify_one();
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(error) => {
+                tracing::warn!("bash: reading {} failed: {error}", channel.extension());
+                break;
+            }
+        }
+    }
+    shared.lock().buffer(channel).close();
+    shared.output_ready.notify_one();
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Running,
+    /// SIGTERM sent; the timer runs to SIGKILL.
+    Terminating,
+    /// SIGKILL sent; the timer runs to abandoning the pipes.
+    Killed,
+    /// The pipes were abandoned; nothing more to do.
+    Abandoned,
+}
+
+struct Escalation {
+    stage: Stage,
+    timer: Option<BoxFuture<'static, ()>>,
+    grace: Duration,
+    clock: Arc<dyn Clock>,
+}
+
+impl Escalation {
+    async fn next_deadline(&mut self) {
+        match &mut self.timer {
+            Some(timer) => timer.await,
+            None => std::future::pending().await,
+        }
+    }
+
+    fn on_cancel(&mut self, shared: &Shared) {
+        if self.stage == Stage::Running {
+            shared.signal_group(Signal::TERM);
+            self.stage = Stage::Terminating;
+            self.timer = Some(self.clock.sleep(self.grace));
+        }
+    }
+
+    fn on_deadline(&mut self, shared: &Shared, readers: &[AbortHandle; 2]) {
+        match self.stage {
+            Stage::Terminating => {
+                shared.signal_group(Signal::KILL);
+                self.stage = Stage::Killed;
+                self.timer = Some(self.clock.sleep(self.grace));
+            }
+            Stage::Killed => {
+                // Something outside the group (a daemonized grandchild) still holds a
+                // pipe: stop reading so the job can settle.
+                tracing::warn!("bash: pipes still open after SIGKILL; abandoning them");
+                for reader in readers {
+                    reader.abort();
+                }
+                self.stage = Stage::Abandoned;
+                self.timer = None;
+            }
+            Stage::Running | Stage::Abandoned => self.timer = None,
+        }
+    }
+}
+
+/// Reaps the shell, escalates a cancel, waits for both pipes to close, then publishes the
+/// end.
+async fn supervise(
+    mut child: Child,
+    shared: Arc<Shared>,
+    readers: [JoinHandle<()>; 2],
+    grace: Duration,
+    clock: Arc<dyn Clock>,
+) {
+    let cancel = shared.cancel.clone();
+    let aborts = [readers[0].abort_handle(), readers[1].abort_handle()];
+    let mut escalation = Escalation {
+        stage: Stage::Running,
+        timer: None,
+        grace,
+        clock,
+    };
+    let waited = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            () = cancel.cancelled(), if escalation.stage == Stage::Running => {
+                escalation.on_cancel(&shared);
+            }
+            () = escalation.next_deadline() => escalation.on_deadline(&shared, &aborts),
+        }
+    };
+    let status = match waited {
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => EndStatus::Exited(code),
+            (None, Some(signal)) => EndStatus::Signaled(signal),
+            (None, None) => EndStatus::Lost(format!("unrecognised exit status {status}")),
+        },
+        Err(error) => EndStatus::Lost(format!("waiting for bash failed: {error}")),
+    };
+    // Grandchildren may still hold the pipes: the job runs until they close them, and a
+    // cancel meanwhile still reaches (and escalates on) the whole group.
+    let mut pipes = futures::future::join_all(readers);
+    loop {
+        tokio::select! {
+            _ = &mut pipes => break,
+            () = cancel.cancelled(), if escalation.stage == Stage::Running => {
+                escalation.on_cancel(&shared);
+            }
+            () = escalation.next_deadline() => escalation.on_deadline(&shared, &aborts),
+        }
+    }
+    let cancel_requested = cancel.is_cancelled();
+    shared.finished.store(true, Ordering::SeqCst);
+    {
+        let mut streams = shared.lock();
+        streams.stdout.close();
+        streams.stderr.close();
+    }
+    shared.end.send_replace(Some(ProcessEnd {
+        status,
+        cancel_requested,
+    }));
+    shared.output_ready.notify_one();
+}

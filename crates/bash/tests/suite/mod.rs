@@ -1,0 +1,2 @@
+mod process;
+mod support;
