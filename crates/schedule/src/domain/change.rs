@@ -1,0 +1,519 @@
+//! The durable `schedule/change` v1 encoding (schedule.md §3) and its strict decoder (§4):
+//! [`ScheduleRecord`], [`ScheduleChange`], [`decode_change`], plus the record view of §9.3.
+
+use std::sync::Arc;
+
+use harness_core::{MAX_SAFE_INTEGER, as_safe_integer, js_trim};
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use super::error::ScheduleLogError;
+use super::instant::Timestamp;
+
+/// The session event type of every schedule change.
+pub const SCHEDULE_CHANGE: &str = "schedule/change";
+
+/// The only delivery mode (§1): `session-local`.
+pub const DELIVERY_MODE: &str = "session-local";
+
+/// The smallest `everySeconds` (§3.1, §8.3).
+pub const MIN_EVERY_SECONDS: i64 = 300;
+
+/// The kind of a record: `after`, `at` or `every` (§3.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RecordKind {
+    /// One-shot, relative (`afterSeconds`).
+    After,
+    /// One-shot, absolute.
+    At,
+    /// Fixed-rate recurring (`everySeconds`).
+    Every,
+}
+
+impl RecordKind {
+    /// The wire name.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RecordKind::After => "after",
+            RecordKind::At => "at",
+            RecordKind::Every => "every",
+        }
+    }
+
+    /// `after` and `at` are one-shots.
+    pub const fn is_one_shot(self) -> bool {
+        !matches!(self, RecordKind::Every)
+    }
+}
+
+/// The selector-specific part of a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Rule {
+    /// `after`: `afterSeconds`, a safe integer > 0.
+    After {
+        /// The delay in seconds.
+        seconds: i64,
+    },
+    /// `at`: nothing but the target is stored (§8.6).
+    At,
+    /// `every`: `everySeconds`, a safe integer ≥ 300 whose ×1000 is also safe.
+    Every {
+        /// The interval in seconds.
+        seconds: i64,
+    },
+}
+
+impl Rule {
+    /// The record kind of this rule.
+    pub const fn kind(self) -> RecordKind {
+        match self {
+            Rule::After { .. } => RecordKind::After,
+            Rule::At => RecordKind::At,
+            Rule::Every { .. } => RecordKind::Every,
+        }
+    }
+}
+
+/// Whether a view's target has passed (§9.3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReminderState {
+    /// `now < scheduledAt`.
+    Scheduled,
+    /// `now ≥ scheduledAt`.
+    Overdue,
+}
+
+impl ReminderState {
+    /// The wire name (`scheduled` / `overdue`).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ReminderState::Scheduled => "scheduled",
+            ReminderState::Overdue => "overdue",
+        }
+    }
+}
+
+/// One validated reminder record (§3.1). Immutable; cheap to clone (shared strings).
+///
+/// Invariants (checked by every constructor): `id` and `prompt` are non-empty and equal to
+/// their JavaScript trim; the rule's numbers obey §3.1; `scheduled_at` is representable.
+/// For `every`, `scheduled_at` is the earliest creation-aligned occurrence not yet
+/// dispatched. Serializes with the exact key order of §3.1
+/// (`id`, `kind`, `prompt`, `afterSeconds`|`everySeconds`, `scheduledAt`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ScheduleRecord {
+    id: Arc<str>,
+    prompt: Arc<str>,
+    rule: Rule,
+    scheduled_at: Timestamp,
+}
+
+impl ScheduleRecord {
+    /// A record after checking the invariants above.
+    ///
+    /// # Errors
+    /// [`ScheduleLogError`] naming the first broken rule.
+    pub fn new(
+        id: impl Into<Arc<str>>,
+        prompt: impl Into<Arc<str>>,
+        rule: Rule,
+        scheduled_at: Timestamp,
+    ) -> Result<ScheduleRecord, ScheduleLogError> {
+        let id = id.into();
+        let prompt = prompt.into();
+        check_id(&id)?;
+        check_prompt(&prompt)?;
+        match rule {
+            Rule::After { seconds } => check_after_seconds(seconds)?,
+            Rule::At => {}
+            Rule::Every { seconds } => check_every_seconds(seconds)?,
+        }
+        Ok(ScheduleRecord {
+            id,
+            prompt,
+            rule,
+            scheduled_at,
+        })
+    }
+
+    /// The id (`schedule-N` or any custom non-empty trimmed string).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The shared id.
+    pub fn id_arc(&self) -> &Arc<str> {
+        &self.id
+    }
+
+    /// The trimmed prompt.
+    pub fn prompt(&self) -> &str {
+        &self.prompt
+    }
+
+    /// The rule.
+    pub fn rule(&self) -> Rule {
+        self.rule
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> RecordKind {
+        self.rule.kind()
+    }
+
+    /// `everySeconds` for an `every` record.
+    pub fn every_seconds(&self) -> Option<i64> {
+        match self.rule {
+            Rule::Every { seconds } => Some(seconds),
+            Rule::After { .. } | Rule::At => None,
+        }
+    }
+
+    /// The target instant (`scheduledAt`).
+    pub fn scheduled_at(&self) -> Timestamp {
+        self.scheduled_at
+    }
+
+    /// The same record with another target (an `every` record advancing, §5).
+    pub fn with_scheduled_at(&self, scheduled_at: Timestamp) -> ScheduleRecord {
+        ScheduleRecord {
+            id: Arc::clone(&self.id),
+            prompt: Arc::clone(&self.prompt),
+            rule: self.rule,
+            scheduled_at,
+        }
+    }
+
+    /// `overdue` iff `now_ms ≥ scheduledAt` (equality is overdue), else `scheduled` (§9.3).
+    pub fn state_at(&self, now_ms: i64) -> ReminderState {
+        if now_ms >= self.scheduled_at.millis() {
+            ReminderState::Overdue
+        } else {
+            ReminderState::Scheduled
+        }
+    }
+
+    /// The durable JSON object, keys in §3.1 order.
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.fields())
+    }
+
+    /// The tool view (§9.3): record fields, then `state` at `now_ms`, then
+    /// `deliveryMode: "session-local"`.
+    pub fn view(&self, now_ms: i64) -> Value {
+        let mut map = self.fields();
+        map.insert(
+            "state".into(),
+            Value::from(self.state_at(now_ms).as_str()),
+        );
+        map.insert("deliveryMode".into(), Value::from(DELIVERY_MODE));
+        Value::Object(map)
+    }
+
+    fn fields(&self) -> Map<String, Value> {
+        let mut map = Map::new();
+        map.insert("id".into(), Value::from(&*self.id));
+        map.insert("kind".into(), Value::from(self.kind().as_str()));
+        map.insert("prompt".into(), Value::from(&*self.prompt));
+        match self.rule {
+            Rule::After { seconds } => {
+                map.insert("afterSeconds".into(), Value::from(seconds));
+            }
+            Rule::At => {}
+            Rule::Every { seconds } => {
+                map.insert("everySeconds".into(), Value::from(seconds));
+            }
+        }
+        map.insert(
+            "scheduledAt".into(),
+            Value::from(self.scheduled_at.to_string()),
+        );
+        map
+    }
+}
+
+impl Serialize for ScheduleRecord {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let len = if matches!(self.rule, Rule::At) { 4 } else { 5 };
+        let mut map = serializer.serialize_map(Some(len))?;
+        map.serialize_entry("id", &*self.id)?;
+        map.serialize_entry("kind", self.kind().as_str())?;
+        map.serialize_entry("prompt", &*self.prompt)?;
+        match self.rule {
+            Rule::After { seconds } => map.serialize_entry("afterSeconds", &seconds)?,
+            Rule::At => {}
+            Rule::Every { seconds } => map.serialize_entry("everySeconds", &seconds)?,
+        }
+        map.serialize_entry("scheduledAt", &self.scheduled_at)?;
+        map.end()
+    }
+}
+
+/// One `schedule/change` v1 payload (§3.2), fully validated.
+///
+/// Serializes (and [`ScheduleChange::to_value`] builds) the exact wire form, e.g.
+/// `{"version":1,"operation":"dispatch","id":"schedule-3","acceptedAt":"2026-08-05T12:17:34.000Z"}`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ScheduleChange {
+    /// `create`: add one record.
+    Create(ScheduleRecord),
+    /// `delete`: terminal; only valid for an active id.
+    Delete {
+        /// The record id.
+        id: Arc<str>,
+    },
+    /// `dispatch` without `acceptedAt`: terminal for an active one-shot.
+    Dispatch {
+        /// The record id.
+        id: Arc<str>,
+    },
+    /// `dispatch` with `acceptedAt`: advance an active `every` record (§6).
+    DispatchEvery {
+        /// The record id.
+        id: Arc<str>,
+        /// The wall-clock decision time.
+        accepted_at: Timestamp,
+    },
+}
+
+impl ScheduleChange {
+    /// The id the change is about.
+    pub fn id(&self) -> &str {
+        match self {
+            ScheduleChange::Create(record) => record.id(),
+            ScheduleChange::Delete { id }
+            | ScheduleChange::Dispatch { id }
+            | ScheduleChange::DispatchEvery { id, .. } => id,
+        }
+    }
+
+    /// The wire operation name (`create`, `delete`, `dispatch`).
+    pub const fn operation(&self) -> &'static str {
+        match self {
+            ScheduleChange::Create(_) => "create",
+            ScheduleChange::Delete { .. } => "delete",
+            ScheduleChange::Dispatch { .. } | ScheduleChange::DispatchEvery { .. } => "dispatch",
+        }
+    }
+
+    /// The event payload with the exact key order of §3.2.
+    pub fn to_value(&self) -> Value {
+        let mut map = Map::new();
+        map.insert("version".into(), Value::from(1));
+        map.insert("operation".into(), Value::from(self.operation()));
+        match self {
+            ScheduleChange::Create(record) => {
+                map.insert("schedule".into(), record.to_value());
+            }
+            ScheduleChange::Delete { id } | ScheduleChange::Dispatch { id } => {
+                map.insert("id".into(), Value::from(&**id));
+            }
+            ScheduleChange::DispatchEvery { id, accepted_at } => {
+                map.insert("id".into(), Value::from(&**id));
+                map.insert("acceptedAt".into(), Value::from(accepted_at.to_string()));
+            }
+        }
+        Value::Object(map)
+    }
+}
+
+impl Serialize for ScheduleChange {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let len = match self {
+            ScheduleChange::DispatchEvery { .. } => 4,
+            _ => 3,
+        };
+        let mut map = serializer.serialize_map(Some(len))?;
+        map.serialize_entry("version", &1)?;
+        map.serialize_entry("operation", self.operation())?;
+        match self {
+            ScheduleChange::Create(record) => map.serialize_entry("schedule", record)?,
+            ScheduleChange::Delete { id } | ScheduleChange::Dispatch { id } => {
+                map.serialize_entry("id", &**id)?;
+            }
+            ScheduleChange::DispatchEvery { id, accepted_at } => {
+                map.serialize_entry("id", &**id)?;
+                map.serialize_entry("acceptedAt", accepted_at)?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// Strictly decodes one `schedule/change` payload (§4).
+///
+/// Checks, in order: an object; `version` is the number 1 (`1.0` too, `"1"` not); the
+/// operation with its exact key set; the record of a create (exact key set per kind,
+/// trimmed non-empty id and prompt, §3.1 numbers, canonical `scheduledAt`); the id of a
+/// delete/dispatch; the canonical `acceptedAt` of an every dispatch.
+///
+/// # Errors
+/// [`ScheduleLogError`] (`corrupt_schedule_log`) for anything else. Never panics.
+pub fn decode_change(data: &Value) -> Result<ScheduleChange, ScheduleLogError> {
+    let Some(map) = data.as_object() else {
+        return Err(ScheduleLogError::new("change must be an object"));
+    };
+    match map.get("version") {
+        Some(Value::Number(n)) if n.as_f64() == Some(1.0) => {}
+        _ => return Err(ScheduleLogError::new("change version must be 1")),
+    }
+    let operation = map.get("operation").and_then(Value::as_str);
+    match operation {
+        Some("create") => {
+            exact_keys(map, &["version", "operation", "schedule"], "create")?;
+            let record = decode_record(map.get("schedule").unwrap_or(&Value::Null))?;
+            Ok(ScheduleChange::Create(record))
+        }
+        Some("delete") => {
+            exact_keys(map, &["version", "operation", "id"], "delete")?;
+            Ok(ScheduleChange::Delete {
+                id: decode_id(map.get("id"))?,
+            })
+        }
+        Some("dispatch") => {
+            if map.len() == 3 {
+                exact_keys(map, &["version", "operation", "id"], "dispatch")?;
+                Ok(ScheduleChange::Dispatch {
+                    id: decode_id(map.get("id"))?,
+                })
+            } else {
+                exact_keys(
+                    map,
+                    &["version", "operation", "id", "acceptedAt"],
+                    "dispatch",
+                )?;
+                let id = decode_id(map.get("id"))?;
+                let accepted_at = decode_instant(map.get("acceptedAt"), "acceptedAt")?;
+                Ok(ScheduleChange::DispatchEvery { id, accepted_at })
+            }
+        }
+        _ => Err(ScheduleLogError::new("unknown change operation")),
+    }
+}
+
+/// Strictly decodes a record object (§3.1, §4 step 3).
+///
+/// # Errors
+/// [`ScheduleLogError`] when the value is not a valid record.
+pub fn decode_record(value: &Value) -> Result<ScheduleRecord, ScheduleLogError> {
+    let Some(map) = value.as_object() else {
+        return Err(ScheduleLogError::new("schedule record must be an object"));
+    };
+    let rule = match map.get("kind").and_then(Value::as_str) {
+        Some("after") => {
+            exact_keys(
+                map,
+                &["id", "kind", "prompt", "afterSeconds", "scheduledAt"],
+                "after record",
+            )?;
+            Rule::After {
+                seconds: decode_integer(map.get("afterSeconds"), "afterSeconds")?,
+            }
+        }
+        Some("at") => {
+            exact_keys(map, &["id", "kind", "prompt", "scheduledAt"], "at record")?;
+            Rule::At
+        }
+        Some("every") => {
+            exact_keys(
+                map,
+                &["id", "kind", "prompt", "everySeconds", "scheduledAt"],
+                "every record",
+            )?;
+            Rule::Every {
+                seconds: decode_integer(map.get("everySeconds"), "everySeconds")?,
+            }
+        }
+        _ => return Err(ScheduleLogError::new("unknown schedule record kind")),
+    };
+    let id = decode_id(map.get("id"))?;
+    let prompt = match map.get("prompt") {
+        Some(Value::String(prompt)) => Arc::<str>::from(prompt.as_str()),
+        _ => return Err(ScheduleLogError::new("prompt must be a string")),
+    };
+    let scheduled_at = decode_instant(map.get("scheduledAt"), "scheduledAt")?;
+    ScheduleRecord::new(id, prompt, rule, scheduled_at)
+}
+
+fn exact_keys(map: &Map<String, Value>, keys: &[&str], what: &str) -> Result<(), ScheduleLogError> {
+    if map.len() == keys.len() && keys.iter().all(|key| map.contains_key(*key)) {
+        Ok(())
+    } else {
+        Err(ScheduleLogError::new(format!(
+            "{what} must contain exactly the keys {}",
+            keys.join(", ")
+        )))
+    }
+}
+
+fn decode_id(value: Option<&Value>) -> Result<Arc<str>, ScheduleLogError> {
+    match value {
+        Some(Value::String(id)) => {
+            check_id(id)?;
+            Ok(Arc::from(id.as_str()))
+        }
+        _ => Err(ScheduleLogError::new("id must be a string")),
+    }
+}
+
+fn decode_integer(value: Option<&Value>, field: &str) -> Result<i64, ScheduleLogError> {
+    value
+        .filter(|value| value.is_number())
+        .and_then(as_safe_integer)
+        .ok_or_else(|| ScheduleLogError::new(format!("{field} must be a safe integer")))
+}
+
+fn decode_instant(value: Option<&Value>, field: &str) -> Result<Timestamp, ScheduleLogError> {
+    value
+        .and_then(Value::as_str)
+        .and_then(Timestamp::parse)
+        .ok_or_else(|| ScheduleLogError::new(format!("{field} must be a canonical instant")))
+}
+
+/// A durable id: non-empty and equal to its JavaScript trim.
+pub(crate) fn check_id(id: &str) -> Result<(), ScheduleLogError> {
+    if id.is_empty() || js_trim(id).len() != id.len() {
+        Err(ScheduleLogError::new(
+            "id must be non-empty without surrounding whitespace",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+fn check_prompt(prompt: &str) -> Result<(), ScheduleLogError> {
+    if prompt.is_empty() || js_trim(prompt).len() != prompt.len() {
+        Err(ScheduleLogError::new(
+            "prompt must be non-empty without surrounding whitespace",
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+fn check_after_seconds(seconds: i64) -> Result<(), ScheduleLogError> {
+    if seconds > 0 && seconds <= MAX_SAFE_INTEGER {
+        Ok(())
+    } else {
+        Err(ScheduleLogError::new(
+            "afterSeconds must be a positive safe integer",
+        ))
+    }
+}
+
+fn check_every_seconds(seconds: i64) -> Result<(), ScheduleLogError> {
+    if seconds < MIN_EVERY_SECONDS {
+        return Err(ScheduleLogError::new("everySeconds must be at least 300"));
+    }
+    match seconds.checked_mul(1000) {
+        Some(ms) if ms <= MAX_SAFE_INTEGER => Ok(()),
+        _ => Err(ScheduleLogError::new(
+            "everySeconds interval milliseconds must be a safe integer",
+        )),
+    }
+}
+
+#[cfg(test)]
+#[path = "change_tests.rs"]
+mod tests;

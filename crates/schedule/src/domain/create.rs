@@ -1,0 +1,244 @@
+//! Creating records from model input (schedule.md §8, §9.5 step 2, §9.7 step 1).
+//!
+//! Every `now_ms` is one wall-clock sample in epoch milliseconds. The record constructors
+//! check the prompt first, then their selector's rules, then the common future-instant
+//! check of §8.1.
+
+use std::sync::Arc;
+
+use harness_core::{MAX_SAFE_INTEGER, as_safe_integer, js_trim};
+use serde_json::Value;
+
+use super::at::{ZoneContext, resolve_at};
+use super::change::{MIN_EVERY_SECONDS, Rule, ScheduleRecord, check_id};
+use super::error::{InputError, RuleViolation};
+use super::instant::Timestamp;
+
+/// The root keys `schedule_create` accepts.
+pub const CREATE_KEYS: [&str; 4] = ["prompt", "after_seconds", "at", "every_seconds"];
+
+/// The selector of a create request, already shape-checked.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Selector {
+    /// `after_seconds`: a safe integer > 0.
+    After(i64),
+    /// `every_seconds`: a safe integer ≥ 300.
+    Every(i64),
+    /// `at`: the raw value; parsed by [`CreateRequest::build`] (after the preflight).
+    At(Value),
+}
+
+/// A `schedule_create` call that passed the pre-queue validation of §9.5 step 2.
+#[derive(Clone, Debug, PartialEq)]
+pub struct CreateRequest {
+    prompt: String,
+    selector: Selector,
+}
+
+impl CreateRequest {
+    /// Pre-queue validation (§9.5 step 2, no I/O), in order: any root key other than
+    /// `prompt`/`after_seconds`/`at`/`every_seconds`, or not exactly one selector →
+    /// `invalid_selector`; prompt empty after trim (or not a string) → `invalid_prompt`;
+    /// `after_seconds` not a safe integer > 0 → `invalid_rule`; `every_seconds` not a safe
+    /// integer → `invalid_rule`; `every_seconds` < 300 → `frequency_too_high`. The content of
+    /// `at` is not checked here.
+    ///
+    /// # Errors
+    /// The [`InputError`] of the first failing rule.
+    pub fn from_arguments(arguments: &Value) -> Result<CreateRequest, InputError> {
+        let Some(map) = arguments.as_object() else {
+            return Err(InputError::InvalidSelector);
+        };
+        if map.keys().any(|key| !CREATE_KEYS.contains(&key.as_str())) {
+            return Err(InputError::InvalidSelector);
+        }
+        let selectors = ["after_seconds", "at", "every_seconds"]
+            .iter()
+            .filter(|key| map.contains_key(**key))
+            .count();
+        if selectors != 1 {
+            return Err(InputError::InvalidSelector);
+        }
+        let prompt = trimmed_prompt(map.get("prompt").and_then(Value::as_str).unwrap_or(""))?;
+        let selector = if let Some(after) = map.get("after_seconds") {
+            Selector::After(after_seconds(after)?)
+        } else if let Some(every) = map.get("every_seconds") {
+            Selector::Every(every_seconds(every)?)
+        } else {
+            Selector::At(map.get("at").cloned().unwrap_or(Value::Null))
+        };
+        Ok(CreateRequest {
+            prompt: prompt.to_owned(),
+            selector,
+        })
+    }
+
+    /// The trimmed prompt.
+    pub fn prompt(&self) -> &str {
+        &self.prompt
+    }
+
+    /// The selector.
+    pub fn selector(&self) -> &Selector {
+        &self.selector
+    }
+
+    /// Builds the record with the allocated `id` at `now_ms` (§9.5 step 8): `at` is parsed
+    /// here (`zones` enables the decision-6 fallback), then §8.1.
+    ///
+    /// # Errors
+    /// `invalid_rule`, `invalid_time_zone`, `not_future`, `time_out_of_range`,
+    /// `timezone_confirmation_required`; `internal_error` if `id` is not a valid record id.
+    pub fn build(
+        &self,
+        id: &str,
+        now_ms: i64,
+        zones: Option<&ZoneContext>,
+    ) -> Result<ScheduleRecord, InputError> {
+        match &self.selector {
+            Selector::After(seconds) => {
+                create_after(id, &self.prompt, &Value::from(*seconds), now_ms)
+            }
+            Selector::Every(seconds) => {
+                create_every(id, &self.prompt, &Value::from(*seconds), now_ms)
+            }
+            Selector::At(at) => create_at(id, &self.prompt, at, now_ms, zones),
+        }
+    }
+}
+
+/// An `after` record (§8.2): prompt, then `after_seconds` a safe integer > 0, then
+/// `now + after_seconds·1000` through §8.1.
+///
+/// # Errors
+/// `invalid_prompt`, `invalid_rule` ([`RuleViolation::AfterSeconds`]), `time_out_of_range`,
+/// `not_future`, or `internal_error` for a bad `id`.
+pub fn create_after(
+    id: &str,
+    prompt: &str,
+    after_seconds_value: &Value,
+    now_ms: i64,
+) -> Result<ScheduleRecord, InputError> {
+    let prompt = trimmed_prompt(prompt)?;
+    let seconds = after_seconds(after_seconds_value)?;
+    let target = future_target(offset_target(now_ms, seconds), now_ms)?;
+    record(id, prompt, Rule::After { seconds }, target)
+}
+
+/// An `every` record (§8.3): prompt, then `every_seconds` a safe integer (`invalid_rule`)
+/// and ≥ 300 (`frequency_too_high`), then the first anchored target
+/// `now + every_seconds·1000` through §8.1.
+///
+/// # Errors
+/// `invalid_prompt`, `invalid_rule` ([`RuleViolation::EverySeconds`]), `frequency_too_high`,
+/// `time_out_of_range`, `not_future`, or `internal_error` for a bad `id`.
+pub fn create_every(
+    id: &str,
+    prompt: &str,
+    every_seconds_value: &Value,
+    now_ms: i64,
+) -> Result<ScheduleRecord, InputError> {
+    let prompt = trimmed_prompt(prompt)?;
+    let seconds = every_seconds(every_seconds_value)?;
+    let target = future_target(offset_target(now_ms, seconds), now_ms)?;
+    record(id, prompt, Rule::Every { seconds }, target)
+}
+
+/// An `at` record (§8.4, §8.5): prompt, then the `at` value (offset string or local
+/// object; `zones` = `Some` enables the decision-6 fallback for an object without
+/// `time_zone`), then §8.1. Only the canonical UTC target is stored (§8.6).
+///
+/// # Errors
+/// `invalid_prompt`, `invalid_rule`, `invalid_time_zone`, `time_out_of_range`,
+/// `not_future`, `timezone_confirmation_required`, or `internal_error` for a bad `id`.
+pub fn create_at(
+    id: &str,
+    prompt: &str,
+    at: &Value,
+    now_ms: i64,
+    zones: Option<&ZoneContext>,
+) -> Result<ScheduleRecord, InputError> {
+    let prompt = trimmed_prompt(prompt)?;
+    let target = resolve_at(at, zones)?;
+    let target = future_target(Some(target), now_ms)?;
+    record(id, prompt, Rule::At, target)
+}
+
+/// The common future-instant check (§8.1), in order: `now_ms` or the target not a safe
+/// integer (`None` = the arithmetic overflowed), or the target outside years 0001–9999 →
+/// `time_out_of_range`; target ≤ now → `not_future`.
+///
+/// # Errors
+/// As above.
+pub fn future_target(target_ms: Option<i64>, now_ms: i64) -> Result<Timestamp, InputError> {
+    if now_ms.abs() > MAX_SAFE_INTEGER {
+        return Err(InputError::TimeOutOfRange);
+    }
+    let target = target_ms
+        .and_then(Timestamp::from_millis)
+        .ok_or(InputError::TimeOutOfRange)?;
+    if target.millis() <= now_ms {
+        return Err(InputError::NotFuture);
+    }
+    Ok(target)
+}
+
+/// Checks a `schedule_delete` id (§9.7 step 1): non-empty and equal to its trim.
+///
+/// # Errors
+/// `invalid_rule` ([`RuleViolation::DeleteId`]).
+pub fn validate_delete_id(id: &str) -> Result<(), InputError> {
+    if id.is_empty() || js_trim(id).len() != id.len() {
+        Err(InputError::InvalidRule(RuleViolation::DeleteId))
+    } else {
+        Ok(())
+    }
+}
+
+fn trimmed_prompt(prompt: &str) -> Result<&str, InputError> {
+    let trimmed = js_trim(prompt);
+    if trimmed.is_empty() {
+        Err(InputError::InvalidPrompt)
+    } else {
+        Ok(trimmed)
+    }
+}
+
+fn after_seconds(value: &Value) -> Result<i64, InputError> {
+    as_safe_integer(value)
+        .filter(|seconds| *seconds > 0)
+        .ok_or(InputError::InvalidRule(RuleViolation::AfterSeconds))
+}
+
+fn every_seconds(value: &Value) -> Result<i64, InputError> {
+    let seconds =
+        as_safe_integer(value).ok_or(InputError::InvalidRule(RuleViolation::EverySeconds))?;
+    if seconds < MIN_EVERY_SECONDS {
+        Err(InputError::FrequencyTooHigh)
+    } else {
+        Ok(seconds)
+    }
+}
+
+/// `now + seconds·1000`, `None` if not a safe integer.
+fn offset_target(now_ms: i64, seconds: i64) -> Option<i64> {
+    seconds
+        .checked_mul(1000)
+        .and_then(|delta| now_ms.checked_add(delta))
+        .filter(|target| target.abs() <= MAX_SAFE_INTEGER)
+}
+
+fn record(
+    id: &str,
+    prompt: &str,
+    rule: Rule,
+    target: Timestamp,
+) -> Result<ScheduleRecord, InputError> {
+    check_id(id).map_err(|_| InputError::Internal)?;
+    ScheduleRecord::new(Arc::<str>::from(id), Arc::<str>::from(prompt), rule, target)
+        .map_err(|_| InputError::Internal)
+}
+
+#[cfg(test)]
+#[path = "create_tests.rs"]
+mod tests;

@@ -1,0 +1,520 @@
+//! The fold (schedule.md §5), maintained incrementally, with id allocation (§7) and the due
+//! decision (§12.3).
+//!
+//! [`ScheduleFold::open`] replays a whole log once (at session open); afterwards the owner
+//! keeps the fold and calls [`ScheduleFold::apply`] for each new event
+//! (`session.events_after(fold.last_seq())`), so a tool call costs O(new events), not O(log).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use harness_core::{MAX_SAFE_INTEGER, SessionEvent, as_safe_integer};
+use serde_json::Value;
+
+use super::change::{SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord, decode_change};
+use super::error::{ResolveError, ScheduleLogError};
+use super::every::resolve_every;
+use super::framing::{batch_framing, one_shot_framing};
+use super::instant::Timestamp;
+
+/// The folded schedule state of one session's owned suffix (§5, §5.1).
+///
+/// Holds the active records in creation order (an advanced `every` keeps its slot), every id
+/// ever created in the owned suffix, and ordered target indexes for the due decision. Once an
+/// event fails to fold the state is *corrupt*: it stays frozen and every later
+/// [`ScheduleFold::apply`] returns the same error (an append-only log never heals).
+#[derive(Clone, Debug, Default)]
+pub struct ScheduleFold {
+    /// Creation counter → active record.
+    active: BTreeMap<u64, ScheduleRecord>,
+    /// Active id → creation counter.
+    index: HashMap<Arc<str>, u64>,
+    /// Every id created in the owned suffix, in creation order.
+    seen_order: Vec<Arc<str>>,
+    seen: HashSet<Arc<str>>,
+    /// `(scheduledAt ms, creation counter)` of active one-shots / every records.
+    one_shot_targets: BTreeSet<(i64, u64)>,
+    every_targets: BTreeSet<(i64, u64)>,
+    next_slot: u64,
+    seed_length: u64,
+    last_seq: u64,
+    corrupt: Option<ScheduleLogError>,
+}
+
+/// A comparable copy of a fold's observable state: active records in creation order and
+/// seen ids in creation order (what §5 outputs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoldSnapshot {
+    /// Active records in creation order.
+    pub active: Vec<ScheduleRecord>,
+    /// Every id ever created in the owned suffix, in creation order.
+    pub seen_ids: Vec<String>,
+}
+
+impl ScheduleFold {
+    /// An empty fold for a session with `seed_length` inherited events: events whose `seq` is
+    /// ≤ `seed_length` are skipped by [`ScheduleFold::apply`].
+    pub fn with_seed(seed_length: u64) -> ScheduleFold {
+        ScheduleFold {
+            seed_length,
+            last_seq: seed_length,
+            ..ScheduleFold::default()
+        }
+    }
+
+    /// Full fold of a session log (§5): skips the first `seed_length` events (`None` = 0;
+    /// never decoded, even if malformed), ignores other event types, applies the rest.
+    ///
+    /// # Errors
+    /// [`ScheduleLogError`] when `seed_length` exceeds the log (detail mentions
+    /// `seedLength`) or any owned `schedule/change` event is invalid.
+    pub fn open(
+        events: &[SessionEvent],
+        seed_length: Option<u64>,
+    ) -> Result<ScheduleFold, ScheduleLogError> {
+        let seed = seed_length.unwrap_or(0);
+        let skip = usize::try_from(seed)
+            .ok()
+            .filter(|skip| *skip <= events.len())
+            .ok_or_else(|| {
+                ScheduleLogError::new(format!(
+                    "seedLength {seed} exceeds the log length {}",
+                    events.len()
+                ))
+            })?;
+        let mut fold = ScheduleFold::with_seed(seed);
+        for event in &events[skip..] {
+            fold.apply_owned(event)?;
+        }
+        if let Some(last) = events.last() {
+            fold.last_seq = fold.last_seq.max(last.seq);
+        }
+        Ok(fold)
+    }
+
+    /// Full fold of bare payloads `(event type, data)` (the shape of the upstream domain
+    /// tests): `seed_length` is a JSON number that must be a safe integer within
+    /// `0..=events.len()`.
+    ///
+    /// # Errors
+    /// [`ScheduleLogError`] as [`ScheduleFold::open`]; a bad `seed_length` mentions
+    /// `seedLength`.
+    pub fn open_payloads<'a>(
+        events: impl ExactSizeIterator<Item = (&'a str, &'a Value)>,
+        seed_length: &Value,
+    ) -> Result<ScheduleFold, ScheduleLogError> {
+        let len = events.len();
+        let seed = as_safe_integer(seed_length)
+            .and_then(|seed| usize::try_from(seed).ok())
+            .filter(|seed| *seed <= len)
+            .ok_or_else(|| {
+                ScheduleLogError::new(format!(
+                    "seedLength must be a safe integer between 0 and {len}"
+                ))
+            })?;
+        let mut fold = ScheduleFold::with_seed(0);
+        for (r#type, data) in events.skip(seed) {
+            if r#type == SCHEDULE_CHANGE {
+                fold.apply_value(data)?;
+            }
+        }
+        Ok(fold)
+    }
+
+    /// Applies one session event: events with `seq ≤ seed_length` and types other than
+    /// `schedule/change` are skipped; `last_seq` advances either way.
+    ///
+    /// # Errors
+    /// [`ScheduleLogError`] if the change is invalid or the fold is already corrupt; the
+    /// state is left unchanged and becomes corrupt.
+    pub fn apply(&mut self, event: &SessionEvent) -> Result<(), ScheduleLogError> {
+        if let Some(error) = &self.corrupt {
+            return Err(error.clone());
+        }
+        if event.seq > self.seed_length {
+            self.apply_owned(event)?;
+        }
+        self.last_seq = self.last_seq.max(event.seq);
+        Ok(())
+    }
+
+    fn apply_owned(&mut self, event: &SessionEvent) -> Result<(), ScheduleLogError> {
+        if event.r#type == SCHEDULE_CHANGE {
+            self.apply_value(&event.data)
+        } else {
+            Ok(())
+        }
+    }
+
+    /// Decodes and applies one `schedule/change` payload.
+    ///
+    /// # Errors
+    /// As [`ScheduleFold::apply_change`], plus decoding errors (§4).
+    pub fn apply_value(&mut self, data: &Value) -> Result<(), ScheduleLogError> {
+        if let Some(error) = &self.corrupt {
+            return Err(error.clone());
+        }
+        match decode_change(data) {
+            Ok(change) => self.apply_change(change),
+            Err(error) => {
+                self.corrupt = Some(error.clone());
+                Err(error)
+            }
+        }
+    }
+
+    /// Applies one decoded change (§5 step 4).
+    ///
+    /// # Errors
+    /// [`ScheduleLogError`]: a reused id (`was reused`), a transition of an inactive id
+    /// (`inactive id`), a one-shot dispatch with `acceptedAt` (`must not contain
+    /// acceptedAt`), an every dispatch without it (`must contain acceptedAt`), or an every
+    /// dispatch before its target (`cannot precede`). The fold is then corrupt and unchanged.
+    pub fn apply_change(&mut self, change: ScheduleChange) -> Result<(), ScheduleLogError> {
+        if let Some(error) = &self.corrupt {
+            return Err(error.clone());
+        }
+        match self.transition(&change) {
+            Ok(transition) => {
+                self.commit(change, transition);
+                Ok(())
+            }
+            Err(error) => {
+                self.corrupt = Some(error.clone());
+                Err(error)
+            }
+        }
+    }
+
+    /// Checks that `change` would fold cleanly on top of this state, without applying it
+    /// (the §15 invariant for an append candidate).
+    ///
+    /// # Errors
+    /// As [`ScheduleFold::apply_change`].
+    pub fn check_change(&self, change: &ScheduleChange) -> Result<(), ScheduleLogError> {
+        if let Some(error) = &self.corrupt {
+            return Err(error.clone());
+        }
+        self.transition(change).map(|_| ())
+    }
+
+    fn transition(&self, change: &ScheduleChange) -> Result<Transition, ScheduleLogError> {
+        match change {
+            ScheduleChange::Create(record) => {
+                if self.seen.contains(record.id()) {
+                    Err(ScheduleLogError::new(format!(
+                        "schedule id {:?} was reused",
+                        record.id()
+                    )))
+                } else {
+                    Ok(Transition::Create)
+                }
+            }
+            ScheduleChange::Delete { id } => {
+                let slot = self.active_slot(id)?;
+                Ok(Transition::Remove(slot))
+            }
+            ScheduleChange::Dispatch { id } => {
+                let slot = self.active_slot(id)?;
+                if self.record(slot).kind().is_one_shot() {
+                    Ok(Transition::Remove(slot))
+                } else {
+                    Err(ScheduleLogError::new(format!(
+                        "every dispatch of {id:?} must contain acceptedAt"
+                    )))
+                }
+            }
+            ScheduleChange::DispatchEvery { id, accepted_at } => {
+                let slot = self.active_slot(id)?;
+                let record = self.record(slot);
+                let Some(every_seconds) = record.every_seconds() else {
+                    return Err(ScheduleLogError::new(format!(
+                        "one-shot dispatch of {id:?} must not contain acceptedAt"
+                    )));
+                };
+                let occurrence =
+                    resolve_every(record.scheduled_at(), every_seconds, accepted_at.millis())
+                        .map_err(|error| {
+                            ScheduleLogError::new(format!("dispatch of {id:?}: {error}"))
+                        })?;
+                match occurrence.next_scheduled_at {
+                    Some(next) => Ok(Transition::Advance(slot, next)),
+                    None => Ok(Transition::Remove(slot)),
+                }
+            }
+        }
+    }
+
+    fn commit(&mut self, change: ScheduleChange, transition: Transition) {
+        match (change, transition) {
+            (ScheduleChange::Create(record), _) => {
+                let slot = self.next_slot;
+                self.next_slot += 1;
+                let id = Arc::clone(record.id_arc());
+                self.seen.insert(Arc::clone(&id));
+                self.seen_order.push(Arc::clone(&id));
+                self.index.insert(id, slot);
+                self.targets_mut(&record)
+                    .insert((record.scheduled_at().millis(), slot));
+                self.active.insert(slot, record);
+            }
+            (_, Transition::Remove(slot)) => {
+                if let Some(record) = self.active.remove(&slot) {
+                    self.index.remove(record.id());
+                    self.targets_mut(&record)
+                        .remove(&(record.scheduled_at().millis(), slot));
+                }
+            }
+            (_, Transition::Advance(slot, next)) => {
+                if let Some(record) = self.active.get(&slot).cloned() {
+                    self.every_targets
+                        .remove(&(record.scheduled_at().millis(), slot));
+                    self.every_targets.insert((next.millis(), slot));
+                    self.active.insert(slot, record.with_scheduled_at(next));
+                }
+            }
+            (_, Transition::Create) => {}
+        }
+    }
+
+    fn targets_mut(&mut self, record: &ScheduleRecord) -> &mut BTreeSet<(i64, u64)> {
+        if record.kind().is_one_shot() {
+            &mut self.one_shot_targets
+        } else {
+            &mut self.every_targets
+        }
+    }
+
+    fn active_slot(&self, id: &str) -> Result<u64, ScheduleLogError> {
+        self.index.get(id).copied().ok_or_else(|| {
+            ScheduleLogError::new(format!("transition references inactive id {id:?}"))
+        })
+    }
+
+    fn record(&self, slot: u64) -> &ScheduleRecord {
+        // `index` and `active` are updated together, so a slot from `index` is present.
+        &self.active[&slot]
+    }
+
+    /// The fold's error if it is corrupt.
+    pub fn corruption(&self) -> Option<&ScheduleLogError> {
+        self.corrupt.as_ref()
+    }
+
+    /// The fork boundary this fold skips (`header.seed_length`, 0 if none).
+    pub fn seed_length(&self) -> u64 {
+        self.seed_length
+    }
+
+    /// The highest event seq seen so far (read `session.events_after(last_seq)` next).
+    pub fn last_seq(&self) -> u64 {
+        self.last_seq
+    }
+
+    /// Active records in creation order.
+    pub fn active(&self) -> impl ExactSizeIterator<Item = &ScheduleRecord> + '_ {
+        self.active.values()
+    }
+
+    /// Number of active records.
+    pub fn active_len(&self) -> usize {
+        self.active.len()
+    }
+
+    /// The active record with `id`.
+    pub fn get(&self, id: &str) -> Option<&ScheduleRecord> {
+        self.index.get(id).and_then(|slot| self.active.get(slot))
+    }
+
+    /// Whether `id` is active.
+    pub fn is_active(&self, id: &str) -> bool {
+        self.index.contains_key(id)
+    }
+
+    /// Every id created in the owned suffix (including deleted / dispatched ones), in
+    /// creation order.
+    pub fn seen_ids(&self) -> &[Arc<str>] {
+        &self.seen_order
+    }
+
+    /// A comparable copy of the state.
+    pub fn snapshot(&self) -> FoldSnapshot {
+        FoldSnapshot {
+            active: self.active.values().cloned().collect(),
+            seen_ids: self.seen_order.iter().map(|id| id.to_string()).collect(),
+        }
+    }
+
+    /// The next free id (§7): `schedule-N` with N starting at |seen| + 1 and incremented
+    /// while `schedule-N` was seen.
+    pub fn allocate_id(&self) -> String {
+        allocate_id_in(&self.seen)
+    }
+
+    /// The earliest target over all active records (what a waiting runtime arms its timer
+    /// for), if any.
+    pub fn next_target(&self) -> Option<Timestamp> {
+        let one_shot = self.one_shot_targets.first().map(|(ms, _)| *ms);
+        let every = self.every_targets.first().map(|(ms, _)| *ms);
+        one_shot
+            .into_iter()
+            .chain(every)
+            .min()
+            .and_then(Timestamp::from_millis)
+    }
+
+    /// The due decision at `now_ms` (§12.3), pure:
+    /// 1. the due one-shot with the smallest target (ties: creation order) →
+    ///    [`Decision::OneShot`];
+    /// 2. else every due `every` record, ordered by target then creation order, each with its
+    ///    latest occurrence at `now_ms` → [`Decision::EveryBatch`] with
+    ///    `accepted_at = now_ms`;
+    /// 3. else [`Decision::Wait`] for [`ScheduleFold::next_target`].
+    ///
+    /// # Errors
+    /// [`ResolveError`] when a batch is due but `now_ms` is not representable (an absurd
+    /// clock): the runtime warns and arms nothing.
+    pub fn decide(&self, now_ms: i64) -> Result<Decision, ResolveError> {
+        if let Some((target, slot)) = self.one_shot_targets.first()
+            && *target <= now_ms
+        {
+            return Ok(Decision::OneShot(self.record(*slot).clone()));
+        }
+        let due: Vec<u64> = self
+            .every_targets
+            .iter()
+            .take_while(|(target, _)| *target <= now_ms)
+            .map(|(_, slot)| *slot)
+            .collect();
+        if due.is_empty() {
+            return Ok(Decision::Wait {
+                next_target: self.next_target(),
+            });
+        }
+        let accepted_at =
+            Timestamp::from_millis(now_ms).ok_or(ResolveError::AcceptedAtOutOfRange)?;
+        let mut items = Vec::with_capacity(due.len());
+        for slot in due {
+            let record = self.record(slot);
+            let every_seconds = record.every_seconds().unwrap_or(0);
+            let occurrence = resolve_every(record.scheduled_at(), every_seconds, now_ms)?;
+            items.push(BatchItem {
+                record: record.clone(),
+                occurrence_at: occurrence.occurrence_at,
+                next_scheduled_at: occurrence.next_scheduled_at,
+            });
+        }
+        Ok(Decision::EveryBatch(EveryBatch { accepted_at, items }))
+    }
+}
+
+enum Transition {
+    Create,
+    Remove(u64),
+    Advance(u64, Timestamp),
+}
+
+/// §7 over an arbitrary set of seen ids.
+pub fn allocate_id_in<S: std::borrow::Borrow<str> + Eq + std::hash::Hash>(
+    seen: &HashSet<S>,
+) -> String {
+    let mut n = seen.len() as u64 + 1;
+    loop {
+        let id = format!("schedule-{n}");
+        if !seen.contains(id.as_str()) {
+            return id;
+        }
+        n += 1;
+    }
+}
+
+/// §7 over seen ids in any order (e.g. `["custom", "schedule-3"]` → `schedule-4`).
+pub fn allocate_id<S: AsRef<str>>(seen_ids: &[S]) -> String {
+    let seen: HashSet<&str> = seen_ids.iter().map(AsRef::as_ref).collect();
+    allocate_id_in(&seen)
+}
+
+/// What the runtime should do now (§12.3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Deliver exactly this one-shot (others follow in later passes).
+    OneShot(ScheduleRecord),
+    /// Deliver one batch of every due `every` record.
+    EveryBatch(EveryBatch),
+    /// Nothing is due; arm a timer for `next_target` if there is one.
+    Wait {
+        /// The earliest active target, `None` when nothing is active.
+        next_target: Option<Timestamp>,
+    },
+}
+
+impl Decision {
+    /// The framing text of §13 for a delivery, `None` for [`Decision::Wait`].
+    pub fn framing_text(&self) -> Option<String> {
+        match self {
+            Decision::OneShot(record) => Some(one_shot_framing(record)),
+            Decision::EveryBatch(batch) => Some(batch_framing(&batch.items)),
+            Decision::Wait { .. } => None,
+        }
+    }
+
+    /// The dispatch changes to append after the follow-up was queued (§12.2 e): one id-only
+    /// dispatch for a one-shot; for a batch, one dispatch per item in batch order, all with
+    /// the same `acceptedAt`. Empty for [`Decision::Wait`].
+    pub fn dispatch_changes(&self) -> Vec<ScheduleChange> {
+        match self {
+            Decision::OneShot(record) => vec![ScheduleChange::Dispatch {
+                id: Arc::clone(record.id_arc()),
+            }],
+            Decision::EveryBatch(batch) => batch
+                .items
+                .iter()
+                .map(|item| ScheduleChange::DispatchEvery {
+                    id: Arc::clone(item.record.id_arc()),
+                    accepted_at: batch.accepted_at,
+                })
+                .collect(),
+            Decision::Wait { .. } => Vec::new(),
+        }
+    }
+}
+
+/// A batch of due `every` records (§12.3 step 2).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EveryBatch {
+    /// The decision time, written as every dispatch's `acceptedAt`.
+    pub accepted_at: Timestamp,
+    /// Due records ordered by target, then creation order.
+    pub items: Vec<BatchItem>,
+}
+
+/// One record of a batch with its latest due occurrence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchItem {
+    /// The record as it is before this dispatch.
+    pub record: ScheduleRecord,
+    /// The latest occurrence ≤ the decision time (§6).
+    pub occurrence_at: Timestamp,
+    /// Where the record moves, `None` if it terminates.
+    pub next_scheduled_at: Option<Timestamp>,
+}
+
+/// Validates a JSON `seedLength` (§5 step 1) against a log of `len` events.
+///
+/// # Errors
+/// [`ScheduleLogError`] mentioning `seedLength` unless it is a safe integer in `0..=len`.
+pub fn check_seed_length(seed_length: &Value, len: usize) -> Result<u64, ScheduleLogError> {
+    as_safe_integer(seed_length)
+        .filter(|seed| (0..=MAX_SAFE_INTEGER).contains(seed))
+        .and_then(|seed| u64::try_from(seed).ok())
+        .filter(|seed| usize::try_from(*seed).is_ok_and(|seed| seed <= len))
+        .ok_or_else(|| {
+            ScheduleLogError::new(format!(
+                "seedLength must be a safe integer between 0 and {len}"
+            ))
+        })
+}
+
+#[cfg(test)]
+#[path = "fold_tests.rs"]
+mod tests;
