@@ -1,11 +1,7 @@
 //! The `harness` command: run scenario files, print the tool catalog, inspect a session log.
-#![expect(
-    clippy::print_stdout,
-    clippy::print_stderr,
-    reason = "a command-line program prints its results"
-)]
+#![expect(clippy::print_stderr, reason = "a command-line program reports errors")]
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -75,7 +71,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 std::fs::read_to_string(&file).with_context(|| format!("reading {file}"))?
             };
             let transcript = harness_testkit::scenario::run_scenario(&source);
-            print!("{}", transcript.to_text());
+            emit(&transcript.to_text())?;
             Ok(if transcript.failed {
                 ExitCode::from(2)
             } else {
@@ -85,17 +81,26 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Tools { markdown } => {
             let definitions = harness_testkit::scenario::tool_catalog().map_err(anyhow::Error::msg)?;
             if markdown {
-                print!("{}", harness_testkit::scenario::catalog_markdown(&definitions));
+                emit(&harness_testkit::scenario::catalog_markdown(&definitions))?;
             } else {
-                println!("{}", serde_json::to_string_pretty(&definitions)?);
+                emit(&format!("{}\n", serde_json::to_string_pretty(&definitions)?))?;
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::Log { file } => {
             let session = JsonlStore::open_path(&file, Arc::new(SystemClock))
                 .with_context(|| format!("opening {}", file.display()))?;
-            print!("{}", harness_testkit::scenario::summarize_log(session.as_ref()).map_err(anyhow::Error::msg)?);
+            emit(&harness_testkit::scenario::summarize_log(session.as_ref()).map_err(anyhow::Error::msg)?)?;
             Ok(ExitCode::SUCCESS)
         }
+    }
+}
+
+/// Writes to standard output; a closed pipe (`harness tools | head`) is not an error.
+fn emit(text: &str) -> anyhow::Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => Ok(other?),
     }
 }

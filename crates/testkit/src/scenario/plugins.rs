@@ -43,15 +43,23 @@ impl Installed {
 
 /// Installs every family with its configuration.
 pub(crate) fn install(
-    _host: &Arc<MemoryHarness>,
+    host: &Arc<MemoryHarness>,
     configs: &FamilyConfigs,
 ) -> Result<Installed, String> {
-    let installed = Installed::default();
-    let _ = configs.todo_config();
+    let harness = host.as_dyn();
+    let mut installed = Installed::default();
+    let todo = harness_todo::TodoConfig::from_json(&configs.todo_config())
+        .and_then(|config| harness_todo::install(&harness, config))
+        .map_err(|e| e.to_string())?;
+    installed.keep.push(Box::new(todo));
     Ok(installed)
 }
 
 /// Problems the families' invariant checks find in a session log (empty when it is sound).
-pub(crate) fn check_log(_session: &dyn harness_core::Session) -> Vec<String> {
-    Vec::new()
+pub(crate) fn check_log(session: &dyn harness_core::Session) -> Vec<String> {
+    let events = session.events();
+    harness_todo::find_violations(&events)
+        .into_iter()
+        .map(|v| v.to_string())
+        .collect()
 }
