@@ -1,0 +1,256 @@
+//! The plugin entry point (schedule.md §14): [`install`] adopts every live root agent created
+//! after it, giving each its three tools, a status listener and a delivery runtime.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use futures::FutureExt;
+use harness_core::{
+    Agent, AgentEvent, AgentStatus, ConfigError, Harness, HookId, LifecycleEvent, Registration,
+};
+use serde::Deserialize;
+
+use crate::ledger::Ledger;
+use crate::runtime::{DeliveryRuntime, Liveness};
+use crate::tools::ScheduleTools;
+
+/// The plugin name (schedule.md §14).
+pub const PLUGIN_NAME: &str = "schedule";
+
+/// Configuration of the schedule plugin. Schedule has no options; the struct exists so the
+/// scenario runner and hosts pass `{}` like for every family, and unknown keys are rejected.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScheduleConfig {}
+
+impl ScheduleConfig {
+    /// Checks the configuration (nothing to check today).
+    ///
+    /// # Errors
+    /// Never; kept for the uniform plugin shape.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        Ok(())
+    }
+}
+
+/// One adopted agent: what its cleanup undoes.
+struct Adopted {
+    agent: Arc<dyn Agent>,
+    tools: Registration,
+    status: Registration,
+    runtime: Arc<DeliveryRuntime>,
+    hook: Option<HookId>,
+}
+
+impl Adopted {
+    /// Unsubscribes, unregisters the tools and stops the runtime (awaiting its in-flight pass).
+    async fn cleanup(self) {
+        self.status.unregister();
+        self.tools.unregister();
+        self.runtime.dispose().await;
+    }
+}
+
+struct PluginInner {
+    harness: Weak<dyn Harness>,
+    handle: tokio::runtime::Handle,
+    stopping: AtomicBool,
+    adopted: Mutex<HashMap<usize, Adopted>>,
+}
+
+fn key_of(agent: &Arc<dyn Agent>) -> usize {
+    Arc::as_ptr(agent).cast::<()>() as usize
+}
+
+impl PluginInner {
+    fn adopted(&self) -> MutexGuard<'_, HashMap<usize, Adopted>> {
+        self.adopted.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Adopts a newly published root agent (§14): tools in the agent's own scope, the status
+    /// listener, the runtime, and a dispose hook that runs the cleanup.
+    fn adopt(self: &Arc<Self>, agent: Arc<dyn Agent>) {
+        if self.stopping.load(Ordering::SeqCst) || !agent.is_root() || agent.is_disposed() {
+            return;
+        }
+        let key = key_of(&agent);
+        if self.adopted().contains_key(&key) {
+            return;
+        }
+        let Some(harness) = self.harness.upgrade() else {
+            return;
+        };
+        let clock = harness.clock();
+        let ledger = Arc::new(Ledger::new(agent.session()));
+        let liveness = Liveness::new(self.harness.clone(), &agent);
+        let runtime = DeliveryRuntime::new(
+            ledger.clone(),
+            agent.clone(),
+            clock.clone(),
+            liveness,
+            &self.handle,
+        );
+        let notify_runtime = Arc::downgrade(&runtime);
+        let notify: crate::tools::Notify = Arc::new(move || {
+            if let Some(runtime) = notify_runtime.upgrade() {
+                runtime.request_drive();
+            }
+        });
+        let tools = ScheduleTools::with_ledger(agent.clone(), clock, ledger, notify);
+        let tools = match tools.register(harness.as_ref()) {
+            Ok(registration) => registration,
+            Err(error) => {
+                tracing::warn!(
+                    "schedule: could not register tools for {}: {error}",
+                    agent.id()
+                );
+                return;
+            }
+        };
+        let idle_runtime = Arc::downgrade(&runtime);
+        let status = agent.subscribe(Arc::new(move |event: &AgentEvent| {
+            if let AgentEvent::Status(AgentStatus::Idle) = event
+                && let Some(runtime) = idle_runtime.upgrade()
+            {
+                runtime.request_idle_check();
+            }
+        }));
+        let weak_self = Arc::downgrade(self);
+        let hook = agent
+            .add_dispose_hook(Box::new(move || {
+                async move {
+                    if let Some(inner) = weak_self.upgrade() {
+                        let entry = inner.adopted().remove(&key);
+                        if let Some(entry) = entry {
+                            entry.cleanup().await;
+                        }
+                    }
+                }
+                .boxed()
+            }))
+            .ok();
+        runtime.start();
+        self.adopted().insert(
+            key,
+            Adopted {
+                agent,
+                tools,
+                status,
+                runtime,
+                hook,
+            },
+        );
+    }
+
+    /// Runs the cleanup of an agent that left without its hook running.
+    fn forget(&self, agent: &Arc<dyn Agent>) {
+        let entry = self.adopted().remove(&key_of(agent));
+        if let Some(entry) = entry {
+            entry.status.unregister();
+            entry.tools.unregister();
+            entry.runtime.stop();
+        }
+    }
+
+    fn take_all(&self) -> Vec<Adopted> {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.adopted().drain().map(|(_, entry)| entry).collect()
+    }
+}
+
+/// The installed schedule plugin. It owns the agent-lifecycle subscription and every adopted
+/// agent's registrations and runtime. [`Installed::dispose`] stops accepting agents and awaits
+/// every cleanup; dropping it does the same without awaiting in-flight passes.
+pub struct Installed {
+    inner: Arc<PluginInner>,
+    lifecycle: Registration,
+}
+
+impl std::fmt::Debug for Installed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Installed")
+            .field("agents", &self.inner.adopted().len())
+            .finish()
+    }
+}
+
+impl Installed {
+    /// The number of agents currently adopted.
+    pub fn adopted_agents(&self) -> usize {
+        self.inner.adopted().len()
+    }
+
+    /// Whether the runtime of this agent has faulted (schedule §12.1: sticky until disposal).
+    /// `None` when the agent is not adopted.
+    pub fn is_faulted(&self, agent: &Arc<dyn Agent>) -> Option<bool> {
+        self.inner
+            .adopted()
+            .get(&key_of(agent))
+            .map(|entry| entry.runtime.is_faulted())
+    }
+
+    /// Stops accepting new agents and runs every adopted agent's cleanup (unsubscribe,
+    /// unregister tools, stop the runtime and await its in-flight pass). Idempotent.
+    pub async fn dispose(&self) {
+        self.lifecycle.unregister();
+        let entries = self.inner.take_all();
+        for entry in entries {
+            if let Some(hook) = entry.hook {
+                // The agent no longer needs to run our cleanup; we run it now.
+                drop(entry.agent.remove_dispose_hook(hook));
+            }
+            entry.cleanup().await;
+        }
+    }
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        self.lifecycle.unregister();
+        for entry in self.inner.take_all() {
+            if let Some(hook) = entry.hook {
+                drop(entry.agent.remove_dispose_hook(hook));
+            }
+            entry.status.unregister();
+            entry.tools.unregister();
+            entry.runtime.stop();
+        }
+    }
+}
+
+/// Installs the schedule plugin (schedule.md §14).
+///
+/// From now on, every live root agent the host publishes (and only those: not agents that
+/// existed before, not subagents) gets `schedule_create`, `schedule_list` and
+/// `schedule_delete` registered in its own scope, and one delivery runtime (§12) that starts
+/// with a preflight at once. Cold sessions are never scanned or woken.
+///
+/// Must be called inside a tokio runtime: the delivery tasks are spawned on it.
+///
+/// # Errors
+/// [`ConfigError::Invalid`] if the configuration is invalid or no tokio runtime is current.
+pub fn install(
+    harness: &Arc<dyn Harness>,
+    config: ScheduleConfig,
+) -> Result<Installed, ConfigError> {
+    config.validate()?;
+    let handle = tokio::runtime::Handle::try_current().map_err(|_| {
+        ConfigError::Invalid("schedule: install must run inside a tokio runtime".to_owned())
+    })?;
+    let inner = Arc::new(PluginInner {
+        harness: Arc::downgrade(harness),
+        handle,
+        stopping: AtomicBool::new(false),
+        adopted: Mutex::new(HashMap::new()),
+    });
+    let weak = Arc::downgrade(&inner);
+    let lifecycle = harness.subscribe_agents(Arc::new(move |event: &LifecycleEvent| {
+        let Some(inner) = weak.upgrade() else { return };
+        match event {
+            LifecycleEvent::Created(agent) => inner.adopt(agent.clone()),
+            LifecycleEvent::Disposed(agent) => inner.forget(agent),
+        }
+    }));
+    Ok(Installed { inner, lifecycle })
+}

@@ -1,1 +1,0 @@
-//! The schedule tools (schedule.md §9–§11).
