@@ -26,7 +26,7 @@ pub enum CompletionDelivery {
 /// | `maxWaitTimeoutMs` | `600000` | a finite number ≥ 1, and ≥ `waitTimeoutMs` |
 /// | `completionDelivery` | `"wakeup"` | `"wakeup"` or `"quiet"` |
 /// | `maxConsecutiveWakes` | `3` | ≥ 1 and a safe integer |
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct ToolJobsConfig {
     /// Wait used when `wait: true` is sent without `timeout_ms`, in milliseconds.

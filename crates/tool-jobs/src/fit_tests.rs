@@ -2,16 +2,22 @@ use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 
 use super::*;
-use crate::text::{render_output, status_line};
+use crate::text::{output_body, render_output, status_line};
 
 /// Rule A inputs: the rendered `job_output` split into content and suffix as §5.5 says.
 fn rule_a(text: &str, status: &str, limit: usize) -> String {
-    let rendered = render_output(text, status);
-    let suffix = format!("\n{status}");
-    let body = rendered.strip_suffix(&suffix).unwrap_or(&rendered);
-    // The body with one trailing newline removed (the rendering added none in that case).
+    // The body with one trailing newline removed; the suffix restores the separator.
+    let body = output_body(text);
     let content = body.strip_suffix('\n').unwrap_or(body);
-    fit_with_suffix(content, &suffix, limit, OUTPUT_MARKER)
+    let got = fit_with_suffix(content, &format!("\n{status}"), limit, OUTPUT_MARKER);
+    if got.len() <= limit && content.len() + status.len() < limit {
+        assert_eq!(
+            got,
+            render_output(text, status),
+            "fits, so it is the rendering"
+        );
+    }
+    got
 }
 
 #[test]

@@ -1,0 +1,238 @@
+//! The three model tools (todo-jobs §5.4): [`JobOutputTool`], [`JobListTool`] and
+//! [`JobKillTool`].
+//!
+//! Argument schemas are validated by the host before a body runs (decision 2); bodies still
+//! decode defensively and never panic. Failures of `job_output` and `job_kill` are returned as
+//! `Error: <message>` results (not as `Err`) so that they can be capped to the job's
+//! `outputLimitBytes` (§5.5).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use harness_core::{AgentId, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput};
+use harness_jobs::{JobId, JobRegistry, KillOutcome};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::cap::{cap_result, limit_of};
+use crate::config::ToolJobsConfig;
+use crate::public::PublicJob;
+use crate::text::{
+    EMPTY_JOB_ID, JOB_KILL, JOB_KILL_DESCRIPTION, JOB_LIST, JOB_LIST_DESCRIPTION, JOB_OUTPUT,
+    JOB_OUTPUT_DESCRIPTION, NO_JOBS, job_kill_schema, job_kill_value_schema, job_list_schema,
+    job_list_value_schema, job_output_schema, job_output_value_schema, list_line,
+    render_kill_finished, render_kill_requested, render_output,
+};
+
+/// `job_output` arguments. The root object is open: unknown keys are ignored.
+#[derive(Debug, Deserialize)]
+struct OutputArgs {
+    job_id: String,
+    #[serde(default)]
+    wait: Option<bool>,
+    #[serde(default)]
+    timeout_ms: Option<f64>,
+}
+
+/// `job_kill` arguments. The root object is open: unknown keys are ignored.
+#[derive(Debug, Deserialize)]
+struct KillArgs {
+    job_id: String,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+fn decode<T: serde::de::DeserializeOwned>(arguments: &Value) -> Result<T, ToolOutput> {
+    T::deserialize(arguments)
+        .map_err(|error| ToolOutput::error(format!("invalid arguments: {error}")))
+}
+
+fn caller_id(call: &ToolCall) -> Option<AgentId> {
+    call.caller.as_ref().map(|agent| agent.id().clone())
+}
+
+/// `job_output`: wait (only with `wait: true`), then a consuming read; the value is
+/// `{ text, job: PublicJob }` and the rendering `<body>\n[status: …]` (todo-jobs §5.4).
+pub struct JobOutputTool {
+    definition: ToolDefinition,
+    registry: Arc<dyn JobRegistry>,
+    wait_timeout_ms: f64,
+    max_wait_timeout_ms: f64,
+}
+
+impl JobOutputTool {
+    /// The tool over `registry` with the wait settings of `config`.
+    pub fn new(registry: Arc<dyn JobRegistry>, config: &ToolJobsConfig) -> Self {
+        Self {
+            definition: ToolDefinition {
+                name: JOB_OUTPUT.to_owned(),
+                description: JOB_OUTPUT_DESCRIPTION.to_owned(),
+                input_schema: job_output_schema(),
+                output_schema: Some(job_output_value_schema()),
+            },
+            registry,
+            wait_timeout_ms: config.wait_timeout_ms,
+            max_wait_timeout_ms: config.max_wait_timeout_ms,
+        }
+    }
+
+    async fn run(&self, id: &JobId, args: &OutputArgs, call: &ToolCall) -> ToolOutput {
+        let caller = caller_id(call);
+        if args.wait == Some(true) {
+            // No lower clamp: 0 or a negative value reaches the registry, which rejects it.
+            let timeout = args
+                .timeout_ms
+                .unwrap_or(self.wait_timeout_ms)
+                .min(self.max_wait_timeout_ms);
+            if let Err(error) = self
+                .registry
+                .wait(id, timeout, caller.as_ref(), Some(call.cancel.clone()))
+                .await
+            {
+                return ToolOutput::error(error);
+            }
+        }
+        match self.registry.read(id, caller.as_ref()) {
+            Ok(read) => {
+                let job = PublicJob::from_snapshot(&read.snapshot);
+                let text = render_output(&read.text, &job.status_line());
+                ToolOutput::success(json!({ "text": read.text, "job": job.to_value() }), text)
+            }
+            Err(error) => ToolOutput::error(error),
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for JobOutputTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
+        let args: OutputArgs = match decode(&call.arguments) {
+            Ok(args) => args,
+            Err(output) => return Ok(output),
+        };
+        if args.job_id.is_empty() {
+            return Ok(ToolOutput::error(EMPTY_JOB_ID));
+        }
+        let id = JobId::new(args.job_id.as_str());
+        // Captured before the body runs, as upstream's prepended pre-execute listener does.
+        let limit = limit_of(self.registry.as_ref(), &id, caller_id(&call).as_ref());
+        let output = self.run(&id, &args, &call).await;
+        Ok(cap_result(JOB_OUTPUT, output, limit))
+    }
+}
+
+/// `job_list`: the caller's jobs plus unowned jobs, one line each (todo-jobs §5.4). Never
+/// capped.
+pub struct JobListTool {
+    definition: ToolDefinition,
+    registry: Arc<dyn JobRegistry>,
+}
+
+impl JobListTool {
+    /// The tool over `registry`.
+    pub fn new(registry: Arc<dyn JobRegistry>) -> Self {
+        Self {
+            definition: ToolDefinition {
+                name: JOB_LIST.to_owned(),
+                description: JOB_LIST_DESCRIPTION.to_owned(),
+                input_schema: job_list_schema(),
+                output_schema: Some(job_list_value_schema()),
+            },
+            registry,
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for JobListTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
+        let jobs: Vec<PublicJob> = self
+            .registry
+            .list(caller_id(&call).as_ref())
+            .iter()
+            .map(PublicJob::from_snapshot)
+            .collect();
+        let text = if jobs.is_empty() {
+            NO_JOBS.to_owned()
+        } else {
+            jobs.iter()
+                .map(|job| list_line(&job.id, &job.kind, job.status.as_str(), &job.label))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let value = Value::Array(jobs.iter().map(PublicJob::to_value).collect());
+        Ok(ToolOutput::success(value, text))
+    }
+}
+
+/// `job_kill`: cancel first, then a non-consuming `get`; the value is
+/// `{ outcome: "cancellation-requested" | "already-finished", job }` (todo-jobs §5.4).
+pub struct JobKillTool {
+    definition: ToolDefinition,
+    registry: Arc<dyn JobRegistry>,
+}
+
+impl JobKillTool {
+    /// The tool over `registry`.
+    pub fn new(registry: Arc<dyn JobRegistry>) -> Self {
+        Self {
+            definition: ToolDefinition {
+                name: JOB_KILL.to_owned(),
+                description: JOB_KILL_DESCRIPTION.to_owned(),
+                input_schema: job_kill_schema(),
+                output_schema: Some(job_kill_value_schema()),
+            },
+            registry,
+        }
+    }
+
+    fn run(&self, id: &JobId, reason: Option<&str>, caller: Option<&AgentId>) -> ToolOutput {
+        let outcome = match self.registry.kill(id, caller, reason) {
+            Ok(outcome) => outcome,
+            Err(error) => return ToolOutput::error(error),
+        };
+        let snapshot = match self.registry.get(id, caller) {
+            Ok(snapshot) => snapshot,
+            Err(error) => return ToolOutput::error(error),
+        };
+        let job = PublicJob::from_snapshot(&snapshot);
+        let (outcome, text) = match outcome {
+            KillOutcome::Requested => ("cancellation-requested", render_kill_requested(&job.id)),
+            KillOutcome::AlreadyFinished => (
+                "already-finished",
+                render_kill_finished(&job.id, &job.status_line()),
+            ),
+        };
+        ToolOutput::success(json!({ "outcome": outcome, "job": job.to_value() }), text)
+    }
+}
+
+#[async_trait]
+impl Tool for JobKillTool {
+    fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
+        let args: KillArgs = match decode(&call.arguments) {
+            Ok(args) => args,
+            Err(output) => return Ok(output),
+        };
+        if args.job_id.is_empty() {
+            return Ok(ToolOutput::error(EMPTY_JOB_ID));
+        }
+        let id = JobId::new(args.job_id.as_str());
+        let caller = caller_id(&call);
+        let limit = limit_of(self.registry.as_ref(), &id, caller.as_ref());
+        let output = self.run(&id, args.reason.as_deref(), caller.as_ref());
+        Ok(cap_result(JOB_KILL, output, limit))
+    }
+}
