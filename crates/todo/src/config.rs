@@ -50,3 +50,7 @@ impl TodoConfig {
         InProgressPolicy::from_allow_parallel(self.allow_parallel_in_progress)
     }
 }
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

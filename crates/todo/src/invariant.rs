@@ -55,7 +55,10 @@ pub fn check_todo_write(data: &Value) -> Result<(), String> {
             _ => return Err("todo/write content must be non-empty and already trimmed".to_owned()),
         };
         if !seen.insert(content) {
-            return Err(format!("todo/write repeats content {}", json_quote(content)));
+            return Err(format!(
+                "todo/write repeats content {}",
+                json_quote(content)
+            ));
         }
         let status = entry.get("status");
         let known = status

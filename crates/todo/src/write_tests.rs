@@ -3,15 +3,17 @@
 use std::sync::Arc;
 
 use harness_core::{
-    CancellationToken, MemoryStore, Session, SessionHeader, SessionStore, SystemClock,
-    ToolRegistry, RegistrationScope, validate_arguments,
+    CancellationToken, MemoryStore, RegistrationScope, Session, SessionHeader, SessionStore,
+    SystemClock, ToolRegistry, validate_arguments,
 };
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
-use crate::{TodoCounts, TodoError, TodoItem, TodoStatus, TodoWriteValue, description, input_schema};
+use crate::{
+    TodoCounts, TodoError, TodoItem, TodoStatus, TodoWriteValue, description, input_schema,
+};
 
 /// §2.2, `allowParallelInProgress: true`, copied from the spec.
 const DESCRIPTION_TRUE: &str = r#"Record and update a structured task list for the current work. Send the ENTIRE list every call — it REPLACES the previous list (there are no partial updates, no per-item edits). Use it to plan multi-step work and show progress: add one todo per concrete step before you start. Mark every todo being actively worked on `in_progress` — several at once when work genuinely runs in parallel (e.g. concurrent subagents or background commands), one for sequential work; while work remains, at least one task should be `in_progress`. Mark a todo `completed` the moment it is done (do not batch completions), and allow no `in_progress` item only once all work is complete. Skip the list for trivial single-step tasks. Statuses: `pending` (not started), `in_progress` (being worked on now), `completed` (finished)."#;
@@ -56,7 +58,11 @@ fn tool(allow_parallel: bool) -> TodoWriteTool {
 
 /// The host pipeline without an agent host: schema validation (decision 2), then the body,
 /// rendered with the `Error:` envelope.
-fn call(tool: &TodoWriteTool, args: &Value, session: Option<&dyn Session>) -> (bool, Value, String) {
+fn call(
+    tool: &TodoWriteTool,
+    args: &Value,
+    session: Option<&dyn Session>,
+) -> (bool, Value, String) {
     let output = match validate_arguments(&tool.definition().input_schema, args) {
         Err(message) => harness_core::ToolOutput::error(message),
         Ok(()) => tool.run(args, session),
@@ -86,7 +92,11 @@ fn schema_equals_spec_json() {
     assert_eq!(spec["properties"]["todos"]["type"], "array");
     let item = &spec["properties"]["todos"]["items"];
     assert_eq!(
-        item["properties"].as_object().unwrap().keys().collect::<Vec<_>>(),
+        item["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
         ["content", "status"]
     );
     assert_eq!(
@@ -168,10 +178,10 @@ fn stored_content_is_trimmed() {
     assert_eq!(todo_writes(session.as_ref()), [json!({"todos": trimmed})]);
 }
 
-fn assert_rejected(allow_parallel: bool, args: Value, expected_text: &str) {
+fn assert_rejected(allow_parallel: bool, args: &Value, expected_text: &str) {
     let session = new_session();
     assert_eq!(
-        call(&tool(allow_parallel), &args, Some(session.as_ref())),
+        call(&tool(allow_parallel), args, Some(session.as_ref())),
         (true, Value::Null, expected_text.to_owned())
     );
     assert_eq!(session.len(), 0, "nothing may be appended");
@@ -182,27 +192,27 @@ fn assert_rejected(allow_parallel: bool, args: Value, expected_text: &str) {
 fn schema_violations_are_rejected_before_the_body() {
     assert_rejected(
         true,
-        json!({"todos": [{"content": "x", "status": "doing"}]}),
+        &json!({"todos": [{"content": "x", "status": "doing"}]}),
         r#"Error: invalid arguments: "todos[0].status" must be one of ["pending","in_progress","completed"]"#,
     );
     assert_rejected(
         true,
-        json!({"todos": "nope"}),
+        &json!({"todos": "nope"}),
         r#"Error: invalid arguments: "todos" must be an array"#,
     );
     assert_rejected(
         true,
-        json!({"todos": [{"content": "a", "status": "pending", "children": []}]}),
+        &json!({"todos": [{"content": "a", "status": "pending", "children": []}]}),
         r#"Error: invalid arguments: "todos[0].children" is not a declared property (additionalProperties: false)"#,
     );
     assert_rejected(
         true,
-        json!({}),
+        &json!({}),
         r#"Error: invalid arguments: missing required property "todos""#,
     );
     assert_rejected(
         true,
-        json!({"todos": [{"status": "pending"}]}),
+        &json!({"todos": [{"status": "pending"}]}),
         r#"Error: invalid arguments: missing required property "todos[0].content""#,
     );
 }
@@ -212,7 +222,13 @@ fn the_root_is_open() {
     let session = new_session();
     let args = json!({"todos": [], "note": "extra keys are ignored"});
     let (is_error, _, text) = call(&tool(false), &args, Some(session.as_ref()));
-    assert_eq!((is_error, text.as_str()), (false, "Updated todo list: 0 pending, 0 in progress, 0 completed."));
+    assert_eq!(
+        (is_error, text.as_str()),
+        (
+            false,
+            "Updated todo list: 0 pending, 0 in progress, 0 completed."
+        )
+    );
     assert_eq!(todo_writes(session.as_ref()), [json!({"todos": []})]);
 }
 
@@ -221,17 +237,17 @@ fn the_root_is_open() {
 fn content_errors_in_spec_order() {
     assert_rejected(
         true,
-        json!({"todos": [{"content": "dup", "status": "pending"}, {"content": "dup", "status": "completed"}]}),
+        &json!({"todos": [{"content": "dup", "status": "pending"}, {"content": "dup", "status": "completed"}]}),
         r#"Error: invalid todos: duplicate content "dup""#,
     );
     assert_rejected(
         true,
-        json!({"todos": [{"content": "a", "status": "pending"}, {"content": "  a ", "status": "completed"}]}),
+        &json!({"todos": [{"content": "a", "status": "pending"}, {"content": "  a ", "status": "completed"}]}),
         r#"Error: invalid todos: duplicate content "a""#,
     );
     assert_rejected(
         false,
-        json!({"todos": [
+        &json!({"todos": [
             {"content": "a", "status": "in_progress"},
             {"content": "b", "status": "in_progress"},
             {"content": "a", "status": "pending"}
@@ -240,14 +256,14 @@ fn content_errors_in_spec_order() {
     );
     assert_rejected(
         true,
-        json!({"todos": [{"content": " \u{FEFF} ", "status": "pending"}]}),
+        &json!({"todos": [{"content": " \u{FEFF} ", "status": "pending"}]}),
         "Error: invalid todo: `content` must be a non-empty string",
     );
     // Per item: item 0's duplicate precedes item 2's emptiness... and item 1's emptiness
     // precedes item 2's duplicate.
     assert_rejected(
         true,
-        json!({"todos": [
+        &json!({"todos": [
             {"content": "x", "status": "pending"},
             {"content": "", "status": "pending"},
             {"content": "x", "status": "pending"}
@@ -260,7 +276,7 @@ fn content_errors_in_spec_order() {
     assert!(!call(&tool(false), &args, Some(session.as_ref())).0);
     assert_rejected(
         true,
-        json!({"todos": [{"content": "say \"hi\"\n\u{1}", "status": "pending"}, {"content": "say \"hi\"\n\u{1}", "status": "pending"}]}),
+        &json!({"todos": [{"content": "say \"hi\"\n\u{1}", "status": "pending"}, {"content": "say \"hi\"\n\u{1}", "status": "pending"}]}),
         r#"Error: invalid todos: duplicate content "say \"hi\"\n\u0001""#,
     );
 }
@@ -276,12 +292,18 @@ fn in_progress_policy() {
     let session = new_session();
     let (is_error, value, _) = call(&tool(true), &parallel, Some(session.as_ref()));
     assert!(!is_error);
-    assert_eq!(value["counts"], json!({"pending": 1, "inProgress": 2, "completed": 0}));
-    assert_eq!(todo_writes(session.as_ref()), [json!({"todos": parallel["todos"]})]);
+    assert_eq!(
+        value["counts"],
+        json!({"pending": 1, "inProgress": 2, "completed": 0})
+    );
+    assert_eq!(
+        todo_writes(session.as_ref()),
+        [json!({"todos": parallel["todos"]})]
+    );
 
     assert_rejected(
         false,
-        parallel,
+        &parallel,
         "Error: invalid todos: at most one task may be in_progress (got 2)",
     );
 
@@ -301,7 +323,11 @@ fn caller_without_agent() {
     let dup = json!({"todos": [{"content": "dup", "status": "pending"}, {"content": "dup", "status": "pending"}]});
     assert_eq!(
         call(&t, &dup, None),
-        (true, Value::Null, r#"Error: invalid todos: duplicate content "dup""#.to_owned())
+        (
+            true,
+            Value::Null,
+            r#"Error: invalid todos: duplicate content "dup""#.to_owned()
+        )
     );
     let two = json!({"todos": [{"content": "a", "status": "in_progress"}, {"content": "b", "status": "in_progress"}]});
     assert_eq!(
@@ -310,7 +336,11 @@ fn caller_without_agent() {
     );
     assert_eq!(
         call(&t, &json!({"todos": []}), None),
-        (true, Value::Null, "Error: todo_write requires an owning agent session".to_owned())
+        (
+            true,
+            Value::Null,
+            "Error: todo_write requires an owning agent session".to_owned()
+        )
     );
 }
 
@@ -347,11 +377,26 @@ fn present_call_card() {
 #[test]
 fn error_messages_are_exact() {
     let cases = [
-        (TodoError::EmptyContent, "invalid todo: `content` must be a non-empty string"),
-        (TodoError::DuplicateContent("dup".into()), r#"invalid todos: duplicate content "dup""#),
-        (TodoError::TooManyInProgress(3), "invalid todos: at most one task may be in_progress (got 3)"),
-        (TodoError::NoAgent, "todo_write requires an owning agent session"),
-        (TodoError::InvalidArguments("x".into()), "invalid arguments: x"),
+        (
+            TodoError::EmptyContent,
+            "invalid todo: `content` must be a non-empty string",
+        ),
+        (
+            TodoError::DuplicateContent("dup".into()),
+            r#"invalid todos: duplicate content "dup""#,
+        ),
+        (
+            TodoError::TooManyInProgress(3),
+            "invalid todos: at most one task may be in_progress (got 3)",
+        ),
+        (
+            TodoError::NoAgent,
+            "todo_write requires an owning agent session",
+        ),
+        (
+            TodoError::InvalidArguments("x".into()),
+            "invalid arguments: x",
+        ),
     ];
     for (error, message) in cases {
         assert_eq!(error.to_string(), message);
@@ -364,26 +409,45 @@ fn canonical_value_serializes_like_the_output() {
         TodoItem::new("a", TodoStatus::Completed),
         TodoItem::new("b", TodoStatus::InProgress),
     ]);
-    assert_eq!(value.counts, TodoCounts { pending: 0, in_progress: 1, completed: 1 });
+    assert_eq!(
+        value.counts,
+        TodoCounts {
+            pending: 0,
+            in_progress: 1,
+            completed: 1
+        }
+    );
     let session = new_session();
     let output = tool(true).run(
         &json!({"todos": [{"content": "a", "status": "completed"}, {"content": "b", "status": "in_progress"}]}),
         Some(session.as_ref()),
     );
     assert_eq!(output.value, serde_json::to_value(&value).unwrap());
-    assert_eq!(serde_json::from_value::<TodoWriteValue>(output.value).unwrap(), value);
+    assert_eq!(
+        serde_json::from_value::<TodoWriteValue>(output.value).unwrap(),
+        value
+    );
 }
 
 #[test]
 fn validate_todos_returns_the_trimmed_list() {
     assert_eq!(
         validate_todos(
-            vec![TodoItem::new(" a", TodoStatus::InProgress), TodoItem::new("b ", TodoStatus::Pending)],
+            vec![
+                TodoItem::new(" a", TodoStatus::InProgress),
+                TodoItem::new("b ", TodoStatus::Pending)
+            ],
             InProgressPolicy::Single
         ),
-        Ok(vec![TodoItem::new("a", TodoStatus::InProgress), TodoItem::new("b", TodoStatus::Pending)])
+        Ok(vec![
+            TodoItem::new("a", TodoStatus::InProgress),
+            TodoItem::new("b", TodoStatus::Pending)
+        ])
     );
-    assert_eq!(validate_todos(Vec::new(), InProgressPolicy::Single), Ok(Vec::new()));
+    assert_eq!(
+        validate_todos(Vec::new(), InProgressPolicy::Single),
+        Ok(Vec::new())
+    );
 }
 
 // The registry pipeline end to end, without an agent host: validation, envelope, dispatch.
@@ -394,16 +458,29 @@ async fn through_the_core_tool_registry() {
         .register(Arc::new(tool(false)), RegistrationScope::Global)
         .unwrap();
     let output = registry
-        .execute("todo_write", json!({"todos": [{"content": "x", "status": "doing"}]}), None, CancellationToken::new())
+        .execute(
+            "todo_write",
+            json!({"todos": [{"content": "x", "status": "doing"}]}),
+            None,
+            CancellationToken::new(),
+        )
         .await;
     assert_eq!(
         output.text(),
         r#"Error: invalid arguments: "todos[0].status" must be one of ["pending","in_progress","completed"]"#
     );
     let output = registry
-        .execute("todo_write", json!({"todos": []}), None, CancellationToken::new())
+        .execute(
+            "todo_write",
+            json!({"todos": []}),
+            None,
+            CancellationToken::new(),
+        )
         .await;
-    assert_eq!((output.is_error, output.text().as_str()), (true, "Error: todo_write requires an owning agent session"));
+    assert_eq!(
+        (output.is_error, output.text().as_str()),
+        (true, "Error: todo_write requires an owning agent session")
+    );
 }
 
 /// Random JSON, biased towards the argument shape so every path is exercised.
@@ -412,16 +489,28 @@ fn arb_json() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
-        "[ a-z\u{FEFF}\u{3000}]{0,6}".prop_map(Value::from),
-        prop_oneof![Just("pending"), Just("in_progress"), Just("completed"), Just("doing")]
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
             .prop_map(Value::from),
+        "[ a-z\u{FEFF}\u{3000}]{0,6}".prop_map(Value::from),
+        prop_oneof![
+            Just("pending"),
+            Just("in_progress"),
+            Just("completed"),
+            Just("doing")
+        ]
+        .prop_map(Value::from),
     ];
     leaf.prop_recursive(3, 24, 5, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
             prop::collection::btree_map(
-                prop_oneof![Just("content".to_owned()), Just("status".to_owned()), Just("todos".to_owned()), "[a-z]{1,4}"],
+                prop_oneof![
+                    Just("content".to_owned()),
+                    Just("status".to_owned()),
+                    Just("todos".to_owned()),
+                    "[a-z]{1,4}"
+                ],
                 inner,
                 0..4
             )

@@ -1,0 +1,8 @@
+//! Host-level tests of harness-todo on the testkit's in-memory host.
+
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers outside #[test] functions unwrap their fixtures"
+)]
+
+mod suite;

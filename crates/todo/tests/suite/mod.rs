@@ -1,0 +1,2 @@
+mod bad_input;
+mod host;
