@@ -74,7 +74,10 @@ fn invalid_utf8_is_replaced_never_a_panic() {
     let mut buffer = StreamBuffer::new(16);
     buffer.push(&[b'a', 0xFF, 0xFE, b'b', 0xC0, 0x80]);
     buffer.close();
-    assert_eq!(buffer.take(), taken("a\u{FFFD}\u{FFFD}b\u{FFFD}\u{FFFD}", false));
+    assert_eq!(
+        buffer.take(),
+        taken("a\u{FFFD}\u{FFFD}b\u{FFFD}\u{FFFD}", false)
+    );
 }
 
 #[test]

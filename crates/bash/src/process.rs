@@ -187,7 +187,9 @@ struct Shared {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Streams> {
-        self.streams.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.streams
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// Signals the whole process group, unless the process has finished.
@@ -200,10 +202,10 @@ impl Shared {
         if pgid.as_raw_pid() <= 1 {
             return;
         }
-        if let Err(error) = rustix::process::kill_process_group(pgid, signal) {
-            if error != rustix::io::Errno::SRCH {
-                tracing::warn!("bash: signalling process group {pgid:?} failed: {error}");
-            }
+        if let Err(error) = rustix::process::kill_process_group(pgid, signal)
+            && error != rustix::io::Errno::SRCH
+        {
+            tracing::warn!("bash: signalling process group {pgid:?} failed: {error}");
         }
     }
 
@@ -227,7 +229,10 @@ impl Drop for Shared {
             .flatten()
         {
             if let Err(error) = std::fs::remove_file(&path) {
-                tracing::debug!("bash: removing spill file {} failed: {error}", path.display());
+                tracing::debug!(
+                    "bash: removing spill file {} failed: {error}",
+                    path.display()
+                );
             }
         }
     }
@@ -325,12 +330,7 @@ impl BashProcess {
                 stem: format!("bash-{}-{n}-{pid}", std::process::id()),
             }
         });
-        let out = tokio::spawn(pump(
-            stdout,
-            shared.clone(),
-            Channel::Stdout,
-            spill.clone(),
-        ));
+        let out = tokio::spawn(pump(stdout, shared.clone(), Channel::Stdout, spill.clone()));
         let err = tokio::spawn(pump(stderr, shared.clone(), Channel::Stderr, spill));
         tokio::spawn(supervise(
             child,

@@ -86,7 +86,10 @@ async fn working_directory_and_environment() {
         .insert("HARNESS_TEST_VAR".to_owned(), "from-options".to_owned());
     let process = BashProcess::spawn(options).unwrap();
     assert_eq!(finish(&process).await, exited(0));
-    let expected = format!("{}\nfrom-options\n", dir.path().canonicalize().unwrap().display());
+    let expected = format!(
+        "{}\nfrom-options\n",
+        dir.path().canonicalize().unwrap().display()
+    );
     assert_eq!(process.read(), expected);
 }
 
@@ -168,7 +171,10 @@ async fn dropped_output_notice_names_the_spill_files_that_exist() {
         paths[0].display(),
         paths[1].display()
     );
-    assert!(text.ends_with(&format!("line100\n[stderr]\noops\n{notice}")), "{text}");
+    assert!(
+        text.ends_with(&format!("line100\n[stderr]\noops\n{notice}")),
+        "{text}"
+    );
     let full: String = (1..=100).map(|i| format!("line{i}\n")).collect();
     assert_eq!(std::fs::read_to_string(&paths[0]).unwrap(), full);
     assert_eq!(std::fs::read_to_string(&paths[1]).unwrap(), "oops\n");
@@ -315,7 +321,9 @@ async fn dropping_the_last_handle_stops_the_group() {
     let pid = process.pid();
     let done = process.wait();
     drop(process);
-    let end = tokio::time::timeout(super::support::LIMIT, done).await.unwrap();
+    let end = tokio::time::timeout(super::support::LIMIT, done)
+        .await
+        .unwrap();
     assert_eq!(
         end,
         ProcessEnd {

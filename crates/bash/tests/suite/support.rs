@@ -50,14 +50,20 @@ pub(crate) fn live_group_members(pgid: u32) -> Vec<u32> {
         return members;
     };
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
             continue;
         };
         let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
             continue;
         };
         // `pid (comm) state ppid pgrp …`; comm may contain spaces and parentheses.
-        let Some(close) = stat.rfind(')') else { continue };
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
         let mut fields = stat[close + 1..].split_whitespace();
         let state = fields.next().unwrap_or("");
         let _ppid = fields.next();

@@ -1,0 +1,141 @@
+//! [`BashConfig`]: the plugin configuration (todo-jobs §6, decision 11).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness_core::{Clock, ConfigError};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{ProcessOptions, SpillOptions};
+
+/// The plugin name, used as the prefix of configuration errors.
+pub const PLUGIN_NAME: &str = "tool-bash";
+
+/// Configuration of the bash plugin. Every key is optional; unknown keys are rejected.
+///
+/// JSON keys (camelCase): `maxOutputBytes`, `maxSpillBytes`, `spillDir`, `killGraceMs`,
+/// `cwd`, `env`, `defaultTimeoutMs`, `maxTimeoutMs`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+pub struct BashConfig {
+    /// Unread bytes kept in memory per stream (stdout and stderr each); older unread bytes
+    /// are dropped and the next read carries the dropped-output notice. Integer ≥ 1;
+    /// default 1 MiB (1048576).
+    pub max_output_bytes: u64,
+    /// Bytes written to each spill file at most. Integer ≥ 0 (0 disables spill files, and
+    /// the notice then says `(unavailable)`); default 64 MiB.
+    pub max_spill_bytes: u64,
+    /// The folder for spill files; default `<system temp dir>/harness-bash`.
+    pub spill_dir: Option<PathBuf>,
+    /// Milliseconds between SIGTERM and SIGKILL when a job is cancelled. Integer ≥ 0;
+    /// default 2000.
+    pub kill_grace_ms: u64,
+    /// Working directory of every command; default: the host process's.
+    pub cwd: Option<PathBuf>,
+    /// Variables set for every command on top of the host's environment.
+    pub env: BTreeMap<String, String>,
+    /// Foreground wait when the call gives no `timeout_ms`, in milliseconds. > 0; default
+    /// 120000.
+    pub default_timeout_ms: f64,
+    /// Cap on a foreground call's `timeout_ms`. ≥ `defaultTimeoutMs`; default 600000.
+    pub max_timeout_ms: f64,
+}
+
+impl Default for BashConfig {
+    fn default() -> Self {
+        Self {
+            max_output_bytes: crate::DEFAULT_MAX_OUTPUT_BYTES as u64,
+            max_spill_bytes: crate::DEFAULT_MAX_SPILL_BYTES,
+            spill_dir: None,
+            kill_grace_ms: 2000,
+            cwd: None,
+            env: BTreeMap::new(),
+            default_timeout_ms: 120_000.0,
+            max_timeout_ms: 600_000.0,
+        }
+    }
+}
+
+impl BashConfig {
+    /// Decodes and validates the configuration from JSON.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] prefixed `tool-bash: ` for a decode failure (unknown key,
+    /// wrong type) or a failed [`BashConfig::validate`].
+    pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
+        let config: Self = harness_core::decode_config(PLUGIN_NAME, value.clone())?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks the ranges documented on the fields.
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`], e.g. `tool-bash: maxOutputBytes (0) must be at least 1` or
+    /// `tool-bash: defaultTimeoutMs (700000) exceeds maxTimeoutMs (600000)`.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid =
+            |message: String| Err(ConfigError::Invalid(format!("{PLUGIN_NAME}: {message}")));
+        if self.max_output_bytes == 0 {
+            return invalid("maxOutputBytes (0) must be at least 1".to_owned());
+        }
+        if usize::try_from(self.max_output_bytes).is_err() {
+            return invalid(format!(
+                "maxOutputBytes ({}) is too large",
+                self.max_output_bytes
+            ));
+        }
+        for (key, value) in [
+            ("defaultTimeoutMs", self.default_timeout_ms),
+            ("maxTimeoutMs", self.max_timeout_ms),
+        ] {
+            if !(value.is_finite() && value > 0.0) {
+                return invalid(format!(
+                    "{key} ({}) must be a positive number of milliseconds",
+                    harness_jobs::format_js_number(value)
+                ));
+            }
+        }
+        if self.default_timeout_ms > self.max_timeout_ms {
+            return invalid(format!(
+                "defaultTimeoutMs ({}) exceeds maxTimeoutMs ({})",
+                harness_jobs::format_js_number(self.default_timeout_ms),
+                harness_jobs::format_js_number(self.max_timeout_ms)
+            ));
+        }
+        Ok(())
+    }
+
+    /// The grace between SIGTERM and SIGKILL.
+    pub fn kill_grace(&self) -> Duration {
+        Duration::from_millis(self.kill_grace_ms)
+    }
+
+    /// The spill folder: `spillDir`, or `<system temp dir>/harness-bash`.
+    pub fn spill_folder(&self) -> PathBuf {
+        self.spill_dir
+            .clone()
+            .unwrap_or_else(|| std::env::temp_dir().join("harness-bash"))
+    }
+
+    /// The process options for `command` under this configuration.
+    pub fn process_options(&self, command: &str, clock: Arc<dyn Clock>) -> ProcessOptions {
+        let mut options = ProcessOptions::new(command, clock);
+        options.cwd = self.cwd.clone();
+        options.env = self.env.clone();
+        options.max_output_bytes = usize::try_from(self.max_output_bytes).unwrap_or(usize::MAX);
+        options.spill = (self.max_spill_bytes > 0).then(|| SpillOptions {
+            dir: self.spill_folder(),
+            max_bytes: self.max_spill_bytes,
+        });
+        options.kill_grace = self.kill_grace();
+        options
+    }
+}
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

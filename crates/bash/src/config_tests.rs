@@ -1,0 +1,89 @@
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness_core::{ConfigError, SystemClock};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+
+fn invalid(message: &str) -> Result<BashConfig, ConfigError> {
+    Err(ConfigError::Invalid(message.to_owned()))
+}
+
+#[test]
+fn defaults() {
+    let config = BashConfig::from_json(&json!({})).unwrap();
+    assert_eq!(config, BashConfig::default());
+    assert_eq!(config.max_output_bytes, 1_048_576);
+    assert_eq!(config.max_spill_bytes, 64 * 1_048_576);
+    assert_eq!(config.kill_grace(), Duration::from_secs(2));
+    assert_eq!(config.default_timeout_ms, 120_000.0);
+    assert_eq!(config.max_timeout_ms, 600_000.0);
+}
+
+#[test]
+fn camel_case_keys() {
+    let config = BashConfig::from_json(&json!({
+        "maxOutputBytes": 100,
+        "maxSpillBytes": 0,
+        "spillDir": "/tmp/spill",
+        "killGraceMs": 50,
+        "cwd": "/tmp",
+        "env": {"A": "1"},
+        "defaultTimeoutMs": 10,
+        "maxTimeoutMs": 20.5
+    }))
+    .unwrap();
+    let options = config.process_options("echo hi", Arc::new(SystemClock));
+    assert_eq!(options.command, "echo hi");
+    assert_eq!(options.max_output_bytes, 100);
+    assert_eq!(options.spill, None);
+    assert_eq!(options.kill_grace, Duration::from_millis(50));
+    assert_eq!(options.cwd, Some(PathBuf::from("/tmp")));
+    assert_eq!(options.env.get("A").map(String::as_str), Some("1"));
+    assert_eq!(config.max_timeout_ms, 20.5);
+}
+
+#[test]
+fn spill_options_follow_the_folder_and_cap() {
+    let config = BashConfig::from_json(&json!({"spillDir": "/x", "maxSpillBytes": 7})).unwrap();
+    let options = config.process_options("true", Arc::new(SystemClock));
+    assert_eq!(
+        options.spill,
+        Some(crate::SpillOptions {
+            dir: PathBuf::from("/x"),
+            max_bytes: 7
+        })
+    );
+}
+
+#[test]
+fn rejections() {
+    assert_eq!(
+        BashConfig::from_json(&json!({"maxOutputBytes": 0})),
+        invalid("tool-bash: maxOutputBytes (0) must be at least 1")
+    );
+    assert_eq!(
+        BashConfig::from_json(&json!({"defaultTimeoutMs": 0})),
+        invalid("tool-bash: defaultTimeoutMs (0) must be a positive number of milliseconds")
+    );
+    assert_eq!(
+        BashConfig::from_json(&json!({"defaultTimeoutMs": 700000})),
+        invalid("tool-bash: defaultTimeoutMs (700000) exceeds maxTimeoutMs (600000)")
+    );
+    let Err(ConfigError::Invalid(message)) = BashConfig::from_json(&json!({"maxOutputByte": 1}))
+    else {
+        panic!("an unknown key is rejected");
+    };
+    assert!(
+        message.starts_with("tool-bash: unknown field `maxOutputByte`"),
+        "{message}"
+    );
+    let Err(ConfigError::Invalid(message)) = BashConfig::from_json(&json!({"maxOutputBytes": -1}))
+    else {
+        panic!("a negative size is rejected");
+    };
+    assert!(message.starts_with("tool-bash: invalid value"), "{message}");
+}

@@ -1,0 +1,57 @@
+//! [`install`]: loads the bash plugin into a host.
+
+use std::sync::Arc;
+
+use harness_core::{ConfigError, Harness, Registration, RegistrationScope};
+use harness_jobs::JobRegistry;
+
+use crate::{BashConfig, BashJobs, BashTool};
+
+/// What [`install`] registered; unloads when dropped or on [`Installed::dispose`].
+pub struct Installed {
+    tool: Registration,
+    jobs: BashJobs,
+}
+
+impl std::fmt::Debug for Installed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Installed")
+            .field("jobs", &self.jobs)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Installed {
+    /// The launcher behind the tool: start a background bash job for a session with
+    /// [`BashJobs::start_background`].
+    pub fn jobs(&self) -> &BashJobs {
+        &self.jobs
+    }
+
+    /// Unloads the plugin now (removes the `bash` tool). Idempotent. Jobs already started
+    /// keep running under the registry.
+    pub fn dispose(&self) {
+        self.tool.unregister();
+    }
+}
+
+/// Loads the bash plugin: validates `config` and registers the `bash` tool globally over
+/// `jobs` (the host's job registry; `None` makes every call fail with
+/// [`crate::JOBS_UNAVAILABLE`]). The host clock measures the kill grace.
+///
+/// # Errors
+/// [`ConfigError::Invalid`] from [`BashConfig::validate`]; [`ConfigError::Register`] when a
+/// `bash` tool is already registered.
+pub fn install(
+    harness: &Arc<dyn Harness>,
+    jobs: Option<Arc<dyn JobRegistry>>,
+    config: BashConfig,
+) -> Result<Installed, ConfigError> {
+    config.validate()?;
+    let jobs = BashJobs::new(config, harness.clock(), jobs);
+    let tool = harness.register_tool(
+        Arc::new(BashTool::new(jobs.clone())),
+        RegistrationScope::Global,
+    )?;
+    Ok(Installed { tool, jobs })
+}

@@ -1,0 +1,72 @@
+//! The [`JobHooks`] producer: a [`BashProcess`] as a background job of kind `bash`
+//! (todo-jobs §6).
+
+use std::sync::Arc;
+
+use harness_core::Agent;
+use harness_jobs::{JobHooks, JobKind, JobOutcome, JobStart};
+
+use crate::render::signal_name;
+use crate::{BashProcess, EndStatus, ProcessEnd, ProcessOptions};
+
+/// Maps how a process ended to its job outcome (todo-jobs §6):
+///
+/// - ended by a signal → `killed` with `signal: <NAME>` (e.g. `signal: SIGTERM`; a
+///   self-signalled exit too);
+/// - exited with a code after a cancel request → `killed` with `killed before exit` (the
+///   job was stopped; no signal is known for the shell, e.g. it trapped SIGTERM or had
+///   already exited while its children held the pipes);
+/// - exited with a code otherwise → `completed` with `exit code: <n>` (non-zero included);
+/// - status lost after a cancel → `killed before exit`; otherwise `failed` with the reason.
+pub fn bash_outcome(end: &ProcessEnd) -> JobOutcome {
+    match (&end.status, end.cancel_requested) {
+        (EndStatus::Signaled(signal), _) => {
+            JobOutcome::killed().with_detail(format!("signal: {}", signal_name(*signal)))
+        }
+        (EndStatus::Exited(_) | EndStatus::Lost(_), true) => {
+            JobOutcome::killed().with_detail("killed before exit")
+        }
+        (EndStatus::Exited(code), false) => {
+            JobOutcome::completed().with_detail(format!("exit code: {code}"))
+        }
+        (EndStatus::Lost(reason), false) => JobOutcome::failed().with_detail(reason.clone()),
+    }
+}
+
+/// The hooks of a running process: `cancel` stops the process group (SIGTERM, SIGKILL after
+/// the grace; the reason is ignored), `done` resolves once the shell is reaped and both pipes
+/// are closed, and `read_output` is the consuming delta of [`BashProcess::read`].
+///
+/// The hooks keep the process handle: when the registry drops them (the record is removed),
+/// the spill files are deleted, and a still-running process is cancelled.
+pub fn bash_hooks(process: BashProcess) -> JobHooks {
+    let done = process.wait();
+    let reader = process.clone();
+    JobHooks::new(
+        move |_reason| {
+            process.cancel();
+            Ok(())
+        },
+        async move { Ok(bash_outcome(&done.await)) },
+    )
+    .with_read_output(move || Ok(reader.read()))
+}
+
+/// The start request of a background bash job (todo-jobs §6): kind `bash`, the command as
+/// label, the given owner, no output limit unless `output_limit_bytes` is set (the scenario
+/// runner's `bash` step may set one); `run` spawns the process (a spawn failure propagates
+/// from `start` as `failed to start bash: …` and nothing is registered).
+pub fn bash_job_start(
+    options: ProcessOptions,
+    owner: Option<Arc<dyn Agent>>,
+    output_limit_bytes: Option<u64>,
+) -> JobStart {
+    let label = options.command.clone();
+    let mut start = JobStart::new(JobKind::bash(), label, move || {
+        let process = BashProcess::spawn(options)?;
+        Ok(bash_hooks(process))
+    })
+    .with_owner_opt(owner);
+    start.output_limit_bytes = output_limit_bytes;
+    start
+}

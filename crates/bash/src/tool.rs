@@ -1,0 +1,322 @@
+//! The `bash` tool (decision 11) and [`BashJobs`], the launcher it shares with hosts and the
+//! scenario runner.
+
+use std::sync::{Arc, LazyLock};
+
+use harness_core::{
+    Agent, AgentId, Clock, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, async_trait,
+};
+use harness_jobs::{JobError, JobId, JobRegistry, JobSnapshot, format_js_number};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::{BashConfig, bash_job_start};
+
+/// The tool name.
+pub const TOOL_NAME: &str = "bash";
+
+/// The error of a background start without a job registry (todo-jobs §6, exact).
+pub const JOBS_UNAVAILABLE: &str =
+    "background jobs unavailable: load @deepseek-ai/dsh-jobs and @deepseek-ai/dsh-tool-jobs";
+
+const DESCRIPTION: &str = "Run a shell command with `bash -c` in its own process group. By default the call waits for the command to finish (up to `timeout_ms`, after which the command is killed) and returns its output — stdout, then a `[stderr]` section — followed by `[status: ...]`. With `run_in_background: true` it returns `started background job <id>` at once; you are notified when the job finishes, and you collect its output with job_output or stop it with job_kill. Output kept in memory is bounded; when some was dropped, the result names files holding the full output.";
+
+/// Slack added to twice the kill grace when waiting for a killed foreground job to settle.
+const SETTLE_SLACK_MS: f64 = 10_000.0;
+
+fn input_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "command": {
+                "type": "string",
+                "description": "The command to run, as `bash -c COMMAND`."
+            },
+            "description": {
+                "type": "string",
+                "description": "Optional short description of what the command does, for the user."
+            },
+            "run_in_background": {
+                "type": "boolean",
+                "description": "Start the command as a background job and return its job id at once instead of waiting."
+            },
+            "timeout_ms": {
+                "type": "number",
+                "description": "Foreground only: max milliseconds to wait before the command is killed. Defaults to the configured timeout; capped by the configured maximum."
+            }
+        },
+        "required": ["command"]
+    })
+}
+
+fn output_schema() -> Value {
+    json!({
+        "oneOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "kind": {"const": "background"},
+                    "jobId": {"type": "string"}
+                },
+                "required": ["kind", "jobId"],
+                "additionalProperties": false
+            },
+            {
+                "type": "object",
+                "properties": {
+                    "kind": {"const": "foreground"},
+                    "jobId": {"type": "string"},
+                    "output": {"type": "string"},
+                    "status": {"enum": ["running", "stopping", "completed", "killed", "failed"]},
+                    "detail": {"type": "string"},
+                    "timedOut": {"type": "boolean"}
+                },
+                "required": ["kind", "jobId", "output", "status", "timedOut"],
+                "additionalProperties": false
+            }
+        ]
+    })
+}
+
+static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
+    name: TOOL_NAME.to_owned(),
+    description: DESCRIPTION.to_owned(),
+    input_schema: input_schema(),
+    output_schema: Some(output_schema()),
+});
+
+/// The arguments of `bash`. The root object is open (todo-jobs §1.4): other keys are
+/// ignored.
+#[derive(Debug, Deserialize)]
+struct BashArgs {
+    command: String,
+    #[serde(default)]
+    run_in_background: Option<bool>,
+    #[serde(default)]
+    timeout_ms: Option<f64>,
+}
+
+/// Starts bash jobs under one configuration: used by the `bash` tool, and by hosts or the
+/// scenario runner to start a background job directly.
+#[derive(Clone)]
+pub struct BashJobs {
+    config: Arc<BashConfig>,
+    clock: Arc<dyn Clock>,
+    jobs: Option<Arc<dyn JobRegistry>>,
+}
+
+impl std::fmt::Debug for BashJobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BashJobs")
+            .field("config", &self.config)
+            .field("has_registry", &self.jobs.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl BashJobs {
+    /// A launcher over `jobs` (`None`: every start fails with [`JOBS_UNAVAILABLE`]). `clock`
+    /// measures the kill grace.
+    pub fn new(
+        config: BashConfig,
+        clock: Arc<dyn Clock>,
+        jobs: Option<Arc<dyn JobRegistry>>,
+    ) -> Self {
+        Self {
+            config: Arc::new(config),
+            clock,
+            jobs,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &BashConfig {
+        &self.config
+    }
+
+    /// The job registry, if any.
+    pub fn registry(&self) -> Option<&Arc<dyn JobRegistry>> {
+        self.jobs.as_ref()
+    }
+
+    /// Starts `command` as a background job of kind `bash` owned by `owner` (`None`: an
+    /// unowned job), with an optional output limit, and returns its id (`bash-<N>`).
+    ///
+    /// # Errors
+    /// [`StartError::Unavailable`] without a registry; [`StartError::Job`] for every
+    /// registry refusal (controller fence, owner checks, admission, `failed to start bash:
+    /// …` from the spawn). On error no job exists and no process runs.
+    pub fn start_background(
+        &self,
+        owner: Option<Arc<dyn Agent>>,
+        command: &str,
+        output_limit_bytes: Option<u64>,
+    ) -> Result<JobId, StartError> {
+        let jobs = self.jobs.as_ref().ok_or(StartError::Unavailable)?;
+        let options = self.config.process_options(command, self.clock.clone());
+        Ok(jobs.start(bash_job_start(options, owner, output_limit_bytes))?)
+    }
+}
+
+/// Why [`BashJobs::start_background`] failed. `Display` is the model-facing message.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartError {
+    /// No job registry is loaded (todo-jobs §6, exact text [`JOBS_UNAVAILABLE`]).
+    #[error("{JOBS_UNAVAILABLE}")]
+    Unavailable,
+    /// The registry refused the start (its exact message).
+    #[error(transparent)]
+    Job(#[from] JobError),
+}
+
+/// The `bash` tool (decision 11): `command` (required), `run_in_background`, `timeout_ms`.
+///
+/// - Background: returns `started background job <id>` with value
+///   `{"kind":"background","jobId":<id>}`. A call already aborted fails before the start;
+///   afterwards, aborting the call does not affect the job.
+/// - Foreground: starts the same job owned by the caller, waits for it through the
+///   registry (so the settlement counts as awaited and no completion notice is sent), then
+///   reads its output. On timeout the job is killed and the result says
+///   `[timed out after <n>ms]`; aborting the call kills the job and yields the aborted
+///   result. The text is the output (or `(no output)`), a newline if needed, then the status
+///   line, e.g. `hi\n[status: completed, exit code: 0]`; the value is
+///   `{"kind":"foreground","jobId","output","status","detail"?,"timedOut"}`.
+/// - Errors (`Error: <message>`): [`JOBS_UNAVAILABLE`] without a registry; the registry's
+///   refusals; `invalid timeout_ms: expected a positive number of milliseconds, got <n>`.
+pub struct BashTool {
+    jobs: BashJobs,
+}
+
+impl BashTool {
+    /// The tool over a launcher.
+    pub fn new(jobs: BashJobs) -> Self {
+        Self { jobs }
+    }
+
+    /// The tool's definition (name `bash`).
+    pub fn definition_static() -> &'static ToolDefinition {
+        &DEFINITION
+    }
+
+    async fn foreground(
+        &self,
+        call: &ToolCall,
+        id: JobId,
+        timeout_ms: f64,
+    ) -> Result<ToolOutput, ToolError> {
+        let Some(jobs) = self.jobs.registry() else {
+            return Err(ToolError::msg(JOBS_UNAVAILABLE));
+        };
+        let caller: Option<AgentId> = call.caller.as_ref().map(|a| a.id().clone());
+        let caller = caller.as_ref();
+        let waited = jobs
+            .wait(&id, timeout_ms, caller, Some(call.cancel.clone()))
+            .await;
+        let timed_out = match waited {
+            Ok(snapshot) => !snapshot.status.is_terminal(),
+            Err(JobError::WaitAborted) => {
+                if let Err(error) = jobs.kill(&id, caller, Some("aborted")) {
+                    tracing::warn!("bash: killing aborted foreground job {id} failed: {error}");
+                }
+                return Err(ToolError::Aborted);
+            }
+            Err(error) => return Err(ToolError::msg(error.to_string())),
+        };
+        if timed_out {
+            jobs.kill(&id, caller, Some("timed out"))
+                .map_err(|e| ToolError::msg(e.to_string()))?;
+            let bound = 2.0 * self.jobs.config().kill_grace_ms as f64 + SETTLE_SLACK_MS;
+            jobs.wait(&id, bound, caller, None)
+                .await
+                .map_err(|e| ToolError::msg(e.to_string()))?;
+        }
+        let read = jobs
+            .read(&id, caller)
+            .map_err(|e| ToolError::msg(e.to_string()))?;
+        Ok(render_foreground(
+            &read.text,
+            &read.snapshot,
+            timed_out.then_some(timeout_ms),
+        ))
+    }
+}
+
+/// The foreground result: text and value (see [`BashTool`]).
+fn render_foreground(output: &str, snapshot: &JobSnapshot, timed_out: Option<f64>) -> ToolOutput {
+    let mut text = if output.is_empty() {
+        "(no output)".to_owned()
+    } else {
+        output.to_owned()
+    };
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    if let Some(timeout_ms) = timed_out {
+        text.push_str(&format!(
+            "[timed out after {}ms]\n",
+            format_js_number(timeout_ms)
+        ));
+    }
+    text.push_str(&snapshot.status_line());
+    let mut value = json!({
+        "kind": "foreground",
+        "jobId": snapshot.id.as_str(),
+        "output": output,
+        "status": snapshot.status.as_str(),
+    });
+    if let (Some(detail), Some(object)) = (&snapshot.detail, value.as_object_mut()) {
+        object.insert("detail".to_owned(), Value::from(&**detail));
+    }
+    if let Some(object) = value.as_object_mut() {
+        object.insert("timedOut".to_owned(), Value::Bool(timed_out.is_some()));
+    }
+    ToolOutput::success(value, text)
+}
+
+#[async_trait]
+impl Tool for BashTool {
+    fn definition(&self) -> &ToolDefinition {
+        &DEFINITION
+    }
+
+    async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
+        let args: BashArgs = serde_json::from_value(call.arguments.clone())
+            .map_err(|e| ToolError::msg(format!("invalid arguments: {e}")))?;
+        if call.cancel.is_cancelled() {
+            return Err(ToolError::Aborted);
+        }
+        let background = args.run_in_background == Some(true);
+        let timeout_ms = if background {
+            0.0
+        } else {
+            let config = self.jobs.config();
+            match args.timeout_ms {
+                None => config.default_timeout_ms,
+                Some(t) if t.is_finite() && t > 0.0 => t.min(config.max_timeout_ms),
+                Some(t) => {
+                    return Err(ToolError::msg(format!(
+                        "invalid timeout_ms: expected a positive number of milliseconds, got {}",
+                        format_js_number(t)
+                    )));
+                }
+            }
+        };
+        let id = self
+            .jobs
+            .start_background(call.caller.clone(), &args.command, None)
+            .map_err(|e| ToolError::msg(e.to_string()))?;
+        if background {
+            let text = format!("started background job {id}");
+            return Ok(ToolOutput::success(
+                json!({"kind": "background", "jobId": id.as_str()}),
+                text,
+            ));
+        }
+        self.foreground(&call, id, timeout_ms).await
+    }
+}
+
+#[cfg(test)]
+#[path = "tool_tests.rs"]
+mod tests;
