@@ -338,3 +338,7 @@ fn find_entry<'a>(owners: &'a mut Owners, owner: &Weak<dyn Agent>) -> Option<&'a
         .iter_mut()
         .find(|entry| Weak::ptr_eq(&entry.owner, owner))
 }
+
+#[cfg(test)]
+#[path = "delivery_tests.rs"]
+mod tests;
