@@ -125,8 +125,7 @@ pub fn parse_offset_at(text: &str) -> Result<i64, InputError> {
     {
         return Err(InputError::InvalidRule(RuleViolation::AtNotReal));
     }
-    let offset_minutes =
-        offset_minutes.ok_or(InputError::InvalidRule(RuleViolation::AtOffset))?;
+    let offset_minutes = offset_minutes.ok_or(InputError::InvalidRule(RuleViolation::AtOffset))?;
     Ok(fields.millis_as_utc() - offset_minutes * 60_000)
 }
 
@@ -275,8 +274,8 @@ fn is_area_location(name: &str) -> bool {
     let Some(area) = segments.next() else {
         return false;
     };
-    let area_ok = area.first().is_some_and(u8::is_ascii_alphabetic)
-        && area.iter().copied().all(allowed);
+    let area_ok =
+        area.first().is_some_and(u8::is_ascii_alphabetic) && area.iter().copied().all(allowed);
     let mut locations = 0;
     for segment in segments {
         if segment.is_empty() || !segment.iter().copied().all(allowed) {
@@ -290,7 +289,11 @@ fn is_area_location(name: &str) -> bool {
 /// The zone's UTC offset in seconds at the instant `ms`.
 fn offset_seconds(zone: Tz, ms: i64) -> i64 {
     let at = DateTime::from_timestamp_millis(ms).unwrap_or_default();
-    i64::from(zone.offset_from_utc_datetime(&at.naive_utc()).fix().local_minus_utc())
+    i64::from(
+        zone.offset_from_utc_datetime(&at.naive_utc())
+            .fix()
+            .local_minus_utc(),
+    )
 }
 
 /// Local → instant (§8.5): offsets observed at the naive instant and ±1, ±2 days (clamped to

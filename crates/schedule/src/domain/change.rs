@@ -203,10 +203,7 @@ impl ScheduleRecord {
     /// `deliveryMode: "session-local"`.
     pub fn view(&self, now_ms: i64) -> Value {
         let mut map = self.fields();
-        map.insert(
-            "state".into(),
-            Value::from(self.state_at(now_ms).as_str()),
-        );
+        map.insert("state".into(), Value::from(self.state_at(now_ms).as_str()));
         map.insert("deliveryMode".into(), Value::from(DELIVERY_MODE));
         Value::Object(map)
     }
@@ -390,6 +387,17 @@ pub fn decode_change(data: &Value) -> Result<ScheduleChange, ScheduleLogError> {
         }
         _ => Err(ScheduleLogError::new("unknown change operation")),
     }
+}
+
+/// Parses one JSON payload text (bytes, UTF-8 checked) and decodes it strictly; a syntax
+/// error is a log error like any other malformed payload.
+///
+/// # Errors
+/// [`ScheduleLogError`] when the text is not JSON or not a valid change.
+pub fn decode_change_json(text: &[u8]) -> Result<ScheduleChange, ScheduleLogError> {
+    let value: Value = serde_json::from_slice(text)
+        .map_err(|error| ScheduleLogError::new(format!("change is not JSON: {error}")))?;
+    decode_change(&value)
 }
 
 /// Strictly decodes a record object (§3.1, §4 step 3).

@@ -103,15 +103,9 @@ impl ScheduleFold {
         events: impl ExactSizeIterator<Item = (&'a str, &'a Value)>,
         seed_length: &Value,
     ) -> Result<ScheduleFold, ScheduleLogError> {
-        let len = events.len();
-        let seed = as_safe_integer(seed_length)
-            .and_then(|seed| usize::try_from(seed).ok())
-            .filter(|seed| *seed <= len)
-            .ok_or_else(|| {
-                ScheduleLogError::new(format!(
-                    "seedLength must be a safe integer between 0 and {len}"
-                ))
-            })?;
+        let seed = check_seed_length(seed_length, events.len())?;
+        // `check_seed_length` bounds it by the length, which is a usize.
+        let seed = usize::try_from(seed).unwrap_or(usize::MAX);
         let mut fold = ScheduleFold::with_seed(0);
         for (r#type, data) in events.skip(seed) {
             if r#type == SCHEDULE_CHANGE {

@@ -45,11 +45,13 @@ mod framing;
 mod instant;
 mod invariant;
 mod presentation;
+#[cfg(test)]
+mod test_support;
 
 pub use at::{ZoneContext, parse_offset_at, resolve_at, resolve_local_at, resolve_time_zone};
 pub use change::{
     DELIVERY_MODE, MIN_EVERY_SECONDS, RecordKind, ReminderState, Rule, SCHEDULE_CHANGE,
-    ScheduleChange, ScheduleRecord, decode_change, decode_record,
+    ScheduleChange, ScheduleRecord, decode_change, decode_change_json, decode_record,
 };
 pub use create::{
     CREATE_KEYS, CreateRequest, Selector, create_after, create_at, create_every, future_target,
@@ -58,9 +60,9 @@ pub use create::{
 pub use error::{
     ERR_AFTER, ERR_AT_OFFSET, ERR_AT_REAL, ERR_AT_SHAPE, ERR_AT_TYPE, ERR_CONFIRM_ZONE,
     ERR_CORRUPT, ERR_DELETE_ID, ERR_EVERY_INT, ERR_EVERY_MIN, ERR_GAP, ERR_INTERNAL,
-    ERR_LOCAL_KEYS, ERR_LOCAL_REAL, ERR_LOCAL_SHAPE, ERR_LOCAL_STRINGS, ERR_NOT_FUTURE,
-    ERR_PROMPT, ERR_RANGE, ERR_SELECTOR, ERR_UNCERTAIN, ERR_ZONE, ERR_ZONE_STRING, ErrorCode,
-    InputError, ResolveError, RuleViolation, ScheduleLogError,
+    ERR_LOCAL_KEYS, ERR_LOCAL_REAL, ERR_LOCAL_SHAPE, ERR_LOCAL_STRINGS, ERR_NOT_FUTURE, ERR_PROMPT,
+    ERR_RANGE, ERR_SELECTOR, ERR_UNCERTAIN, ERR_ZONE, ERR_ZONE_STRING, ErrorCode, InputError,
+    ResolveError, RuleViolation, ScheduleLogError,
 };
 pub use every::{Occurrence, resolve_every};
 pub use fold::{

@@ -42,8 +42,7 @@ pub fn schedule_reminder_presentation(
     if dispatch.r#type != SCHEDULE_CHANGE {
         return None;
     }
-    let (id, accepted_at): (Arc<str>, Option<Timestamp>) = match decode_change(&dispatch.data)
-    {
+    let (id, accepted_at): (Arc<str>, Option<Timestamp>) = match decode_change(&dispatch.data) {
         Ok(ScheduleChange::Dispatch { id }) => (id, None),
         Ok(ScheduleChange::DispatchEvery { id, accepted_at }) => (id, Some(accepted_at)),
         _ => return None,
