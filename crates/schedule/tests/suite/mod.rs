@@ -1,0 +1,5 @@
+mod fixture;
+mod plugin;
+mod restart;
+mod runtime;
+mod tools;
