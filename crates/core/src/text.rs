@@ -32,7 +32,8 @@ pub const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
 pub fn as_safe_integer(value: &Value) -> Option<i64> {
     let number = value.as_number()?;
     if let Some(i) = number.as_i64() {
-        return (i.abs() <= MAX_SAFE_INTEGER).then_some(i);
+        // `unsigned_abs`: `i64::MIN.abs()` overflows (a log or model can send that number).
+        return (i.unsigned_abs() <= MAX_SAFE_INTEGER.unsigned_abs()).then_some(i);
     }
     if number.as_u64().is_some() {
         return None;
