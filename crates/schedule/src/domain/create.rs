@@ -171,7 +171,7 @@ pub fn create_at(
 /// # Errors
 /// As above.
 pub fn future_target(target_ms: Option<i64>, now_ms: i64) -> Result<Timestamp, InputError> {
-    if now_ms.abs() > MAX_SAFE_INTEGER {
+    if !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&now_ms) {
         return Err(InputError::TimeOutOfRange);
     }
     let target = target_ms
@@ -225,7 +225,7 @@ fn offset_target(now_ms: i64, seconds: i64) -> Option<i64> {
     seconds
         .checked_mul(1000)
         .and_then(|delta| now_ms.checked_add(delta))
-        .filter(|target| target.abs() <= MAX_SAFE_INTEGER)
+        .filter(|target| (-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(target))
 }
 
 fn record(
