@@ -1,1 +1,17 @@
-//! harness-jobs-local (placeholder until its issue lands).
+#![doc = include_str!("../README.md")]
+
+mod config;
+mod history;
+mod install;
+mod lookup;
+mod registry;
+mod state;
+
+pub use config::{
+    DEFAULT_MAX_CONCURRENT_JOBS_PER_OWNER, DEFAULT_OUTPUT_HISTORY_BYTES, JobLimits, JobsConfig,
+};
+pub use install::{Installed, install};
+pub use lookup::{AgentLookup, HarnessAgents};
+pub use registry::{
+    LocalJobRegistry, MAX_WAIT_TIMEOUT_MS, OWNER_DISPOSED_REASON, SERVICE_DISPOSED_REASON,
+};

@@ -1,0 +1,97 @@
+//! [`install`]: the plugin entry point (DESIGN.md "A plugin crate exposes one entry point").
+
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+
+use harness_core::{ConfigError, Harness, RegisterError};
+use harness_jobs::JobRegistry;
+
+use crate::{HarnessAgents, JobsConfig, LocalJobRegistry};
+
+/// The hosts that currently have a job registry installed (one registry per host context,
+/// todo-jobs §3.2 / C-033). A weak entry pins the host's address, so it cannot be reused
+/// while the entry exists.
+fn providers() -> &'static Mutex<Vec<Weak<dyn Harness>>> {
+    static PROVIDERS: OnceLock<Mutex<Vec<Weak<dyn Harness>>>> = OnceLock::new();
+    PROVIDERS.get_or_init(|| Mutex::new(Vec::new()))
+}
+
+fn same_host(a: &Weak<dyn Harness>, b: &Weak<dyn Harness>) -> bool {
+    std::ptr::addr_eq(a.as_ptr(), b.as_ptr())
+}
+
+/// The installed registry. Owns it: [`Installed::dispose`] (or dropping, which starts the
+/// same disposal on the current tokio runtime) tears it down (§4.9) and frees the host's
+/// registry slot.
+pub struct Installed {
+    registry: LocalJobRegistry,
+    host: Weak<dyn Harness>,
+}
+
+impl std::fmt::Debug for Installed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Installed").field("registry", &self.registry).finish()
+    }
+}
+
+impl Installed {
+    /// The registry as the seam other plugins use (tool-jobs, bash).
+    pub fn registry(&self) -> Arc<dyn JobRegistry> {
+        Arc::new(self.registry.clone())
+    }
+
+    /// The concrete registry.
+    pub fn local(&self) -> &LocalJobRegistry {
+        &self.registry
+    }
+
+    /// Service disposal (§4.9), awaited. Idempotent.
+    pub async fn dispose(&self) {
+        self.registry.dispose().await;
+    }
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        providers()
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+            .retain(|h| !same_host(h, &self.host));
+        if !self.registry.is_disposed()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let registry = self.registry.clone();
+            drop(runtime.spawn(async move { registry.dispose().await }));
+        }
+    }
+}
+
+/// Installs the local job registry for `harness` (todo-jobs §4): validates `config`, then
+/// creates a [`LocalJobRegistry`] that stamps times and measures waits with the host's clock
+/// and checks owners against the host's live agents (held weakly).
+///
+/// # Errors
+/// [`ConfigError::Invalid`] for a bad configuration (see [`JobsConfig::validate`]);
+/// [`ConfigError::Register`] with `RegisterError::Conflict("service \"jobs\" is already
+/// registered")` when this host already has a registry installed (C-033).
+pub fn install(harness: &Arc<dyn Harness>, config: JobsConfig) -> Result<Installed, ConfigError> {
+    let limits = config.validate()?;
+    let host = Arc::downgrade(harness);
+    {
+        let mut providers = providers()
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner());
+        providers.retain(|h| h.strong_count() > 0);
+        if providers.iter().any(|h| same_host(h, &host)) {
+            return Err(ConfigError::Register(RegisterError::Conflict(
+                "service \"jobs\" is already registered".to_owned(),
+            )));
+        }
+        providers.push(host.clone());
+    }
+    let registry = LocalJobRegistry::new(
+        limits,
+        harness.clock(),
+        Some(Arc::new(HarnessAgents::new(harness))),
+    );
+    Ok(Installed { registry, host })
+}

@@ -1,0 +1,988 @@
+//! [`LocalJobRegistry`]: the in-process [`JobRegistry`] (todo-jobs §4).
+//!
+//! One `std::sync::Mutex` guards the state. Producer hooks (`run`, `cancel`, `read_output`),
+//! host calls (agent lookup, scope chains, dispose hooks) and listeners are never called while
+//! it is held: snapshots are taken under the lock and delivered after releasing it, in the
+//! order of §4.6 / §7.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::FutureExt;
+use futures::channel::oneshot;
+use harness_core::{
+    Agent, AgentError, AgentId, Clock, MAX_SAFE_INTEGER, Registration, RegistrationScope,
+    ScopeKey, same_agent,
+};
+use harness_jobs::{
+    BoxError, DoneFuture, JobDoneListener, JobError, JobHooks, JobId, JobOutcome, JobRead,
+    JobReadAt, JobRegistry, JobSnapshot, JobStart, JobStatus, JobsChangedListener, KillOutcome,
+};
+use tokio::runtime::Handle;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::history::History;
+use crate::state::{
+    Layered, OwnerEntry, OwnerKey, Record, State, Stream, Target, Waiter, owner_key, route,
+    serves,
+};
+use crate::{AgentLookup, JobLimits};
+
+/// The teardown reason used when an owner is disposed (§4.8).
+pub const OWNER_DISPOSED_REASON: &str = "owner disposed";
+
+/// The teardown reason used when the registry is disposed (§4.9).
+pub const SERVICE_DISPOSED_REASON: &str = "jobs service disposed";
+
+/// The longest wait timer, in milliseconds (2^31−1, upstream's timer maximum; todo-jobs
+/// §4.5 [AMBIGUOUS]). Longer waits are clamped to it: they return the live snapshot then.
+pub const MAX_WAIT_TIMEOUT_MS: f64 = 2_147_483_647.0;
+
+/// The in-process background-job registry (todo-jobs §4, decision 8).
+///
+/// Cheap to clone (a handle). Construct it directly with [`LocalJobRegistry::new`] or through
+/// [`crate::install`]. Settlement runs on the tokio runtime current at `start` (or at
+/// construction), so `start` must be called with a runtime available.
+///
+/// Beyond [`JobRegistry`] it offers [`LocalJobRegistry::dispose`] (service disposal, §4.9).
+#[derive(Clone)]
+pub struct LocalJobRegistry {
+    shared: Arc<Shared>,
+}
+
+pub(crate) struct Shared {
+    state: Mutex<State>,
+    /// Woken after every settlement; teardown re-checks its records.
+    settled: Notify,
+    clock: Arc<dyn Clock>,
+    agents: Option<Arc<dyn AgentLookup>>,
+    limits: JobLimits,
+    runtime: Option<Handle>,
+    me: Weak<Shared>,
+}
+
+impl std::fmt::Debug for LocalJobRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.shared.lock();
+        f.debug_struct("LocalJobRegistry")
+            .field("limits", &self.shared.limits)
+            .field("records", &state.records.len())
+            .field("disposed", &state.disposed)
+            .finish()
+    }
+}
+
+impl LocalJobRegistry {
+    /// A registry with `limits`, stamping times with `clock` (also used for wait timeouts)
+    /// and checking owners against `agents` (`None`: owned starts are refused, §4.3 5.1).
+    pub fn new(
+        limits: JobLimits,
+        clock: Arc<dyn Clock>,
+        agents: Option<Arc<dyn AgentLookup>>,
+    ) -> Self {
+        let shared = Arc::new_cyclic(|me| Shared {
+            state: Mutex::new(State::default()),
+            settled: Notify::new(),
+            clock,
+            agents,
+            limits,
+            runtime: Handle::try_current().ok(),
+            me: me.clone(),
+        });
+        Self { shared }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> JobLimits {
+        self.shared.limits
+    }
+
+    /// Whether [`LocalJobRegistry::dispose`] has begun.
+    pub fn is_disposed(&self) -> bool {
+        self.shared.lock().disposed
+    }
+
+    /// The number of owners that currently have a cleanup hook attached (one per exact owner
+    /// instance with at least one job since its last disposal; §4.8).
+    pub fn owner_cleanups(&self) -> usize {
+        self.shared.lock().owners.len()
+    }
+
+    /// The number of records held (all owners, terminal ones included).
+    pub fn record_count(&self) -> usize {
+        self.shared.lock().records.len()
+    }
+
+    /// Service disposal (§4.9): closes completion listeners for good, cancels every live job
+    /// with `jobs service disposed` (setting `reported` first), awaits every settlement (a
+    /// throwing cancel force-fails its job instead), empties the store, notifies change
+    /// observers once per distinct owner that had records, then detaches (and runs) every
+    /// owner-cleanup hook. Later starts fail with `background jobs unavailable: the job
+    /// registry is disposed`. Idempotent.
+    pub async fn dispose(&self) {
+        let sh = &self.shared;
+        let seqs: Vec<u64> = {
+            let mut state = sh.lock();
+            state.listeners_closed = true;
+            state.disposed = true;
+            state.records.keys().copied().collect()
+        };
+        sh.teardown_cancel(&seqs, SERVICE_DISPOSED_REASON);
+        loop {
+            let all: Vec<u64> = sh.lock().records.keys().copied().collect();
+            sh.await_settled(&all).await;
+            let grown = sh.lock().records.len() != all.len();
+            if !grown {
+                break;
+            }
+        }
+        let (targets, entries) = {
+            let mut state = sh.lock();
+            let mut targets: Vec<Target> = Vec::new();
+            let mut seen: Vec<Option<OwnerKey>> = Vec::new();
+            for record in state.records.values() {
+                let key = record.owner.as_ref().map(owner_key);
+                if !seen.contains(&key) {
+                    seen.push(key);
+                    targets.push(record.route_target());
+                }
+            }
+            state.records.clear();
+            state.by_id.clear();
+            state.by_owner_id.clear();
+            state.unowned.clear();
+            state.unowned_live = 0;
+            let entries: Vec<OwnerEntry> = state.owners.drain().map(|(_, e)| e).collect();
+            (targets, entries)
+        };
+        for target in &targets {
+            sh.notify_changed(target);
+        }
+        for entry in entries {
+            if let Some(hook) = entry.agent.remove_dispose_hook(entry.hook) {
+                hook().await;
+            }
+        }
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    fn now_millis(&self) -> i64 {
+        self.clock.now().timestamp_millis()
+    }
+
+    fn runtime(&self) -> Option<Handle> {
+        Handle::try_current().ok().or_else(|| self.runtime.clone())
+    }
+
+    /// Registers the owner's cleanup hook unless it has one (§4.3 step 5.3).
+    fn ensure_owner_hook(&self, owner: &Arc<dyn Agent>, key: OwnerKey) -> Result<(), JobError> {
+        if self.lock().owners.contains_key(&key) {
+            return Ok(());
+        }
+        let weak = self.me.clone();
+        let hook_id = owner.add_dispose_hook(Box::new(move || {
+            Box::pin(async move {
+                if let Some(shared) = weak.upgrade() {
+                    shared.owner_disposed(key).await;
+                }
+            })
+        }))?;
+        let lost_race = {
+            let mut state = self.lock();
+            if state.owners.contains_key(&key) {
+                true
+            } else {
+                state.owners.insert(
+                    key,
+                    OwnerEntry {
+                        agent: owner.clone(),
+                        hook: hook_id,
+                        live: 0,
+                    },
+                );
+                false
+            }
+        };
+        if lost_race {
+            // Another start registered the hook first; drop ours without running it.
+            drop(owner.remove_dispose_hook(hook_id));
+        }
+        Ok(())
+    }
+
+    /// Calls the change observers that serve `target` (§4.7), each contained.
+    fn notify_changed(&self, target: &Target) {
+        let observers = route(&self.lock().observers, target.chain.as_deref());
+        for observer in observers {
+            match catch_unwind(AssertUnwindSafe(|| observer(target.owner.as_ref()))) {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!("jobs: onJobsChanged listener threw: {}", error_text(&error));
+                }
+                Err(_) => tracing::warn!("jobs: onJobsChanged listener threw: Error: panicked"),
+            }
+        }
+    }
+
+    /// Settles record `seq` with `outcome` (§4.6). First wins: a terminal record is left
+    /// alone and nobody is notified.
+    fn settle(&self, seq: u64, outcome: JobOutcome) {
+        let now = self.now_millis();
+        let (snapshot, target) = {
+            let mut state = self.lock();
+            let state = &mut *state;
+            let Some(record) = state.records.get_mut(&seq) else {
+                return;
+            };
+            if record.status.is_terminal() {
+                return;
+            }
+            record.status = outcome.status.into();
+            record.detail = outcome.detail.map(Arc::from);
+            record.output = match record.stream {
+                Some(_) => None,
+                None => outcome.output.map(Arc::from),
+            };
+            // A wall clock moved back never makes a record finish before it started.
+            record.finished_at = Some(now.max(record.started_at));
+            record.cancel = None;
+            if let Some(progress) = record.progress.take() {
+                progress.set_observer(None);
+            }
+            let mut released = Vec::with_capacity(record.waiters.len());
+            for waiter in record.waiters.drain(..) {
+                // An aborted wait does not count, even if its task has not run yet (§4.5).
+                if waiter.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+                    continue;
+                }
+                released.push(waiter.resolve);
+            }
+            if !released.is_empty() {
+                record.reported = true;
+            }
+            let snapshot = record.snapshot();
+            for resolve in released {
+                let _ = resolve.send(snapshot.clone());
+            }
+            let target = record.route_target();
+            state.release(target.owner.as_ref().map(owner_key));
+            (snapshot, target)
+        };
+        self.settled.notify_waiters();
+        self.notify_changed(&target);
+        let listeners = {
+            let state = self.lock();
+            if state.listeners_closed {
+                return;
+            }
+            route(&state.done_listeners, target.chain.as_deref())
+        };
+        for listener in listeners {
+            self.call_done_listener(&listener, &snapshot, target.owner.as_ref());
+        }
+    }
+
+    fn call_done_listener(
+        &self,
+        listener: &JobDoneListener,
+        snapshot: &JobSnapshot,
+        owner: Option<&Arc<dyn Agent>>,
+    ) {
+        let id = &snapshot.id;
+        match catch_unwind(AssertUnwindSafe(|| listener(snapshot, owner))) {
+            Ok(Ok(None)) => {}
+            Ok(Ok(Some(future))) => {
+                let job = id.clone();
+                let observed = async move {
+                    let id = job;
+                    let result = AssertUnwindSafe(future).catch_unwind().await;
+                    match result {
+                        Ok(Ok(())) => {}
+                        Ok(Err(error)) => tracing::warn!(
+                            "jobs: onJobDone listener rejected for {id}: {}",
+                            error_text(&error)
+                        ),
+                        Err(_) => tracing::warn!(
+                            "jobs: onJobDone listener rejected for {id}: Error: panicked"
+                        ),
+                    }
+                };
+                match self.runtime() {
+                    Some(runtime) => drop(runtime.spawn(observed)),
+                    None => tracing::warn!(
+                        "jobs: onJobDone listener for {id} returned a future but no runtime can observe it"
+                    ),
+                }
+            }
+            Ok(Err(error)) => tracing::warn!(
+                "jobs: onJobDone listener threw for {id}: {}",
+                error_text(&error)
+            ),
+            Err(_) => tracing::warn!("jobs: onJobDone listener threw for {id}: Error: panicked"),
+        }
+    }
+
+    /// Teardown cancellation (§4.8) of every live record in `seqs` with `reason`.
+    fn teardown_cancel(&self, seqs: &[u64], reason: &str) {
+        for &seq in seqs {
+            let (cancel, id) = {
+                let mut state = self.lock();
+                let Some(record) = state.records.get_mut(&seq) else {
+                    continue;
+                };
+                if record.status.is_terminal() {
+                    continue;
+                }
+                record.reported = true;
+                (record.cancel.clone(), record.id.clone())
+            };
+            let Some(cancel) = cancel else { continue };
+            match call_cancel(&cancel, Some(reason)) {
+                Ok(()) => {
+                    let target = {
+                        let mut state = self.lock();
+                        match state.records.get_mut(&seq) {
+                            Some(record) if record.status.is_live() => {
+                                record.status = JobStatus::Stopping;
+                                Some(record.route_target())
+                            }
+                            _ => None,
+                        }
+                    };
+                    if let Some(target) = target {
+                        self.notify_changed(&target);
+                    }
+                }
+                Err(error) => {
+                    let error = error_text(&error);
+                    tracing::warn!(
+                        "jobs: cancel of {id} threw during teardown; job record forced failed and work may be orphaned: {error}"
+                    );
+                    self.settle(
+                        seq,
+                        JobOutcome::failed().with_detail(format!(
+                            "cancel threw during teardown; work may be orphaned: {error}"
+                        )),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Completes when every record in `seqs` is terminal or gone.
+    async fn await_settled(&self, seqs: &[u64]) {
+        loop {
+            let notified = self.settled.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let done = {
+                let state = self.lock();
+                seqs.iter().all(|seq| {
+                    state
+                        .records
+                        .get(seq)
+                        .is_none_or(|r| r.status.is_terminal())
+                })
+            };
+            if done {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// The owner's cleanup (§4.8), run and awaited by the agent's disposal.
+    async fn owner_disposed(&self, key: OwnerKey) {
+        let (agent, seqs) = {
+            let mut state = self.lock();
+            let Some(entry) = state.owners.remove(&key) else {
+                return;
+            };
+            let seqs: Vec<u64> = state
+                .by_owner_id
+                .get(entry.agent.id())
+                .map(|seqs| {
+                    seqs.iter()
+                        .copied()
+                        .filter(|seq| {
+                            state
+                                .records
+                                .get(seq)
+                                .and_then(|r| r.owner.as_ref())
+                                .is_some_and(|o| owner_key(o) == key)
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            (entry.agent, seqs)
+        };
+        self.teardown_cancel(&seqs, OWNER_DISPOSED_REASON);
+        self.await_settled(&seqs).await;
+        if seqs.is_empty() {
+            return;
+        }
+        let target = {
+            let mut state = self.lock();
+            let mut target = Target::default();
+            for seq in &seqs {
+                if let Some(record) = state.records.remove(seq) {
+                    state.by_id.remove(&record.id);
+                    target = record.route_target();
+                }
+            }
+            if let Some(list) = state.by_owner_id.get_mut(agent.id()) {
+                list.retain(|seq| !seqs.contains(seq));
+                if list.is_empty() {
+                    state.by_owner_id.remove(agent.id());
+                }
+            }
+            target
+        };
+        self.notify_changed(&target);
+    }
+
+    /// The progress observer of record `seq`: a change shows in `list`, so observers hear.
+    fn progress_changed(&self, seq: u64) {
+        let target = {
+            let state = self.lock();
+            match state.records.get(&seq) {
+                Some(record) if record.status.is_live() => record.route_target(),
+                _ => return,
+            }
+        };
+        self.notify_changed(&target);
+    }
+}
+
+/// Drives one job's `done` and settles it (§4.6), on the runtime, never inside `start`.
+async fn drive_settlement(shared: Weak<Shared>, seq: u64, id: JobId, done: DoneFuture) {
+    let result = AssertUnwindSafe(done).catch_unwind().await;
+    let outcome = match result {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(error)) => rejected(&id, &error_text(&error)),
+        Err(_) => rejected(&id, "Error: producer done future panicked"),
+    };
+    if let Some(shared) = shared.upgrade() {
+        shared.settle(seq, outcome);
+    }
+}
+
+fn rejected(id: &JobId, error: &str) -> JobOutcome {
+    tracing::warn!(
+        "jobs: job {id} producer done promise rejected (producer contract violation): {error}"
+    );
+    JobOutcome::failed().with_detail(error)
+}
+
+/// An error as upstream stringifies it: `Error: <Display>` (decision 10).
+fn error_text(error: &BoxError) -> String {
+    format!("Error: {error}")
+}
+
+fn call_cancel(
+    cancel: &Arc<crate::state::CancelFn>,
+    reason: Option<&str>,
+) -> Result<(), BoxError> {
+    match catch_unwind(AssertUnwindSafe(|| cancel(reason))) {
+        Ok(result) => result,
+        Err(_) => Err("producer cancel panicked".into()),
+    }
+}
+
+fn call_read(stream: &Mutex<Stream>) -> Result<String, JobError> {
+    let mut stream = stream.lock().unwrap_or_else(|poison| poison.into_inner());
+    let pulled = match catch_unwind(AssertUnwindSafe(|| (stream.read)())) {
+        Ok(result) => result.map_err(JobError::Producer)?,
+        Err(_) => return Err(JobError::Producer("producer read_output panicked".into())),
+    };
+    Ok(stream.history.consume(pulled))
+}
+
+fn call_read_at(stream: &Mutex<Stream>, cursor: u64) -> Result<(String, bool, u64), JobError> {
+    let mut stream = stream.lock().unwrap_or_else(|poison| poison.into_inner());
+    let pulled = match catch_unwind(AssertUnwindSafe(|| (stream.read)())) {
+        Ok(result) => result.map_err(JobError::Producer)?,
+        Err(_) => return Err(JobError::Producer("producer read_output panicked".into())),
+    };
+    stream.history.append(&pulled);
+    Ok(stream.history.text_from(cursor))
+}
+
+fn registration<T>(
+    shared: &Arc<Shared>,
+    id: u64,
+    pick: fn(&mut State) -> &mut Vec<Layered<T>>,
+) -> Registration
+where
+    T: Send + 'static,
+{
+    let weak = Arc::downgrade(shared);
+    Registration::new(move || {
+        if let Some(shared) = weak.upgrade() {
+            let mut state = shared.lock();
+            pick(&mut state).retain(|l| l.id != id);
+        }
+    })
+}
+
+#[async_trait]
+impl JobRegistry for LocalJobRegistry {
+    fn start(&self, spec: JobStart) -> Result<JobId, JobError> {
+        let sh = &self.shared;
+        let JobStart {
+            kind,
+            label,
+            output_limit_bytes,
+            owner,
+            run,
+        } = spec;
+        let chain: Option<Arc<[ScopeKey]>> = owner.as_ref().map(|o| Arc::from(o.scope_chain()));
+        {
+            let state = sh.lock();
+            if state.disposed {
+                return Err(JobError::Unavailable(
+                    "the job registry is disposed".to_owned(),
+                ));
+            }
+            // 1. Controller fence.
+            if !serves(&state.controllers, chain.as_deref()) {
+                return Err(JobError::NoController);
+            }
+        }
+        let Some(runtime) = sh.runtime() else {
+            return Err(JobError::Unavailable(
+                "no tokio runtime is available to drive job settlement".to_owned(),
+            ));
+        };
+        // 2.–4. Fields.
+        if kind.as_str().is_empty() {
+            return Err(JobError::InvalidKind);
+        }
+        if label.is_empty() {
+            return Err(JobError::InvalidLabel);
+        }
+        if let Some(limit) = output_limit_bytes
+            && (limit == 0 || limit > MAX_SAFE_INTEGER.unsigned_abs())
+        {
+            return Err(JobError::InvalidOutputLimit(limit));
+        }
+        // 5. Owner.
+        let key = match &owner {
+            Some(owner) => {
+                let agents = sh
+                    .agents
+                    .as_ref()
+                    .filter(|a| a.is_available())
+                    .ok_or(JobError::NoAgentRegistry)?;
+                let live = agents.live_agent(owner.id());
+                if !live.is_some_and(|live| same_agent(&live, owner)) {
+                    return Err(JobError::NotRegisteredInstance(owner.id().clone()));
+                }
+                let key = owner_key(owner);
+                sh.ensure_owner_hook(owner, key)?;
+                Some(key)
+            }
+            None => None,
+        };
+        // 6. Admission: reserve a slot so concurrent starts cannot overshoot the cap.
+        {
+            let mut state = sh.lock();
+            let limit = sh.limits.max_concurrent_jobs_per_owner;
+            let Some(live) = state.bucket(key) else {
+                // The owner's cleanup ran between the hook check and now: it is disposing.
+                let id = owner.as_ref().map(|o| o.id().clone()).unwrap_or_else(|| AgentId::new(""));
+                return Err(JobError::Owner(AgentError::Disposed(id)));
+            };
+            if *live >= limit {
+                return Err(JobError::LimitReached { limit });
+            }
+            *live += 1;
+        }
+        // 7. Run.
+        let hooks = match catch_unwind(AssertUnwindSafe(run)) {
+            Ok(Ok(hooks)) => hooks,
+            Ok(Err(error)) => {
+                sh.lock().release(key);
+                return Err(JobError::Producer(error));
+            }
+            Err(_) => {
+                sh.lock().release(key);
+                return Err(JobError::Producer("producer run panicked".into()));
+            }
+        };
+        let JobHooks {
+            cancel,
+            done,
+            read_output,
+            progress,
+        } = hooks;
+        let started_at = sh.now_millis();
+        // 8.–9. Id and record.
+        let (id, seq, disposed, target) = {
+            let mut state = sh.lock();
+            let state = &mut *state;
+            let counter = state.counters.entry(kind.clone()).or_insert(0);
+            *counter += 1;
+            let id = JobId::new(format!("{kind}-{counter}"));
+            state.next_seq += 1;
+            let seq = state.next_seq;
+            match &owner {
+                Some(owner) => state
+                    .by_owner_id
+                    .entry(owner.id().clone())
+                    .or_default()
+                    .push(seq),
+                None => state.unowned.push(seq),
+            }
+            state.by_id.insert(id.clone(), seq);
+            let record = Record {
+                id: id.clone(),
+                kind,
+                label: Arc::from(label),
+                limit: output_limit_bytes,
+                owner,
+                chain,
+                cancel: Some(Arc::from(cancel)),
+                stream: read_output.map(|read| {
+                    Arc::new(Mutex::new(Stream {
+                        read,
+                        history: History::new(sh.limits.output_history_bytes),
+                    }))
+                }),
+                progress,
+                status: JobStatus::Running,
+                detail: None,
+                output: None,
+                started_at,
+                finished_at: None,
+                reported: false,
+                waiters: Vec::new(),
+            };
+            let target = record.route_target();
+            if let Some(progress) = &record.progress {
+                let weak = sh.me.clone();
+                progress.set_observer(Some(Arc::new(move || {
+                    if let Some(shared) = weak.upgrade() {
+                        shared.progress_changed(seq);
+                    }
+                })));
+            }
+            state.records.insert(seq, record);
+            (id, seq, state.disposed, target)
+        };
+        // 10. Settlement continuation (always asynchronous).
+        drop(runtime.spawn(drive_settlement(
+            sh.me.clone(),
+            seq,
+            id.clone(),
+            done,
+        )));
+        // 11. Observers.
+        sh.notify_changed(&target);
+        if disposed {
+            // Disposal began while `run` was executing: this job joins the teardown.
+            sh.teardown_cancel(&[seq], SERVICE_DISPOSED_REASON);
+        }
+        Ok(id)
+    }
+
+    fn list(&self, caller: Option<&AgentId>) -> Vec<JobSnapshot> {
+        let state = self.shared.lock();
+        let owned: &[u64] = caller
+            .and_then(|c| state.by_owner_id.get(c))
+            .map_or(&[], Vec::as_slice);
+        let unowned = state.unowned.as_slice();
+        let mut out = Vec::with_capacity(owned.len() + unowned.len());
+        let (mut i, mut j) = (0, 0);
+        while i < owned.len() || j < unowned.len() {
+            let seq = if j >= unowned.len() || (i < owned.len() && owned[i] < unowned[j]) {
+                i += 1;
+                owned[i - 1]
+            } else {
+                j += 1;
+                unowned[j - 1]
+            };
+            if let Some(record) = state.records.get(&seq) {
+                out.push(record.snapshot());
+            }
+        }
+        out
+    }
+
+    fn get(&self, id: &JobId, caller: Option<&AgentId>) -> Result<JobSnapshot, JobError> {
+        let mut state = self.shared.lock();
+        let (_, record) = state.find(id, caller)?;
+        Ok(record.snapshot())
+    }
+
+    fn read(&self, id: &JobId, caller: Option<&AgentId>) -> Result<JobRead, JobError> {
+        let (seq, stream) = {
+            let mut state = self.shared.lock();
+            let (seq, record) = state.find(id, caller)?;
+            match &record.stream {
+                Some(stream) => (seq, stream.clone()),
+                None => {
+                    let terminal = record.status.is_terminal();
+                    let text = match (&record.output, terminal) {
+                        (Some(output), true) => output.to_string(),
+                        _ => String::new(),
+                    };
+                    if terminal {
+                        record.reported = true;
+                    }
+                    return Ok(JobRead {
+                        text,
+                        snapshot: record.snapshot(),
+                    });
+                }
+            }
+        };
+        let text = call_read(&stream)?;
+        let mut state = self.shared.lock();
+        let record = state
+            .records
+            .get_mut(&seq)
+            .ok_or_else(|| JobError::UnknownJob(id.clone()))?;
+        if record.status.is_terminal() {
+            record.reported = true;
+        }
+        Ok(JobRead {
+            text,
+            snapshot: record.snapshot(),
+        })
+    }
+
+    fn read_at(
+        &self,
+        id: &JobId,
+        cursor: u64,
+        caller: Option<&AgentId>,
+    ) -> Result<JobReadAt, JobError> {
+        let (seq, stream) = {
+            let mut state = self.shared.lock();
+            let (seq, record) = state.find(id, caller)?;
+            match &record.stream {
+                Some(stream) => (seq, stream.clone()),
+                None => {
+                    let output = match (&record.output, record.status.is_terminal()) {
+                        (Some(output), true) => output.as_ref(),
+                        _ => "",
+                    };
+                    let start = usize::try_from(cursor).unwrap_or(usize::MAX).min(output.len());
+                    let start = output.ceil_char_boundary(start);
+                    return Ok(JobReadAt {
+                        text: output[start..].to_owned(),
+                        next_cursor: output.len() as u64,
+                        dropped: false,
+                        snapshot: record.snapshot(),
+                    });
+                }
+            }
+        };
+        let (text, dropped, end) = call_read_at(&stream, cursor)?;
+        let state = self.shared.lock();
+        let record = state
+            .records
+            .get(&seq)
+            .ok_or_else(|| JobError::UnknownJob(id.clone()))?;
+        Ok(JobReadAt {
+            text,
+            next_cursor: end,
+            dropped,
+            snapshot: record.snapshot(),
+        })
+    }
+
+    fn kill(
+        &self,
+        id: &JobId,
+        caller: Option<&AgentId>,
+        reason: Option<&str>,
+    ) -> Result<KillOutcome, JobError> {
+        let sh = &self.shared;
+        let (seq, cancel) = {
+            let mut state = sh.lock();
+            let (seq, record) = state.find(id, caller)?;
+            if record.status.is_terminal() {
+                record.reported = true;
+                return Ok(KillOutcome::AlreadyFinished);
+            }
+            (seq, record.cancel.clone())
+        };
+        if let Some(cancel) = cancel {
+            call_cancel(&cancel, reason).map_err(JobError::Producer)?;
+        }
+        let target = {
+            let mut state = sh.lock();
+            match state.records.get_mut(&seq) {
+                Some(record) => {
+                    record.reported = true;
+                    if record.status.is_live() {
+                        record.status = JobStatus::Stopping;
+                        Some(record.route_target())
+                    } else {
+                        None
+                    }
+                }
+                None => None,
+            }
+        };
+        if let Some(target) = target {
+            sh.notify_changed(&target);
+        }
+        Ok(KillOutcome::Requested)
+    }
+
+    async fn wait(
+        &self,
+        id: &JobId,
+        timeout_ms: f64,
+        caller: Option<&AgentId>,
+        cancel: Option<CancellationToken>,
+    ) -> Result<JobSnapshot, JobError> {
+        let sh = &self.shared;
+        let (seq, waiter_id, resolved) = {
+            let mut state = sh.lock();
+            let state = &mut *state;
+            let (seq, record) = state.find(id, caller)?;
+            if !timeout_ms.is_finite() || timeout_ms <= 0.0 {
+                return Err(JobError::invalid_wait_timeout(timeout_ms));
+            }
+            if record.status.is_terminal() {
+                record.reported = true;
+                return Ok(record.snapshot());
+            }
+            if cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
+                return Err(JobError::WaitAborted);
+            }
+            let (resolve, resolved) = oneshot::channel();
+            state.next_id += 1;
+            let waiter_id = state.next_id;
+            if let Some(record) = state.records.get_mut(&seq) {
+                record.waiters.push(Waiter {
+                    id: waiter_id,
+                    cancel: cancel.clone(),
+                    resolve,
+                });
+            }
+            (seq, waiter_id, resolved)
+        };
+        let duration = Duration::from_secs_f64(timeout_ms.min(MAX_WAIT_TIMEOUT_MS) / 1000.0);
+        let sleep = sh.clock.sleep(duration);
+        let aborted = async {
+            match &cancel {
+                Some(cancel) => cancel.cancelled().await,
+                None => futures::future::pending().await,
+            }
+        };
+        tokio::pin!(resolved, sleep, aborted);
+        enum Woke {
+            Settled(Result<JobSnapshot, oneshot::Canceled>),
+            Aborted,
+            TimedOut,
+        }
+        let woke = tokio::select! {
+            biased;
+            result = &mut resolved => Woke::Settled(result),
+            () = &mut aborted => Woke::Aborted,
+            () = &mut sleep => Woke::TimedOut,
+        };
+        let settled = match woke {
+            Woke::Settled(Ok(snapshot)) => Some(snapshot),
+            // Dropped unsent: the settlement saw this wait already aborted.
+            Woke::Settled(Err(_)) => return Err(JobError::WaitAborted),
+            Woke::Aborted | Woke::TimedOut => {
+                let still_waiting = {
+                    let mut state = sh.lock();
+                    match state.records.get_mut(&seq) {
+                        Some(record) => {
+                            let before = record.waiters.len();
+                            record.waiters.retain(|w| w.id != waiter_id);
+                            record.waiters.len() != before
+                        }
+                        None => false,
+                    }
+                };
+                // A settlement may have released this wait in the meantime; it wins.
+                let released = if still_waiting {
+                    None
+                } else {
+                    resolved.as_mut().now_or_never().and_then(Result::ok)
+                };
+                match (woke, released) {
+                    (_, Some(snapshot)) => Some(snapshot),
+                    (Woke::Aborted, None) => return Err(JobError::WaitAborted),
+                    _ => None,
+                }
+            }
+        };
+        let mut state = sh.lock();
+        match state.records.get_mut(&seq) {
+            Some(record) => {
+                if record.status.is_terminal() {
+                    record.reported = true;
+                }
+                Ok(record.snapshot())
+            }
+            None => settled.ok_or_else(|| JobError::UnknownJob(id.clone())),
+        }
+    }
+
+    fn on_job_done(&self, scope: RegistrationScope, listener: JobDoneListener) -> Registration {
+        let id = {
+            let mut state = self.shared.lock();
+            let id = state.next_id();
+            state.done_listeners.push(Layered {
+                id,
+                scope,
+                item: listener,
+            });
+            id
+        };
+        registration(&self.shared, id, |s| &mut s.done_listeners)
+    }
+
+    fn on_jobs_changed(
+        &self,
+        scope: RegistrationScope,
+        listener: JobsChangedListener,
+    ) -> Registration {
+        let id = {
+            let mut state = self.shared.lock();
+            let id = state.next_id();
+            state.observers.push(Layered {
+                id,
+                scope,
+                item: listener,
+            });
+            id
+        };
+        registration(&self.shared, id, |s| &mut s.observers)
+    }
+
+    fn attach_controller(&self, scope: RegistrationScope, name: &str) -> Registration {
+        let id = {
+            let mut state = self.shared.lock();
+            let id = state.next_id();
+            state.controllers.push(Layered {
+                id,
+                scope,
+                item: Arc::from(name),
+            });
+            id
+        };
+        registration(&self.shared, id, |s| &mut s.controllers)
+    }
+}
+
+#[cfg(test)]
+#[path = "registry_tests.rs"]
+mod tests;

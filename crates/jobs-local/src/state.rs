@@ -1,0 +1,207 @@
+//! The registry's state behind its one lock (todo-jobs §4.2): records, indexes, owner
+//! entries, per-kind counters and the registration layers, plus routing by scope (§1.3).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use futures::channel::oneshot;
+use harness_core::{Agent, AgentId, HookId, RegistrationScope, ScopeKey, SessionId};
+use harness_jobs::{
+    BoxError, JobDoneListener, JobError, JobId, JobKind, JobProgress, JobSnapshot, JobStatus,
+    JobsChangedListener, ReadOutputHook,
+};
+use tokio_util::sync::CancellationToken;
+
+use crate::history::History;
+
+/// The producer's cancel hook, shareable so it can be called without the lock.
+pub(crate) type CancelFn = dyn Fn(Option<&str>) -> Result<(), BoxError> + Send + Sync;
+
+/// The identity of an exact agent instance (its allocation address). Stable while any `Arc`
+/// to it is held, and the registry holds one wherever a key is stored.
+pub(crate) type OwnerKey = usize;
+
+pub(crate) fn owner_key(agent: &Arc<dyn Agent>) -> OwnerKey {
+    Arc::as_ptr(agent).cast::<()>() as usize
+}
+
+/// A stream job's reader and history, locked on its own so `read_output` runs without the
+/// registry lock.
+pub(crate) struct Stream {
+    pub(crate) read: ReadOutputHook,
+    pub(crate) history: History,
+}
+
+/// A live `wait` on a record (§4.5).
+pub(crate) struct Waiter {
+    pub(crate) id: u64,
+    pub(crate) cancel: Option<CancellationToken>,
+    pub(crate) resolve: oneshot::Sender<JobSnapshot>,
+}
+
+/// One job (§4.2).
+pub(crate) struct Record {
+    pub(crate) id: JobId,
+    pub(crate) kind: JobKind,
+    pub(crate) label: Arc<str>,
+    pub(crate) limit: Option<u64>,
+    pub(crate) owner: Option<Arc<dyn Agent>>,
+    pub(crate) chain: Option<Arc<[ScopeKey]>>,
+    /// `None` once terminal: the producer's hooks are released.
+    pub(crate) cancel: Option<Arc<CancelFn>>,
+    pub(crate) stream: Option<Arc<Mutex<Stream>>>,
+    pub(crate) progress: Option<JobProgress>,
+    pub(crate) status: JobStatus,
+    pub(crate) detail: Option<Arc<str>>,
+    pub(crate) output: Option<Arc<str>>,
+    pub(crate) started_at: i64,
+    pub(crate) finished_at: Option<i64>,
+    pub(crate) reported: bool,
+    pub(crate) waiters: Vec<Waiter>,
+}
+
+impl Record {
+    pub(crate) fn snapshot(&self) -> JobSnapshot {
+        let detail = if self.status.is_terminal() {
+            self.detail.clone()
+        } else {
+            self.progress.as_ref().and_then(JobProgress::current)
+        };
+        JobSnapshot {
+            id: self.id.clone(),
+            kind: self.kind.clone(),
+            label: self.label.clone(),
+            output_limit_bytes: self.limit,
+            owner_session: self.owner.as_ref().map(|o| SessionId::from(o.id())),
+            status: self.status,
+            detail,
+            started_at: self.started_at,
+            finished_at: self.finished_at,
+            reported: self.reported,
+        }
+    }
+
+    /// The owner and its scope chain, for routing notifications.
+    pub(crate) fn route_target(&self) -> Target {
+        Target {
+            owner: self.owner.clone(),
+            chain: self.chain.clone(),
+        }
+    }
+}
+
+/// Who a notification is about: an exact owner (with its scope chain) or none.
+#[derive(Clone, Default)]
+pub(crate) struct Target {
+    pub(crate) owner: Option<Arc<dyn Agent>>,
+    pub(crate) chain: Option<Arc<[ScopeKey]>>,
+}
+
+/// An owner that has (had) a job: its cleanup hook and its admission bucket.
+pub(crate) struct OwnerEntry {
+    pub(crate) agent: Arc<dyn Agent>,
+    pub(crate) hook: HookId,
+    /// Live (`running` / `stopping`) jobs plus admission reservations.
+    pub(crate) live: u64,
+}
+
+/// A registration in a layer (§1.3).
+pub(crate) struct Layered<T> {
+    pub(crate) id: u64,
+    pub(crate) scope: RegistrationScope,
+    pub(crate) item: T,
+}
+
+#[derive(Default)]
+pub(crate) struct State {
+    /// Registration order = sequence number.
+    pub(crate) records: BTreeMap<u64, Record>,
+    pub(crate) by_id: HashMap<JobId, u64>,
+    /// Sequence numbers of the jobs owned by each session id (any instance), ascending.
+    pub(crate) by_owner_id: HashMap<AgentId, Vec<u64>>,
+    /// Sequence numbers of unowned jobs, ascending.
+    pub(crate) unowned: Vec<u64>,
+    pub(crate) unowned_live: u64,
+    pub(crate) owners: HashMap<OwnerKey, OwnerEntry>,
+    pub(crate) counters: HashMap<JobKind, u64>,
+    pub(crate) next_seq: u64,
+    pub(crate) next_id: u64,
+    pub(crate) controllers: Vec<Layered<Arc<str>>>,
+    pub(crate) done_listeners: Vec<Layered<JobDoneListener>>,
+    pub(crate) observers: Vec<Layered<JobsChangedListener>>,
+    pub(crate) listeners_closed: bool,
+    pub(crate) disposed: bool,
+}
+
+impl State {
+    pub(crate) fn next_id(&mut self) -> u64 {
+        self.next_id += 1;
+        self.next_id
+    }
+
+    /// Lookup, then the access fence (§4.5).
+    pub(crate) fn find(
+        &mut self,
+        id: &JobId,
+        caller: Option<&AgentId>,
+    ) -> Result<(u64, &mut Record), JobError> {
+        let seq = *self
+            .by_id
+            .get(id)
+            .ok_or_else(|| JobError::UnknownJob(id.clone()))?;
+        let record = self
+            .records
+            .get_mut(&seq)
+            .ok_or_else(|| JobError::UnknownJob(id.clone()))?;
+        if let Some(owner) = &record.owner
+            && caller != Some(owner.id())
+        {
+            return Err(JobError::Foreign(id.clone()));
+        }
+        Ok((seq, record))
+    }
+
+    /// The admission bucket of an owner (or the unowned bucket).
+    pub(crate) fn bucket(&mut self, owner: Option<OwnerKey>) -> Option<&mut u64> {
+        match owner {
+            Some(key) => self.owners.get_mut(&key).map(|e| &mut e.live),
+            None => Some(&mut self.unowned_live),
+        }
+    }
+
+    /// Releases one slot of a bucket.
+    pub(crate) fn release(&mut self, owner: Option<OwnerKey>) {
+        if let Some(live) = self.bucket(owner) {
+            *live = live.saturating_sub(1);
+        }
+    }
+}
+
+/// The registrations of `layers` that serve `chain`, in delivery order: global first, then
+/// the chain from the farthest ancestor to the nearest, each in registration order (§1.3).
+pub(crate) fn route<T: Clone>(layers: &[Layered<T>], chain: Option<&[ScopeKey]>) -> Vec<T> {
+    if layers.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<T> = layers
+        .iter()
+        .filter(|l| l.scope == RegistrationScope::Global)
+        .map(|l| l.item.clone())
+        .collect();
+    if let Some(chain) = chain {
+        for key in chain.iter().rev() {
+            out.extend(
+                layers
+                    .iter()
+                    .filter(|l| matches!(&l.scope, RegistrationScope::Scoped(k) if k == key))
+                    .map(|l| l.item.clone()),
+            );
+        }
+    }
+    out
+}
+
+/// Whether any registration of `layers` serves `chain` (`None`: unowned, global only).
+pub(crate) fn serves<T>(layers: &[Layered<T>], chain: Option<&[ScopeKey]>) -> bool {
+    layers.iter().any(|l| l.scope.serves(chain))
+}
