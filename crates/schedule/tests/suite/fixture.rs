@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use harness_core::{Harness, Registration, SessionHeader, SessionId, SessionStore, ToolOutput};
+use harness_core::{Harness, Registration, SessionHeader, SessionId, ToolOutput};
 use harness_schedule::{Installed, Notify, ScheduleConfig, ScheduleTools, install};
 use harness_testkit::{HostRecord, ManualClock, MemoryAgent, MemoryHarness, settle};
 use serde_json::{Value, json};

@@ -34,7 +34,10 @@ async fn case_49_registration_shape_and_definitions() {
         .into_iter()
         .map(|d| d.name)
         .collect();
-    assert_eq!(names, ["schedule_create", "schedule_list", "schedule_delete"]);
+    assert_eq!(
+        names,
+        ["schedule_create", "schedule_list", "schedule_delete"]
+    );
     // Not visible to callers without this agent's scope.
     assert!(t.host.host.tools().definitions(None).is_empty());
     let [create, list, delete] = definitions();
@@ -68,7 +71,11 @@ async fn case_49_unregister_twice_removes_all_three() {
     // A second registration for the same agent conflicts and changes nothing.
     assert!(tools.register(t.host.host.as_ref()).is_err());
     assert_eq!(
-        t.host.host.tools().definitions(Some(&other.scope_chain())).len(),
+        t.host
+            .host
+            .tools()
+            .definitions(Some(&other.scope_chain()))
+            .len(),
         3
     );
     registration.unregister();
@@ -87,7 +94,11 @@ async fn case_50_registration_rolls_back_on_conflict() {
     let t = ToolsOnly::new();
     let other = t.host.session("s2");
     // Someone else's `schedule_list` in s2's scope.
-    let foreign = ScheduleTools::new(other.as_dyn(), Arc::new(t.host.clock.clone()), Arc::new(|| {}));
+    let foreign = ScheduleTools::new(
+        other.as_dyn(),
+        Arc::new(t.host.clock.clone()),
+        Arc::new(|| {}),
+    );
     let list_only = foreign.tools().into_iter().nth(1).unwrap();
     let _foreign = t
         .host
@@ -98,7 +109,11 @@ async fn case_50_registration_rolls_back_on_conflict() {
             harness_core::RegistrationScope::Scoped(harness_core::ScopeKey::from(other.id())),
         )
         .unwrap();
-    let mine = ScheduleTools::new(other.as_dyn(), Arc::new(t.host.clock.clone()), Arc::new(|| {}));
+    let mine = ScheduleTools::new(
+        other.as_dyn(),
+        Arc::new(t.host.clock.clone()),
+        Arc::new(|| {}),
+    );
     assert!(mine.register(t.host.host.as_ref()).is_err());
     let names: Vec<String> = t
         .host
@@ -115,7 +130,10 @@ async fn case_50_registration_rolls_back_on_conflict() {
 async fn case_51_create_list_overdue_delete_not_found_with_counts() {
     let t = ToolsOnly::new();
     let out = t
-        .call("schedule_create", json!({"prompt":"  check logs  ","after_seconds":30}))
+        .call(
+            "schedule_create",
+            json!({"prompt":"  check logs  ","after_seconds":30}),
+        )
         .await;
     // The rendered content is the compact JSON of the value (§9.3).
     assert_eq!(out.text(), out.value.to_string());
@@ -129,10 +147,16 @@ async fn case_51_create_list_overdue_delete_not_found_with_counts() {
     assert_eq!(listed[0]["state"], "overdue");
     assert_eq!(listed[0]["id"], "schedule-1");
     assert_eq!((t.flushes(), t.notifies()), (3, 3));
-    let deleted = t.call("schedule_delete", json!({"id":"schedule-1"})).await.value;
+    let deleted = t
+        .call("schedule_delete", json!({"id":"schedule-1"}))
+        .await
+        .value;
     assert_eq!(deleted, json!({"id":"schedule-1","deleted":true}));
     assert_eq!((t.flushes(), t.notifies()), (5, 5));
-    let again = t.call("schedule_delete", json!({"id":"schedule-1"})).await.value;
+    let again = t
+        .call("schedule_delete", json!({"id":"schedule-1"}))
+        .await
+        .value;
     assert_eq!(
         again,
         json!({"id":"schedule-1","deleted":false,"code":"schedule_not_found"})
@@ -154,7 +178,10 @@ async fn case_19_ids_are_never_reused() {
 async fn case_25_selector_and_prompt_rules_before_any_io() {
     let t = ToolsOnly::new();
     let cases = [
-        (json!({"prompt":"x"}), code("invalid_selector", ERR_SELECTOR)),
+        (
+            json!({"prompt":"x"}),
+            code("invalid_selector", ERR_SELECTOR),
+        ),
         (
             json!({"prompt":"x","after_seconds":1,"every_seconds":300}),
             code("invalid_selector", ERR_SELECTOR),
@@ -208,7 +235,10 @@ async fn case_27_clock_failure_is_internal_error() {
     let t = ToolsOnly::new();
     t.host.clock.fail_next("clock exploded");
     let out = t
-        .call("schedule_create", json!({"prompt":"clock","after_seconds":1}))
+        .call(
+            "schedule_create",
+            json!({"prompt":"clock","after_seconds":1}),
+        )
         .await;
     assert_eq!(out.value, code("internal_error", ERR_INTERNAL));
     assert!(t.changes().is_empty());
@@ -272,15 +302,24 @@ async fn case_38_at_errors_arrive_after_preflight() {
     let cases = [
         (
             json!({"prompt":"bad instant","at":"2026-08-06T09:00:00"}),
-            code("invalid_rule", "at must use YYYY-MM-DDTHH:mm:ss with optional 1-3 digit fractional seconds and an explicit Z or numeric offset."),
+            code(
+                "invalid_rule",
+                "at must use YYYY-MM-DDTHH:mm:ss with optional 1-3 digit fractional seconds and an explicit Z or numeric offset.",
+            ),
         ),
         (
             json!({"prompt":"bad zone","at":{"date":"2026-08-06","time":"09:00:00","time_zone":"CST"}}),
-            code("invalid_time_zone", "time_zone must be UTC or a valid IANA Area/Location name."),
+            code(
+                "invalid_time_zone",
+                "time_zone must be UTC or a valid IANA Area/Location name.",
+            ),
         ),
         (
             json!({"prompt":"past","at":"2026-08-05T12:00:00Z"}),
-            code("not_future", "The scheduled time must be strictly in the future."),
+            code(
+                "not_future",
+                "The scheduled time must be strictly in the future.",
+            ),
         ),
     ];
     for (args, expected) in cases {
@@ -349,8 +388,14 @@ async fn case_47_no_session_zone_and_argument_errors() {
         )
         .await;
     assert!(extra.is_error);
-    assert!(extra.text().starts_with("Error: invalid arguments: "), "{}", extra.text());
-    let number = t.call("schedule_create", json!({"prompt":"x","at":42})).await;
+    assert!(
+        extra.text().starts_with("Error: invalid arguments: "),
+        "{}",
+        extra.text()
+    );
+    let number = t
+        .call("schedule_create", json!({"prompt":"x","at":42}))
+        .await;
     assert_eq!(
         number.text(),
         "Error: invalid arguments: \"at\" must be a string or an object"
@@ -392,7 +437,10 @@ async fn case_57_prompt_trimming_uses_js_rules() {
     let t = ToolsOnly::new();
     for prompt in ["\u{3000}\t\n", "\u{FEFF}"] {
         let out = t
-            .call("schedule_create", json!({"prompt":prompt,"after_seconds":1}))
+            .call(
+                "schedule_create",
+                json!({"prompt":prompt,"after_seconds":1}),
+            )
             .await;
         assert_eq!(out.value, code("invalid_prompt", ERR_PROMPT));
     }
@@ -410,7 +458,11 @@ async fn case_57_prompt_trimming_uses_js_rules() {
 async fn case_58_cross_owner_execution_refused() {
     let t = ToolsOnly::new();
     let other = t.host.session("s2").as_dyn();
-    let tools = ScheduleTools::new(t.agent.as_dyn(), Arc::new(t.host.clock.clone()), Arc::new(|| {}));
+    let tools = ScheduleTools::new(
+        t.agent.as_dyn(),
+        Arc::new(t.host.clock.clone()),
+        Arc::new(|| {}),
+    );
     let [create, list, delete]: [Arc<dyn Tool>; 3] = tools.tools().try_into().ok().unwrap();
     let call = |arguments: Value| ToolCall {
         caller: Some(other.clone()),
@@ -463,7 +515,10 @@ async fn case_61_create_post_barrier_rejection_reports_the_id() {
     let t = ToolsOnly::new();
     t.faults().script_flushes([true, false, true]);
     let out = t
-        .call("schedule_create", json!({"prompt":"persist me","after_seconds":10}))
+        .call(
+            "schedule_create",
+            json!({"prompt":"persist me","after_seconds":10}),
+        )
         .await;
     assert_eq!(
         out.value,
@@ -558,8 +613,11 @@ async fn case_67_fifo_serializes_across_both_barriers() {
     let creator = {
         let t = t.clone();
         tokio::spawn(async move {
-            t.call("schedule_create", json!({"prompt":"persist me","after_seconds":10}))
-                .await
+            t.call(
+                "schedule_create",
+                json!({"prompt":"persist me","after_seconds":10}),
+            )
+            .await
         })
     };
     settled().await;
