@@ -51,7 +51,10 @@ fn decoded_variants_have_the_expected_shape() {
     assert_eq!(record.rule(), Rule::Every { seconds: 300 });
     assert_eq!(record.every_seconds(), Some(300));
     assert_eq!(record.prompt(), "check metrics");
-    assert_eq!(record.scheduled_at().to_string(), "2026-08-05T12:05:00.000Z");
+    assert_eq!(
+        record.scheduled_at().to_string(),
+        "2026-08-05T12:05:00.000Z"
+    );
     assert_eq!(
         decode_change(&parse(
             r#"{"version":1,"operation":"dispatch","id":"e","acceptedAt":"2026-08-05T12:05:00.000Z"}"#
@@ -97,9 +100,15 @@ fn malformed_top_level_changes_are_corrupt() {
         parse(r#"{"version":1,"operation":"dispatch","id":""}"#),
         parse(r#"{"version":1,"operation":"dispatch","id":" schedule-1"}"#),
         parse(r#"{"version":1,"operation":"dispatch","id":"schedule-1\u3000"}"#),
-        parse(r#"{"version":1,"operation":"dispatch","id":"schedule-1","acceptedAt":"not-an-instant"}"#),
-        parse(r#"{"version":1,"operation":"dispatch","id":"schedule-1","acceptedAt":"2026-08-05T12:05:00.000Z","extra":true}"#),
-        parse(r#"{"version":1,"operation":"dispatch","id":"schedule-1","extra":"2026-08-05T12:05:00.000Z"}"#),
+        parse(
+            r#"{"version":1,"operation":"dispatch","id":"schedule-1","acceptedAt":"not-an-instant"}"#,
+        ),
+        parse(
+            r#"{"version":1,"operation":"dispatch","id":"schedule-1","acceptedAt":"2026-08-05T12:05:00.000Z","extra":true}"#,
+        ),
+        parse(
+            r#"{"version":1,"operation":"dispatch","id":"schedule-1","extra":"2026-08-05T12:05:00.000Z"}"#,
+        ),
         after_extra,
         parse(r#"{"version":1,"operation":"create","schedule":null}"#),
         parse(r#"{"version":1,"operation":"create"}"#),
@@ -213,8 +222,8 @@ fn every_seconds_limit_is_the_millisecond_safe_bound() {
 #[test]
 fn view_has_state_and_delivery_mode() {
     let at = Timestamp::parse("1970-01-01T00:00:31.000Z").unwrap();
-    let record = ScheduleRecord::new("schedule-1", "check logs", Rule::After { seconds: 30 }, at)
-        .unwrap();
+    let record =
+        ScheduleRecord::new("schedule-1", "check logs", Rule::After { seconds: 30 }, at).unwrap();
     assert_eq!(
         record.view(30_999).to_string(),
         r#"{"id":"schedule-1","kind":"after","prompt":"check logs","afterSeconds":30,"scheduledAt":"1970-01-01T00:00:31.000Z","state":"scheduled","deliveryMode":"session-local"}"#

@@ -31,25 +31,47 @@ fn canonical_after_record() {
 /// Case 22 (NaN has no i64 form; a clock sample beyond ±(2^53−1) stands for it).
 #[test]
 fn after_seconds_domain_bounds() {
-    assert_eq!(code(create_after("s", "", &json!(1), 1000)), "invalid_prompt");
-    assert_eq!(code(create_after("s", "x", &json!(0), 1000)), "invalid_rule");
-    assert_eq!(code(create_after("s", "x", &json!(1.5), 1000)), "invalid_rule");
     assert_eq!(
-        code(create_after("s", "x", &json!(9_007_199_254_740_991_i64), 1000)),
+        code(create_after("s", "", &json!(1), 1000)),
+        "invalid_prompt"
+    );
+    assert_eq!(
+        code(create_after("s", "x", &json!(0), 1000)),
+        "invalid_rule"
+    );
+    assert_eq!(
+        code(create_after("s", "x", &json!(1.5), 1000)),
+        "invalid_rule"
+    );
+    assert_eq!(
+        code(create_after(
+            "s",
+            "x",
+            &json!(9_007_199_254_740_991_i64),
+            1000
+        )),
         "time_out_of_range"
     );
     assert_eq!(
         code(create_after("s", "x", &json!(1), 9_007_199_254_740_992)),
         "time_out_of_range"
     );
-    assert_eq!(code(create_after("s", "x", &json!(1), i64::MAX)), "time_out_of_range");
-    assert_eq!(code(create_after("s", "x", &json!(1), YEAR_0000)), "time_out_of_range");
+    assert_eq!(
+        code(create_after("s", "x", &json!(1), i64::MAX)),
+        "time_out_of_range"
+    );
+    assert_eq!(
+        code(create_after("s", "x", &json!(1), YEAR_0000)),
+        "time_out_of_range"
+    );
     assert_eq!(
         code(create_after("s", "x", &json!(1), -9_007_199_254_740_991)),
         "time_out_of_range"
     );
     assert_eq!(
-        create_after("s", "x", &json!(0), 1000).unwrap_err().message(),
+        create_after("s", "x", &json!(0), 1000)
+            .unwrap_err()
+            .message(),
         "after_seconds must be a positive safe integer."
     );
 }
@@ -67,11 +89,22 @@ fn after_seconds_upper_bound_at_t0() {
     );
     assert_eq!(code(create_after("s", "x", &json!(-1), T0)), "invalid_rule");
     assert_eq!(
-        code(create_after("s", "x", &json!(9_007_199_254_740_992_u64), T0)),
+        code(create_after(
+            "s",
+            "x",
+            &json!(9_007_199_254_740_992_u64),
+            T0
+        )),
         "invalid_rule"
     );
-    assert_eq!(code(create_after("s", "x", &json!("30"), T0)), "invalid_rule");
-    assert_eq!(scheduled(create_after("s", "x", &json!(30.0), T0)), "2026-08-05T12:00:30.000Z");
+    assert_eq!(
+        code(create_after("s", "x", &json!("30"), T0)),
+        "invalid_rule"
+    );
+    assert_eq!(
+        scheduled(create_after("s", "x", &json!(30.0), T0)),
+        "2026-08-05T12:00:30.000Z"
+    );
 }
 
 /// Case 29 (+ derived).
@@ -94,20 +127,34 @@ fn every_first_target_and_domain_bounds() {
         (json!(300), -9_007_199_254_740_991, "time_out_of_range"),
     ];
     for (seconds, now, expected) in cases {
-        assert_eq!(code(create_every("s", "x", &seconds, now)), expected, "{seconds} {now}");
+        assert_eq!(
+            code(create_every("s", "x", &seconds, now)),
+            expected,
+            "{seconds} {now}"
+        );
     }
-    assert_eq!(code(create_every("s", " ", &json!(300), T0)), "invalid_prompt");
-    assert_eq!(code(create_every("s", "x", &json!(300), i64::MIN)), "time_out_of_range");
+    assert_eq!(
+        code(create_every("s", " ", &json!(300), T0)),
+        "invalid_prompt"
+    );
+    assert_eq!(
+        code(create_every("s", "x", &json!(300), i64::MIN)),
+        "time_out_of_range"
+    );
     assert_eq!(
         scheduled(create_every("s", "x", &json!(251_616_369_599_i64), T0)),
         "9999-12-31T23:59:59.000Z"
     );
     assert_eq!(
-        create_every("s", "x", &json!(1.5), T0).unwrap_err().message(),
+        create_every("s", "x", &json!(1.5), T0)
+            .unwrap_err()
+            .message(),
         "every_seconds must be a safe integer."
     );
     assert_eq!(
-        create_every("s", "x", &json!(299), T0).unwrap_err().message(),
+        create_every("s", "x", &json!(299), T0)
+            .unwrap_err()
+            .message(),
         "every_seconds must be at least 300."
     );
 }
@@ -137,7 +184,10 @@ fn strict_offset_normalization() {
         assert_eq!(record.kind(), crate::domain::RecordKind::At);
     }
     assert_eq!(
-        at_offset("2026-08-06T09:00:00+08:00").unwrap().to_value().to_string(),
+        at_offset("2026-08-06T09:00:00+08:00")
+            .unwrap()
+            .to_value()
+            .to_string(),
         r#"{"id":"schedule-1","kind":"at","prompt":"join meeting","scheduledAt":"2026-08-06T01:00:00.000Z"}"#
     );
 }
@@ -199,9 +249,18 @@ fn offset_not_future_boundary() {
     );
     assert_eq!(code(at_offset("2026-08-06T01:00:00+23:59")), "not_future");
     // Out of range and in the past: range wins (§8.1).
-    assert_eq!(code(at_offset("0001-01-01T00:00:00+01:00")), "time_out_of_range");
     assert_eq!(
-        code(create_at("s", "x", &json!("9999-12-31T23:59:59.999-00:01"), T0, None)),
+        code(at_offset("0001-01-01T00:00:00+01:00")),
+        "time_out_of_range"
+    );
+    assert_eq!(
+        code(create_at(
+            "s",
+            "x",
+            &json!("9999-12-31T23:59:59.999-00:01"),
+            T0,
+            None
+        )),
         "time_out_of_range"
     );
 }
@@ -211,14 +270,29 @@ fn offset_not_future_boundary() {
 fn pre_queue_validation_order() {
     let cases = [
         (json!({"prompt":"x"}), "invalid_selector"),
-        (json!({"prompt":"x","after_seconds":1,"every_seconds":300}), "invalid_selector"),
-        (json!({"prompt":"x","after_seconds":1,"time_zone":"UTC"}), "invalid_selector"),
-        (json!({"prompt":"x","cron":"*/5 * * * *","time_zone":"UTC"}), "invalid_selector"),
-        (json!({"prompt":" ","after_seconds":1,"at":"x"}), "invalid_selector"),
+        (
+            json!({"prompt":"x","after_seconds":1,"every_seconds":300}),
+            "invalid_selector",
+        ),
+        (
+            json!({"prompt":"x","after_seconds":1,"time_zone":"UTC"}),
+            "invalid_selector",
+        ),
+        (
+            json!({"prompt":"x","cron":"*/5 * * * *","time_zone":"UTC"}),
+            "invalid_selector",
+        ),
+        (
+            json!({"prompt":" ","after_seconds":1,"at":"x"}),
+            "invalid_selector",
+        ),
         (json!({"prompt":" ","after_seconds":0}), "invalid_prompt"),
         (json!({"prompt":"x","after_seconds":0}), "invalid_rule"),
         (json!({"prompt":"x","every_seconds":1.5}), "invalid_rule"),
-        (json!({"prompt":"x","every_seconds":299}), "frequency_too_high"),
+        (
+            json!({"prompt":"x","every_seconds":299}),
+            "frequency_too_high",
+        ),
         (json!([]), "invalid_selector"),
     ];
     for (arguments, expected) in cases {
@@ -264,7 +338,9 @@ fn build_creates_each_selector() {
         r#"{"id":"schedule-1","kind":"at","prompt":"join meeting","scheduledAt":"2026-08-06T01:00:00.000Z","state":"scheduled","deliveryMode":"session-local"}"#
     );
     assert_eq!(
-        build(json!({"prompt":"local meeting","at":{"date":"2026-08-07","time":"09:30:00","time_zone":"Asia/Shanghai"}})),
+        build(
+            json!({"prompt":"local meeting","at":{"date":"2026-08-07","time":"09:30:00","time_zone":"Asia/Shanghai"}})
+        ),
         r#"{"id":"schedule-1","kind":"at","prompt":"local meeting","scheduledAt":"2026-08-07T01:30:00.000Z","state":"scheduled","deliveryMode":"session-local"}"#
     );
 }
@@ -273,11 +349,29 @@ fn build_creates_each_selector() {
 #[test]
 fn prompt_trimming_uses_javascript_whitespace() {
     for prompt in ["\u{3000}\t\n", "\u{FEFF}", "\u{A0}\u{2028}\u{2029}"] {
-        assert_eq!(code(create_after("s", prompt, &json!(1), T0)), "invalid_prompt");
+        assert_eq!(
+            code(create_after("s", prompt, &json!(1), T0)),
+            "invalid_prompt"
+        );
     }
-    assert_eq!(create_after("s", "\u{0085}", &json!(1), T0).unwrap().prompt(), "\u{0085}");
-    assert_eq!(create_after("s", "\u{200B}x", &json!(1), T0).unwrap().prompt(), "\u{200B}x");
-    assert_eq!(create_after("s", "\u{180E}", &json!(1), T0).unwrap().prompt(), "\u{180E}");
+    assert_eq!(
+        create_after("s", "\u{0085}", &json!(1), T0)
+            .unwrap()
+            .prompt(),
+        "\u{0085}"
+    );
+    assert_eq!(
+        create_after("s", "\u{200B}x", &json!(1), T0)
+            .unwrap()
+            .prompt(),
+        "\u{200B}x"
+    );
+    assert_eq!(
+        create_after("s", "\u{180E}", &json!(1), T0)
+            .unwrap()
+            .prompt(),
+        "\u{180E}"
+    );
 }
 
 /// §9.7 step 1 and case 53 (pure part).
@@ -296,7 +390,9 @@ fn delete_id_validation() {
 #[test]
 fn a_bad_allocated_id_is_an_internal_error() {
     assert_eq!(
-        create_after(" x", "p", &json!(1), T0).unwrap_err().to_value(),
+        create_after(" x", "p", &json!(1), T0)
+            .unwrap_err()
+            .to_value(),
         json!({"code":"internal_error","message":"The schedule operation failed."})
     );
 }

@@ -47,10 +47,17 @@ fn resolve_exact_late_early_and_bad_inputs() {
 /// §6 worked example with milliseconds on the anchor.
 #[test]
 fn anchor_milliseconds_are_kept() {
-    let result =
-        resolve_every(at("2026-08-05T12:05:00.123Z"), 300, ms("2026-08-05T13:02:00Z")).unwrap();
+    let result = resolve_every(
+        at("2026-08-05T12:05:00.123Z"),
+        300,
+        ms("2026-08-05T13:02:00Z"),
+    )
+    .unwrap();
     assert_eq!(result.occurrence_at, at("2026-08-05T13:00:00.123Z"));
-    assert_eq!(result.next_scheduled_at, Some(at("2026-08-05T13:05:00.123Z")));
+    assert_eq!(
+        result.next_scheduled_at,
+        Some(at("2026-08-05T13:05:00.123Z"))
+    );
 }
 
 /// Case 13: no representable next target terminates the record.

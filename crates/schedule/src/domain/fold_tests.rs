@@ -39,7 +39,12 @@ fn active_in_creation_order_and_seen_ids_keep_everything() {
     assert_eq!(
         snapshot(&items, 0),
         FoldSnapshot {
-            active: vec![record("second", "two", Rule::At, "2026-08-06T01:00:00.000Z")],
+            active: vec![record(
+                "second",
+                "two",
+                Rule::At,
+                "2026-08-06T01:00:00.000Z"
+            )],
             seen_ids: vec!["first".into(), "second".into()],
         }
     );
@@ -49,7 +54,7 @@ fn active_in_creation_order_and_seen_ids_keep_everything() {
 #[test]
 fn reused_ids_are_corrupt_even_after_deletion() {
     let a = create_after("first", "x", 1, "2026-08-05T12:00:01.000Z");
-    assert!(detail(&[a.clone(), a.clone()]).contains("was reused"));
+    assert!(detail(&[a.clone(), a]).contains("was reused"));
     let items = [
         create_after("a", "x", 1, "2026-08-05T12:00:01.000Z"),
         delete("a"),
@@ -181,7 +186,10 @@ fn fork_folds_only_the_owned_suffix() {
     assert_eq!(state.seen_ids().len(), 1);
     assert_eq!(state.allocate_id(), "schedule-2");
     assert!(fold(&inherited, 0).is_err());
-    assert_eq!(ScheduleFold::open(&[], None).unwrap().allocate_id(), "schedule-1");
+    assert_eq!(
+        ScheduleFold::open(&[], None).unwrap().allocate_id(),
+        "schedule-1"
+    );
 }
 
 /// Case 15.
@@ -313,7 +321,10 @@ fn decision_prefers_one_shots_in_target_then_creation_order() {
     };
     assert_eq!(batch.items.len(), 1);
     assert_eq!(batch.items[0].record.id(), "schedule-every");
-    assert_eq!(batch.items[0].occurrence_at.to_string(), "2026-08-05T12:00:00.000Z");
+    assert_eq!(
+        batch.items[0].occurrence_at.to_string(),
+        "2026-08-05T12:00:00.000Z"
+    );
 }
 
 /// Case 79 (pure part): one batch, target order, latest occurrence each, same acceptedAt.
@@ -375,7 +386,12 @@ fn batch_collects_every_due_record_with_latest_occurrences() {
 #[test]
 fn catch_up_after_downtime_realigns_to_the_grid() {
     let mut state = fold(
-        &[every_record("schedule-1", "standup", 300, "2026-08-05T11:05:00.000Z")],
+        &[every_record(
+            "schedule-1",
+            "standup",
+            300,
+            "2026-08-05T11:05:00.000Z",
+        )],
         0,
     )
     .unwrap();
@@ -458,7 +474,9 @@ fn fixed_rate_spacing_is_exact_across_dst() {
         }
     }
     assert_eq!(
-        Timestamp::from_millis(previous.unwrap()).unwrap().to_string(),
+        Timestamp::from_millis(previous.unwrap())
+            .unwrap()
+            .to_string(),
         "2026-03-09T12:00:00.000Z"
     );
 }
@@ -498,9 +516,17 @@ proptest! {
 /// One abstract step of a random session.
 #[derive(Clone, Debug)]
 enum Op {
-    Create { kind: u8, seconds: i64, offset_ms: i64, custom: bool },
+    Create {
+        kind: u8,
+        seconds: i64,
+        offset_ms: i64,
+        custom: bool,
+    },
     Delete(usize),
-    Dispatch { pick: usize, late_ms: i64 },
+    Dispatch {
+        pick: usize,
+        late_ms: i64,
+    },
     Other,
     Fork,
 }
@@ -523,19 +549,25 @@ fn run(ops: &[Op]) -> (Vec<SessionEvent>, u64, ScheduleFold) {
     let mut state = ScheduleFold::with_seed(0);
     let mut seed = 0u64;
     let mut custom = 0u32;
-    let push = |log: &mut Vec<SessionEvent>, state: &mut ScheduleFold, r#type: &str, data: Value| {
-        let mut event = events(&[(r#type, data)]).remove(0);
-        event.seq = log.len() as u64 + 1;
-        if r#type == SCHEDULE_CHANGE {
-            let change = crate::domain::decode_change(&event.data).unwrap();
-            state.check_change(&change).unwrap();
-        }
-        state.apply(&event).unwrap();
-        log.push(event);
-    };
+    let push =
+        |log: &mut Vec<SessionEvent>, state: &mut ScheduleFold, r#type: &str, data: Value| {
+            let mut event = events(&[(r#type, data)]).remove(0);
+            event.seq = log.len() as u64 + 1;
+            if r#type == SCHEDULE_CHANGE {
+                let change = crate::domain::decode_change(&event.data).unwrap();
+                state.check_change(&change).unwrap();
+            }
+            state.apply(&event).unwrap();
+            log.push(event);
+        };
     for op in ops {
         match op {
-            Op::Create { kind, seconds, offset_ms, custom: is_custom } => {
+            Op::Create {
+                kind,
+                seconds,
+                offset_ms,
+                custom: is_custom,
+            } => {
                 let id = if *is_custom {
                     custom += 1;
                     format!("custom-{custom}")
@@ -558,10 +590,16 @@ fn run(ops: &[Op]) -> (Vec<SessionEvent>, u64, ScheduleFold) {
                     ),
                 }
                 .unwrap();
-                push(&mut log, &mut state, SCHEDULE_CHANGE, ScheduleChange::Create(record).to_value());
+                push(
+                    &mut log,
+                    &mut state,
+                    SCHEDULE_CHANGE,
+                    ScheduleChange::Create(record).to_value(),
+                );
             }
             Op::Delete(pick) => {
-                let active: Vec<Arc<str>> = state.active().map(|r| Arc::clone(r.id_arc())).collect();
+                let active: Vec<Arc<str>> =
+                    state.active().map(|r| Arc::clone(r.id_arc())).collect();
                 if !active.is_empty() {
                     let id = &active[pick % active.len()];
                     push(&mut log, &mut state, SCHEDULE_CHANGE, delete(id));
@@ -583,7 +621,12 @@ fn run(ops: &[Op]) -> (Vec<SessionEvent>, u64, ScheduleFold) {
                 assert_eq!(state.active_len(), 0);
             }
         }
-        assert!(!state.seen_ids().iter().any(|seen| **seen == *state.allocate_id()));
+        assert!(
+            !state
+                .seen_ids()
+                .iter()
+                .any(|seen| **seen == *state.allocate_id())
+        );
     }
     (log, seed, state)
 }
@@ -669,12 +712,17 @@ fn exhaustive_single_byte_corruption_never_panics() {
         delete("schedule-3"),
         dispatch("schedule-1"),
     ];
-    let lines: Vec<Vec<u8>> = payloads.iter().map(|p| serde_json::to_vec(p).unwrap()).collect();
+    let lines: Vec<Vec<u8>> = payloads
+        .iter()
+        .map(|p| serde_json::to_vec(p).unwrap())
+        .collect();
     let text = lines.join(&b'\n');
     let original = fold_lines(&text).unwrap().snapshot();
     let (mut same, mut corrupt, mut different) = (0, 0, 0);
     for at in 0..text.len() {
-        for byte in [b'0', b'9', b'"', b'\n', b' ', b'{', b'x', 0x00, 0x7f, 0xc3, 0xff] {
+        for byte in [
+            b'0', b'9', b'"', b'\n', b' ', b'{', b'x', 0x00, 0x7f, 0xc3, 0xff,
+        ] {
             if text[at] == byte {
                 continue;
             }
@@ -690,5 +738,8 @@ fn exhaustive_single_byte_corruption_never_panics() {
             }
         }
     }
-    assert!(corrupt > 0 && same > 0 && different > 0, "{corrupt} {same} {different}");
+    assert!(
+        corrupt > 0 && same > 0 && different > 0,
+        "{corrupt} {same} {different}"
+    );
 }

@@ -15,7 +15,9 @@ fn range_bounds_are_the_spec_values() {
         Some(1_785_931_200_000)
     );
     assert_eq!(
-        Timestamp::parse("2026-08-05T12:00:00.123Z").unwrap().to_string(),
+        Timestamp::parse("2026-08-05T12:00:00.123Z")
+            .unwrap()
+            .to_string(),
         "2026-08-05T12:00:00.123Z"
     );
 }

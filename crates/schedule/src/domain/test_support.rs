@@ -11,7 +11,9 @@ pub(crate) const T0: i64 = 1_785_931_200_000;
 
 /// Epoch ms of a canonical or RFC 3339 instant.
 pub(crate) fn ms(text: &str) -> i64 {
-    DateTime::parse_from_rfc3339(text).unwrap().timestamp_millis()
+    DateTime::parse_from_rfc3339(text)
+        .unwrap()
+        .timestamp_millis()
 }
 
 /// Session events numbered 1.. from `(type, data)` pairs.
