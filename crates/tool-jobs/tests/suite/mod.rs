@@ -1,0 +1,4 @@
+mod fixture;
+mod install;
+mod notices;
+mod tools;
