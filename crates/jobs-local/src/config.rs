@@ -20,7 +20,7 @@ pub const DEFAULT_OUTPUT_HISTORY_BYTES: u64 = 1024 * 1024;
 /// assert_eq!(limits.max_concurrent_jobs_per_owner, 2);
 /// assert_eq!(limits.output_history_bytes, 1024 * 1024);
 /// ```
-#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct JobsConfig {
     /// The admission cap per exact owner instance (unowned jobs share one bucket): an integer
@@ -79,8 +79,13 @@ impl JobsConfig {
     /// (values as JSON; NaN and ±∞ as `null`), or the same shape for `outputHistoryBytes`
     /// (from 0).
     pub fn validate(&self) -> Result<JobLimits, ConfigError> {
-        let max = whole(self.max_concurrent_jobs_per_owner, 1)
-            .ok_or_else(|| invalid("maxConcurrentJobsPerOwner", 1, self.max_concurrent_jobs_per_owner))?;
+        let max = whole(self.max_concurrent_jobs_per_owner, 1).ok_or_else(|| {
+            invalid(
+                "maxConcurrentJobsPerOwner",
+                1,
+                self.max_concurrent_jobs_per_owner,
+            )
+        })?;
         let history = whole(self.output_history_bytes, 0)
             .ok_or_else(|| invalid("outputHistoryBytes", 0, self.output_history_bytes))?;
         Ok(JobLimits {

@@ -45,10 +45,9 @@ fn c041_the_largest_safe_integer_loads() {
 fn defaults_and_json_keys() {
     let config: JobsConfig = serde_json::from_value(json!({})).unwrap();
     assert_eq!(config.validate(), Ok(JobLimits::default()));
-    let config: JobsConfig = serde_json::from_value(
-        json!({"maxConcurrentJobsPerOwner": 2, "outputHistoryBytes": 0}),
-    )
-    .unwrap();
+    let config: JobsConfig =
+        serde_json::from_value(json!({"maxConcurrentJobsPerOwner": 2, "outputHistoryBytes": 0}))
+            .unwrap();
     assert_eq!(
         config.validate(),
         Ok(JobLimits {
@@ -57,10 +56,15 @@ fn defaults_and_json_keys() {
         })
     );
     let unknown = serde_json::from_value::<JobsConfig>(json!({"maxJobs": 2})).unwrap_err();
-    assert!(unknown.to_string().contains("unknown field `maxJobs`"), "{unknown}");
-    let from_json = serde_json::from_value::<JobsConfig>(json!({"maxConcurrentJobsPerOwner": 9007199254740992u64}))
-        .unwrap()
-        .validate();
+    assert!(
+        unknown.to_string().contains("unknown field `maxJobs`"),
+        "{unknown}"
+    );
+    let from_json = serde_json::from_value::<JobsConfig>(
+        json!({"maxConcurrentJobsPerOwner": 9007199254740992u64}),
+    )
+    .unwrap()
+    .validate();
     assert!(from_json.is_err());
     assert_eq!(
         JobsConfig {

@@ -44,7 +44,7 @@ impl History {
             let start = text.ceil_char_boundary(skip);
             self.base = self.end() + start as u64;
             self.bytes.clear();
-            self.bytes.extend(text[start..].as_bytes());
+            self.bytes.extend(&text.as_bytes()[start..]);
             return;
         }
         self.bytes.extend(text.as_bytes());

@@ -17,7 +17,10 @@ fn consume_without_observers_returns_the_pull() {
 fn observer_pulls_are_still_delivered_to_the_model() {
     let mut history = History::new(64);
     history.append("seen by a UI first\n");
-    assert_eq!(history.consume("then more".to_owned()), "seen by a UI first\nthen more");
+    assert_eq!(
+        history.consume("then more".to_owned()),
+        "seen by a UI first\nthen more"
+    );
     assert_eq!(history.consume(String::new()), "");
 }
 

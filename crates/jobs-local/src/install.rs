@@ -29,7 +29,9 @@ pub struct Installed {
 
 impl std::fmt::Debug for Installed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Installed").field("registry", &self.registry).finish()
+        f.debug_struct("Installed")
+            .field("registry", &self.registry)
+            .finish()
     }
 }
 

@@ -5,6 +5,7 @@
 //! it is held: snapshots are taken under the lock and delivered after releasing it, in the
 //! order of §4.6 / §7.
 
+use std::collections::hash_map::Entry;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
@@ -13,8 +14,8 @@ use async_trait::async_trait;
 use futures::FutureExt;
 use futures::channel::oneshot;
 use harness_core::{
-    Agent, AgentError, AgentId, Clock, MAX_SAFE_INTEGER, Registration, RegistrationScope,
-    ScopeKey, same_agent,
+    Agent, AgentError, AgentId, Clock, MAX_SAFE_INTEGER, Registration, RegistrationScope, ScopeKey,
+    same_agent,
 };
 use harness_jobs::{
     BoxError, DoneFuture, JobDoneListener, JobError, JobHooks, JobId, JobOutcome, JobRead,
@@ -26,8 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::history::History;
 use crate::state::{
-    Layered, OwnerEntry, OwnerKey, Record, State, Stream, Target, Waiter, owner_key, route,
-    serves,
+    Layered, OwnerEntry, OwnerKey, Record, State, Stream, Target, Waiter, owner_key, route, serves,
 };
 use crate::{AgentLookup, JobLimits};
 
@@ -171,7 +171,9 @@ impl LocalJobRegistry {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     fn now_millis(&self) -> i64 {
@@ -197,18 +199,16 @@ impl Shared {
         }))?;
         let lost_race = {
             let mut state = self.lock();
-            if state.owners.contains_key(&key) {
-                true
-            } else {
-                state.owners.insert(
-                    key,
-                    OwnerEntry {
+            match state.owners.entry(key) {
+                Entry::Occupied(_) => true,
+                Entry::Vacant(vacant) => {
+                    vacant.insert(OwnerEntry {
                         agent: owner.clone(),
                         hook: hook_id,
                         live: 0,
-                    },
-                );
-                false
+                    });
+                    false
+                }
             }
         };
         if lost_race {
@@ -487,10 +487,7 @@ fn error_text(error: &BoxError) -> String {
     format!("Error: {error}")
 }
 
-fn call_cancel(
-    cancel: &Arc<crate::state::CancelFn>,
-    reason: Option<&str>,
-) -> Result<(), BoxError> {
+fn call_cancel(cancel: &Arc<crate::state::CancelFn>, reason: Option<&str>) -> Result<(), BoxError> {
     match catch_unwind(AssertUnwindSafe(|| cancel(reason))) {
         Ok(result) => result,
         Err(_) => Err("producer cancel panicked".into()),
@@ -598,7 +595,10 @@ impl JobRegistry for LocalJobRegistry {
             let limit = sh.limits.max_concurrent_jobs_per_owner;
             let Some(live) = state.bucket(key) else {
                 // The owner's cleanup ran between the hook check and now: it is disposing.
-                let id = owner.as_ref().map(|o| o.id().clone()).unwrap_or_else(|| AgentId::new(""));
+                let id = owner
+                    .as_ref()
+                    .map(|o| o.id().clone())
+                    .unwrap_or_else(|| AgentId::new(""));
                 return Err(JobError::Owner(AgentError::Disposed(id)));
             };
             if *live >= limit {
@@ -679,12 +679,7 @@ impl JobRegistry for LocalJobRegistry {
             (id, seq, state.disposed, target)
         };
         // 10. Settlement continuation (always asynchronous).
-        drop(runtime.spawn(drive_settlement(
-            sh.me.clone(),
-            seq,
-            id.clone(),
-            done,
-        )));
+        drop(runtime.spawn(drive_settlement(sh.me.clone(), seq, id.clone(), done)));
         // 11. Observers.
         sh.notify_changed(&target);
         if disposed {
@@ -776,7 +771,9 @@ impl JobRegistry for LocalJobRegistry {
                         (Some(output), true) => output.as_ref(),
                         _ => "",
                     };
-                    let start = usize::try_from(cursor).unwrap_or(usize::MAX).min(output.len());
+                    let start = usize::try_from(cursor)
+                        .unwrap_or(usize::MAX)
+                        .min(output.len());
                     let start = output.ceil_char_boundary(start);
                     return Ok(JobReadAt {
                         text: output[start..].to_owned(),

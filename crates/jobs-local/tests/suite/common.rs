@@ -1,0 +1,281 @@
+//! Shared fixtures: a host (testkit agents, a directory the test controls, a registry with a
+//! global controller), log capture and recording listeners.
+
+use std::sync::{Arc, Mutex};
+
+use harness_core::{
+    Agent, AgentDirectory, AgentId, Registration, RegistrationScope, ScopeKey, SessionHeader,
+};
+use harness_jobs::{JobDoneListener, JobError, JobId, JobRegistry, JobSnapshot};
+use harness_jobs_local::{JobLimits, LocalJobRegistry};
+use harness_testkit::{ManualClock, MemoryAgent, MemoryHarness};
+
+// The lead wires `fake_job` into harness-testkit's lib; until then the suite compiles the same
+// file directly.
+#[path = "../../../testkit/src/fake_job.rs"]
+#[expect(
+    dead_code,
+    unreachable_pub,
+    reason = "shared test file; not every helper is used here"
+)]
+mod fake_job;
+
+pub(crate) use fake_job::{FakeJob, FakeProducer, OnCancel};
+pub(crate) use harness_testkit::settle as tick;
+
+/// Registry + agents + a controller. The registry checks owners against `directory`, which
+/// the test publishes agents into (or removes them from) explicitly.
+pub(crate) struct Host {
+    pub(crate) clock: ManualClock,
+    pub(crate) harness: Arc<MemoryHarness>,
+    pub(crate) directory: AgentDirectory,
+    pub(crate) registry: LocalJobRegistry,
+    pub(crate) controller: Option<Registration>,
+}
+
+impl Host {
+    /// Default limits, a global controller attached.
+    pub(crate) fn new() -> Self {
+        Self::with_limit(10)
+    }
+
+    pub(crate) fn with_limit(limit: u64) -> Self {
+        let mut host = Self::bare(limit);
+        host.controller = Some(
+            host.registry
+                .attach_controller(RegistrationScope::Global, "test-controller"),
+        );
+        host
+    }
+
+    /// No controller attached.
+    pub(crate) fn bare(limit: u64) -> Self {
+        let clock = ManualClock::at_default();
+        let harness = MemoryHarness::new(Arc::new(clock.clone()));
+        let directory = AgentDirectory::new();
+        let registry = LocalJobRegistry::new(
+            JobLimits {
+                max_concurrent_jobs_per_owner: limit,
+                ..JobLimits::default()
+            },
+            Arc::new(clock.clone()),
+            Some(Arc::new(directory.clone())),
+        );
+        Self {
+            clock,
+            harness,
+            directory,
+            registry,
+            controller: None,
+        }
+    }
+
+    /// A new session's agent, not published in the directory.
+    pub(crate) fn unregistered_agent(&self, id: &str) -> Arc<MemoryAgent> {
+        match self.harness.memory_agent(&id.into()) {
+            Some(_) => self.harness.resume(&id.into()),
+            None => self.harness.create_session(SessionHeader::new(id)),
+        }
+        .expect("agent")
+    }
+
+    /// A new agent for session `id` (a second call makes a same-id replacement), published.
+    pub(crate) fn agent(&self, id: &str) -> Arc<MemoryAgent> {
+        let agent = self.unregistered_agent(id);
+        self.directory.publish(agent.as_dyn());
+        agent
+    }
+
+    /// An agent with scope chain `[id, parents…]`, published.
+    pub(crate) fn scoped_agent(&self, id: &str, parents: &[&str]) -> Arc<ScopedAgent> {
+        let inner = self.unregistered_agent(id);
+        let mut chain = vec![ScopeKey::new(id)];
+        chain.extend(parents.iter().map(|p| ScopeKey::new(*p)));
+        let agent = Arc::new(ScopedAgent {
+            inner,
+            chain,
+            hooks_added: Mutex::new(0),
+        });
+        self.directory.publish(agent.clone());
+        agent
+    }
+
+    pub(crate) fn start(&self, producer: FakeProducer) -> (Result<JobId, JobError>, FakeJob) {
+        let (start, job) = producer.build();
+        (self.registry.start(start), job)
+    }
+
+    pub(crate) fn start_ok(&self, producer: FakeProducer) -> (JobId, FakeJob) {
+        let (id, job) = self.start(producer);
+        (id.expect("start"), job)
+    }
+
+    /// The clock's current epoch milliseconds.
+    pub(crate) fn clock_millis(&self) -> i64 {
+        harness_core::Clock::now(&self.clock).timestamp_millis()
+    }
+
+    pub(crate) fn list_ids(&self, caller: Option<&AgentId>) -> Vec<String> {
+        self.registry
+            .list(caller)
+            .into_iter()
+            .map(|s| s.id.to_string())
+            .collect()
+    }
+}
+
+/// `P` with kind `bash` and label `sleep 60`.
+pub(crate) fn bash() -> FakeProducer {
+    FakeProducer::new("bash", "sleep 60")
+}
+
+pub(crate) fn id_of(agent: &Arc<impl Agent + ?Sized>) -> Option<&AgentId> {
+    Some(agent.id())
+}
+
+/// The error's message.
+pub(crate) fn message<T: std::fmt::Debug>(result: Result<T, JobError>) -> String {
+    match result {
+        Ok(value) => panic!("expected an error, got {value:?}"),
+        Err(error) => error.to_string(),
+    }
+}
+
+/// Snapshots received by a completion listener.
+pub(crate) type Seen = Arc<Mutex<Vec<JobSnapshot>>>;
+
+pub(crate) fn record_done(registry: &dyn JobRegistry) -> (Seen, Registration) {
+    let seen: Seen = Arc::default();
+    let sink = seen.clone();
+    let listener: JobDoneListener = Arc::new(move |snapshot, _owner| {
+        sink.lock().unwrap().push(snapshot.clone());
+        Ok(None)
+    });
+    (
+        seen,
+        registry.on_job_done(RegistrationScope::Global, listener),
+    )
+}
+
+/// Owner ids (`None` for unowned) received by a change observer.
+pub(crate) type Changes = Arc<Mutex<Vec<Option<String>>>>;
+
+pub(crate) fn record_changes(registry: &dyn JobRegistry) -> (Changes, Registration) {
+    let seen: Changes = Arc::default();
+    let sink = seen.clone();
+    let registration = registry.on_jobs_changed(
+        RegistrationScope::Global,
+        Arc::new(move |owner| {
+            sink.lock().unwrap().push(owner.map(|o| o.id().to_string()));
+            Ok(())
+        }),
+    );
+    (seen, registration)
+}
+
+pub(crate) fn owners(ids: &[Option<&str>]) -> Vec<Option<String>> {
+    ids.iter().map(|i| i.map(str::to_owned)).collect()
+}
+
+/// Captures `tracing` output on this thread (tests run on a current-thread runtime).
+pub(crate) struct Logs {
+    buffer: Arc<Mutex<Vec<u8>>>,
+    _guard: tracing::subscriber::DefaultGuard,
+}
+
+impl Logs {
+    pub(crate) fn capture() -> Self {
+        let buffer: Arc<Mutex<Vec<u8>>> = Arc::default();
+        let writer = buffer.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_ansi(false)
+            .without_time()
+            .with_target(false)
+            .with_writer(move || LogWriter(writer.clone()))
+            .finish();
+        Self {
+            buffer,
+            _guard: tracing::subscriber::set_default(subscriber),
+        }
+    }
+
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.buffer.lock().unwrap()).into_owned()
+    }
+}
+
+struct LogWriter(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A testkit agent reporting a custom scope chain (the testkit's agents report only their
+/// own key), counting its dispose-hook registrations.
+pub(crate) struct ScopedAgent {
+    pub(crate) inner: Arc<MemoryAgent>,
+    chain: Vec<ScopeKey>,
+    pub(crate) hooks_added: Mutex<usize>,
+}
+
+#[async_trait::async_trait]
+impl Agent for ScopedAgent {
+    fn id(&self) -> &AgentId {
+        self.inner.id()
+    }
+
+    fn session(&self) -> Arc<dyn harness_core::Session> {
+        self.inner.session()
+    }
+
+    fn scope_chain(&self) -> Vec<ScopeKey> {
+        self.chain.clone()
+    }
+
+    fn status(&self) -> harness_core::AgentStatus {
+        self.inner.status()
+    }
+
+    fn followup(&self, message: harness_core::UserMessage) -> Result<(), harness_core::AgentError> {
+        self.inner.followup(message)
+    }
+
+    fn inject(&self, message: harness_core::UserMessage) -> Result<(), harness_core::AgentError> {
+        self.inner.inject(message)
+    }
+
+    fn try_begin_maintenance(&self) -> Result<harness_core::MaintenanceGuard, harness_core::Busy> {
+        self.inner.try_begin_maintenance()
+    }
+
+    async fn when_idle(&self) {
+        self.inner.when_idle().await;
+    }
+
+    fn add_dispose_hook(
+        &self,
+        hook: harness_core::DisposeHook,
+    ) -> Result<harness_core::HookId, harness_core::AgentError> {
+        *self.hooks_added.lock().unwrap() += 1;
+        self.inner.add_dispose_hook(hook)
+    }
+
+    fn remove_dispose_hook(&self, id: harness_core::HookId) -> Option<harness_core::DisposeHook> {
+        self.inner.remove_dispose_hook(id)
+    }
+
+    fn subscribe(&self, listener: harness_core::AgentListener) -> Registration {
+        self.inner.subscribe(listener)
+    }
+
+    fn is_disposed(&self) -> bool {
+        self.inner.is_disposed()
+    }
+}
