@@ -1,22 +1,4 @@
-//! harness-tool-jobs: the model-facing controller of background jobs (todo-jobs §5).
-//!
-//! [`install`] (or [`install_scoped`]) mounts it on a host over a `harness_jobs::JobRegistry`:
-//! it attaches the job controller that `JobRegistry::start` requires, registers the tools
-//! `job_output`, `job_list` and `job_kill`, the `tool:jobs` prompt section (order 106), and
-//! the completion listener that delivers notices to job owners (followup for an idle owner
-//! with wake budget under `wakeup`, inject otherwise; decision 12 moves a notice stranded by
-//! the idle transition to a followup).
-//!
-//! The pure pieces are public too: [`fit_with_suffix`] and [`cap_result`] (output capping,
-//! §5.5), [`fit_notice`] (notice fitting, §5.7), the exact texts and schemas, and
-//! [`present_call`] (UI cards).
-//!
-//! ```
-//! use harness_tool_jobs::{ToolJobsConfig, status_line};
-//! let config = ToolJobsConfig::from_json(serde_json::json!({})).unwrap();
-//! assert_eq!(config.max_consecutive_wakes, 3.0);
-//! assert_eq!(status_line("completed", Some("exit code: 0")), "[status: completed, exit code: 0]");
-//! ```
+#![doc = include_str!("../README.md")]
 
 mod cap;
 mod config;
