@@ -143,8 +143,12 @@ fn bench_replay(c: &mut Criterion) {
     let mut group = c.benchmark_group("todo_replay");
     group.throughput(Throughput::Elements(REPLAY_EVENTS as u64));
     group.sample_size(10);
-    group.bench_function("serde_json_parse_100k", |b| b.iter(|| plain_parse(black_box(&lines))));
-    group.bench_function("projection_replay_100k", |b| b.iter(|| replay(black_box(&lines))));
+    group.bench_function("serde_json_parse_100k", |b| {
+        b.iter(|| plain_parse(black_box(&lines)))
+    });
+    group.bench_function("projection_replay_100k", |b| {
+        b.iter(|| replay(black_box(&lines)))
+    });
     group.finish();
 
     // Same run, interleaved rounds, best of each: the ratio the issue asks for.
