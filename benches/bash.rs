@@ -1,3 +1,185 @@
-//! Benchmarks for the bash family (written by its issue).
+//! Benchmarks for the bash producer (issue 6). Plain timing, no criterion: each measurement
+//! runs real processes for seconds, and the targets are same-run ratios.
+//!
+//! - `throughput`: a job writing 1 GiB (`head -c 1073741824 /dev/zero`) read to the end
+//!   through consuming reads (`output_ready` + `read`), with the default 1 MiB per-stream
+//!   buffers and spill files capped at the default 64 MiB, against
+//!   `head -c 1073741824 /dev/zero | cat > /dev/null` in the same run. Ratio = pipeline time
+//!   / job time (target ≥ 0.5). Peak RSS of this process (VmHWM) is reported against the
+//!   buffer caps + 8 MiB.
+//! - `spawn`: 200 sequential `bash -c true` jobs (spawn, wait for the end, read) against
+//!   200 plain `tokio::process::Command` spawns of the same command. Ratio = job time /
+//!   plain time (target ≤ 1.3).
+//!
+//! Results go to stderr. `BASH_BENCH_BYTES` overrides the 1 GiB (for a quick run).
+#![expect(
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark reports its numbers and unwraps its fixtures"
+)]
 
-fn main() {}
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use harness::bash::{BashProcess, DEFAULT_MAX_OUTPUT_BYTES, ProcessOptions, SpillOptions};
+use harness::core::SystemClock;
+
+const GIB: u64 = 1 << 30;
+const SPAWNS: usize = 200;
+const ROUNDS: usize = 3;
+
+fn status_kib(key: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap()
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+async fn pipeline(bytes: u64) -> Duration {
+    let started = Instant::now();
+    let status = tokio::process::Command::new("bash")
+        .arg("-c")
+        .arg(format!("head -c {bytes} /dev/zero | cat > /dev/null"))
+        .status()
+        .await
+        .unwrap();
+    assert!(status.success());
+    started.elapsed()
+}
+
+/// Runs the job and reads it to the end; returns the time and the bytes delivered by reads.
+async fn job(bytes: u64, spill_dir: &std::path::Path) -> (Duration, u64, u64) {
+    let mut options =
+        ProcessOptions::new(format!("head -c {bytes} /dev/zero"), Arc::new(SystemClock));
+    options.spill = Some(SpillOptions {
+        dir: spill_dir.to_path_buf(),
+        max_bytes: harness::bash::DEFAULT_MAX_SPILL_BYTES,
+    });
+    let started = Instant::now();
+    let process = BashProcess::spawn(options).unwrap();
+    let mut delivered = 0u64;
+    loop {
+        process.output_ready().await;
+        let text = process.read();
+        delivered += text.len() as u64;
+        if text.is_empty() && process.try_end().is_some() {
+            break;
+        }
+    }
+    let elapsed = started.elapsed();
+    let (stdout, _) = process.stats();
+    assert_eq!(stdout.written, bytes);
+    (elapsed, delivered, stdout.dropped)
+}
+
+async fn throughput(bytes: u64) {
+    let spill = tempfile::tempdir().unwrap();
+    let rss_before = status_kib("VmRSS:");
+    let mut plain = Vec::new();
+    let mut jobs = Vec::new();
+    let mut dropped_total = 0;
+    let mut delivered_total = 0;
+    for _ in 0..ROUNDS {
+        plain.push(pipeline(bytes).await);
+        let (elapsed, delivered, dropped) = job(bytes, spill.path()).await;
+        jobs.push(elapsed);
+        dropped_total += dropped;
+        delivered_total += delivered;
+    }
+    let peak = status_kib("VmHWM:");
+    let (plain, job) = (median(plain), median(jobs));
+    let mib = bytes as f64 / (1024.0 * 1024.0);
+    let caps_kib = 2 * DEFAULT_MAX_OUTPUT_BYTES as u64 / 1024;
+    eprintln!(
+        "bash/throughput: {mib:.0} MiB, job {:.3} s ({:.0} MiB/s), pipeline {:.3} s ({:.0} MiB/s), ratio {:.2} (target >= 0.5)",
+        job.as_secs_f64(),
+        mib / job.as_secs_f64(),
+        plain.as_secs_f64(),
+        mib / plain.as_secs_f64(),
+        plain.as_secs_f64() / job.as_secs_f64(),
+    );
+    eprintln!(
+        "bash/throughput: reads delivered {delivered_total} bytes, dropped {dropped_total} bytes over {ROUNDS} rounds",
+    );
+    eprintln!(
+        "bash/memory: peak RSS {peak} KiB, RSS before {rss_before} KiB, growth {} KiB; bound = caps {caps_kib} KiB + 8192 KiB = {} KiB ({})",
+        peak.saturating_sub(rss_before),
+        caps_kib + 8192,
+        if peak <= caps_kib + 8192 {
+            "peak within"
+        } else if peak.saturating_sub(rss_before) <= caps_kib + 8192 {
+            "growth within"
+        } else {
+            "EXCEEDED"
+        },
+    );
+}
+
+async fn spawn_overhead() {
+    let clock = Arc::new(SystemClock);
+    let mut plain = Vec::new();
+    let mut jobs = Vec::new();
+    for _ in 0..ROUNDS {
+        let started = Instant::now();
+        for _ in 0..SPAWNS {
+            let status = tokio::process::Command::new("bash")
+                .arg("-c")
+                .arg("true")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .await
+                .unwrap();
+            assert!(status.success());
+        }
+        plain.push(started.elapsed());
+        let started = Instant::now();
+        for _ in 0..SPAWNS {
+            let process = BashProcess::spawn(ProcessOptions::new("true", clock.clone())).unwrap();
+            let end = process.wait().await;
+            assert_eq!(end.status, harness::bash::EndStatus::Exited(0));
+            assert_eq!(process.read(), "");
+        }
+        jobs.push(started.elapsed());
+    }
+    let (plain, job) = (median(plain), median(jobs));
+    eprintln!(
+        "bash/spawn: {SPAWNS} jobs {:.3} s ({:.0} us each), {SPAWNS} plain spawns {:.3} s ({:.0} us each), ratio {:.2} (target <= 1.3)",
+        job.as_secs_f64(),
+        job.as_secs_f64() * 1e6 / SPAWNS as f64,
+        plain.as_secs_f64(),
+        plain.as_secs_f64() * 1e6 / SPAWNS as f64,
+        job.as_secs_f64() / plain.as_secs_f64(),
+    );
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing special either, so
+    // a test run (no `--bench`) does a tiny smoke run only.
+    let benching = std::env::args().any(|a| a == "--bench");
+    let bytes = std::env::var("BASH_BENCH_BYTES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if benching { GIB } else { 1 << 20 });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        throughput(bytes).await;
+        if benching {
+            spawn_overhead().await;
+        }
+    });
+}

@@ -1,29 +1,39 @@
 //! [`StreamBuffer`]: the bounded in-memory buffer of one output stream, with a consuming
 //! cursor (todo-jobs §6, decision 11).
 //!
-//! The buffer holds only **unread** bytes. Reading takes them; when new output would push
-//! the unread bytes over the cap, the oldest unread bytes are dropped and the next read is
-//! marked lossy (the caller then appends the dropped-output notice). Memory is therefore
-//! bounded by the cap no matter how much a command writes.
+//! The buffer holds only **unread** bytes, as a queue of chunks. Reading takes them; when new
+//! output would push the unread bytes over the cap, the oldest unread bytes are dropped and
+//! the next read is marked lossy (the caller then appends the dropped-output notice). Memory
+//! is therefore bounded by the cap (plus the slack of partly filled chunks) no matter how
+//! much a command writes.
 //!
-//! Bytes are converted to text on read, lossily (invalid UTF-8 becomes U+FFFD; never a
-//! panic). While the stream is open, an incomplete UTF-8 sequence at the end is held back
-//! for the next read so a character split across two pipe reads is not mangled, and after a
-//! drop the continuation bytes of a character cut in half at the front are skipped.
+//! Reading is split in two so the lock is held only for pointer moves: [`StreamBuffer::take`]
+//! detaches the unread chunks (a [`Segment`]) under the lock, and [`Segment::into_text`]
+//! joins and decodes them outside it. Bytes are decoded lossily (invalid UTF-8 becomes
+//! U+FFFD; never a panic). While the stream is open, an incomplete UTF-8 sequence at the end
+//! stays in the buffer for the next read, so a character split across two pipe reads is not
+//! mangled; after a drop, the continuation bytes of a character cut in half at the front are
+//! skipped.
 
 use std::collections::VecDeque;
 
 /// The longest UTF-8 sequence.
 const MAX_UTF8_LEN: usize = 4;
+/// Capacity of the chunks that small writes are coalesced into.
+const SMALL_CHUNK: usize = 16 * 1024;
 
 /// One stream's unread output, capped at `cap` bytes.
 #[derive(Debug)]
 pub(crate) struct StreamBuffer {
-    data: VecDeque<u8>,
+    /// Unread bytes; never holds an empty chunk. `head` bytes of the first are consumed.
+    chunks: VecDeque<Vec<u8>>,
+    head: usize,
+    /// Unread bytes in `chunks` (after `head`).
+    len: usize,
     cap: usize,
     /// Unread bytes were dropped since the last read.
     dropped: bool,
-    /// The front of `data` may start inside a character whose head was dropped.
+    /// The front of the unread bytes may start inside a character whose head was dropped.
     cut_front: bool,
     /// The stream reached end of file (or failed): hold nothing back.
     closed: bool,
@@ -33,11 +43,13 @@ pub(crate) struct StreamBuffer {
     dropped_total: u64,
 }
 
-/// What one read of a [`StreamBuffer`] returned.
-#[derive(Debug, Default, PartialEq, Eq)]
-pub(crate) struct Taken {
-    /// The text (lossy UTF-8).
-    pub(crate) text: String,
+/// Unread bytes detached from a [`StreamBuffer`] by one read.
+#[derive(Debug, Default)]
+pub(crate) struct Segment {
+    chunks: VecDeque<Vec<u8>>,
+    head: usize,
+    len: usize,
+    cut_front: bool,
     /// Unread bytes were dropped from memory since the previous read.
     pub(crate) lossy: bool,
 }
@@ -46,7 +58,9 @@ impl StreamBuffer {
     /// An empty buffer keeping at most `cap` unread bytes (`cap` ≥ 1; 0 is treated as 1).
     pub(crate) fn new(cap: usize) -> Self {
         Self {
-            data: VecDeque::new(),
+            chunks: VecDeque::new(),
+            head: 0,
+            len: 0,
             cap: cap.max(1),
             dropped: false,
             cut_front: false,
@@ -56,42 +70,73 @@ impl StreamBuffer {
         }
     }
 
-    /// Appends `bytes`, dropping the oldest unread bytes beyond the cap.
+    /// Appends a copy of `bytes`, coalescing small writes, then drops the oldest unread
+    /// bytes beyond the cap.
     pub(crate) fn push(&mut self, bytes: &[u8]) {
-        self.total += bytes.len() as u64;
-        let incoming = if bytes.len() > self.cap {
-            let skip = bytes.len() - self.cap;
-            self.note_drop(self.data.len() + skip);
-            self.data.clear();
-            &bytes[skip..]
-        } else {
-            bytes
-        };
-        let overflow = (self.data.len() + incoming.len()).saturating_sub(self.cap);
-        if overflow > 0 {
-            self.note_drop(overflow);
-            self.data.drain(..overflow);
+        if bytes.is_empty() {
+            return;
         }
-        self.data.extend(incoming);
+        match self.chunks.back_mut() {
+            Some(last) if last.capacity() - last.len() >= bytes.len() => {
+                last.extend_from_slice(bytes);
+            }
+            _ => {
+                let mut chunk = Vec::with_capacity(bytes.len().max(SMALL_CHUNK));
+                chunk.extend_from_slice(bytes);
+                self.chunks.push_back(chunk);
+            }
+        }
+        self.grew(bytes.len());
     }
 
-    fn note_drop(&mut self, count: usize) {
-        if count > 0 {
+    /// Appends `chunk` without copying when it is at least half full (otherwise as
+    /// [`StreamBuffer::push`]), then drops the oldest unread bytes beyond the cap.
+    pub(crate) fn push_owned(&mut self, chunk: Vec<u8>) {
+        if chunk.len() * 2 < chunk.capacity() {
+            self.push(&chunk);
+            return;
+        }
+        let len = chunk.len();
+        if len == 0 {
+            return;
+        }
+        self.chunks.push_back(chunk);
+        self.grew(len);
+    }
+
+    fn grew(&mut self, by: usize) {
+        self.total += by as u64;
+        self.len += by;
+        while self.len > self.cap {
+            let excess = self.len - self.cap;
+            let Some(front) = self.chunks.front() else {
+                break;
+            };
+            let available = front.len() - self.head;
+            let dropped = if available <= excess {
+                self.chunks.pop_front();
+                self.head = 0;
+                available
+            } else {
+                self.head += excess;
+                excess
+            };
+            self.len -= dropped;
             self.dropped = true;
             self.cut_front = true;
-            self.dropped_total += count as u64;
+            self.dropped_total += dropped as u64;
         }
     }
 
     /// Marks the end of the stream: the next read takes everything, including an
-    /// incomplete trailing UTF-8 sequence (rendered as U+FFFD).
+    /// incomplete trailing UTF-8 sequence (decoded as U+FFFD).
     pub(crate) fn close(&mut self) {
         self.closed = true;
     }
 
     /// Whether unread bytes (or an unreported drop) are waiting.
     pub(crate) fn has_unread(&self) -> bool {
-        !self.data.is_empty() || self.dropped
+        self.len > 0 || self.dropped
     }
 
     /// Total bytes written to the stream so far.
@@ -104,32 +149,106 @@ impl StreamBuffer {
         self.dropped_total
     }
 
-    /// Takes the unread text (the consuming cursor moves past it).
-    pub(crate) fn take(&mut self) -> Taken {
-        let lossy = std::mem::take(&mut self.dropped);
-        if std::mem::take(&mut self.cut_front) {
-            let skip = self
-                .data
+    /// The last `k` (≤ 3) unread bytes, oldest first.
+    fn last_bytes(&self) -> ([u8; MAX_UTF8_LEN - 1], usize) {
+        let mut out = [0u8; MAX_UTF8_LEN - 1];
+        let want = self.len.min(MAX_UTF8_LEN - 1);
+        let mut got = 0;
+        for (index, chunk) in self.chunks.iter().enumerate().rev() {
+            let start = if index == 0 { self.head } else { 0 };
+            for &byte in chunk[start..].iter().rev() {
+                if got == want {
+                    break;
+                }
+                out[want - 1 - got] = byte;
+                got += 1;
+            }
+            if got == want {
+                break;
+            }
+        }
+        (out, want)
+    }
+
+    /// Detaches the unread bytes (the consuming cursor moves past them), except an
+    /// incomplete UTF-8 sequence at the end while the stream is open. Cheap: moves chunks,
+    /// copies at most 3 bytes.
+    pub(crate) fn take(&mut self) -> Segment {
+        let hold = if self.closed {
+            0
+        } else {
+            let (last, count) = self.last_bytes();
+            incomplete_tail(&last[..count])
+        };
+        let mut segment = Segment {
+            chunks: std::mem::take(&mut self.chunks),
+            head: std::mem::take(&mut self.head),
+            len: std::mem::take(&mut self.len),
+            cut_front: std::mem::take(&mut self.cut_front),
+            lossy: std::mem::take(&mut self.dropped),
+        };
+        if hold > 0 {
+            let mut held = Vec::with_capacity(SMALL_CHUNK);
+            let mut need = hold;
+            while need > 0 {
+                let only = segment.chunks.len() == 1;
+                let Some(last) = segment.chunks.back_mut() else {
+                    break;
+                };
+                let start = if only { segment.head } else { 0 };
+                let available = last.len() - start;
+                if available <= need {
+                    held.splice(0..0, last[start..].iter().copied());
+                    segment.chunks.pop_back();
+                    if only {
+                        segment.head = 0;
+                    }
+                    need -= available;
+                } else {
+                    let tail = last.split_off(last.len() - need);
+                    held.splice(0..0, tail);
+                    need = 0;
+                }
+            }
+            segment.len -= hold;
+            self.len = held.len();
+            self.chunks.push_back(held);
+        }
+        segment
+    }
+}
+
+impl Segment {
+    /// Whether no bytes were detached.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Joins and decodes the bytes: UTF-8 (checked fast; one chunk is taken over without a
+    /// copy), else lossily. Skips the continuation bytes of a character cut by a drop.
+    pub(crate) fn into_text(mut self) -> String {
+        let mut bytes = if self.chunks.len() == 1 && self.head == 0 {
+            self.chunks.pop_front().unwrap_or_default()
+        } else {
+            let mut joined = Vec::with_capacity(self.len);
+            for (index, chunk) in self.chunks.iter().enumerate() {
+                let start = if index == 0 { self.head } else { 0 };
+                joined.extend_from_slice(&chunk[start..]);
+            }
+            joined
+        };
+        if self.cut_front {
+            let skip = bytes
                 .iter()
                 .take(MAX_UTF8_LEN - 1)
                 .take_while(|b| is_continuation(**b))
                 .count();
-            self.data.drain(..skip);
+            bytes.drain(..skip);
         }
-        let end = if self.closed {
-            self.data.len()
-        } else {
-            self.data.len() - incomplete_tail(&self.data)
-        };
-        let slice = &self.data.make_contiguous()[..end];
-        let text = String::from_utf8_lossy(slice).into_owned();
-        self.data.drain(..end);
-        if self.data.is_empty() {
-            // Give memory back after a burst: a long-lived job should not keep a full cap
-            // allocated once its output has been read.
-            self.data.shrink_to(self.cap.min(64 * 1024));
+        match String::from_utf8(bytes) {
+            Ok(text) => text,
+            Err(error) => String::from_utf8_lossy(error.as_bytes()).into_owned(),
         }
-        Taken { text, lossy }
     }
 }
 
@@ -149,12 +268,13 @@ fn sequence_len(lead: u8) -> Option<usize> {
     }
 }
 
-/// How many bytes at the end of `data` form the beginning of a UTF-8 sequence that is not
-/// complete yet (0 when the end is complete or invalid anyway).
-fn incomplete_tail(data: &VecDeque<u8>) -> usize {
-    let len = data.len();
+/// How many bytes at the end of `tail` (the last ≤ 3 bytes of a stream) form the beginning
+/// of a UTF-8 sequence that is not complete yet (0 when the end is complete or invalid
+/// anyway).
+fn incomplete_tail(tail: &[u8]) -> usize {
+    let len = tail.len();
     for back in 1..=len.min(MAX_UTF8_LEN - 1) {
-        let byte = data[len - back];
+        let byte = tail[len - back];
         if is_continuation(byte) {
             continue;
         }

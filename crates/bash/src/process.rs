@@ -40,7 +40,7 @@ pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
 const CHUNK_BYTES: usize = 64 * 1024;
 /// Pipe capacity requested for the read ends (fewer wake-ups for chatty commands). A
 /// refusal (e.g. over `/proc/sys/fs/pipe-max-size`) is ignored.
-const PIPE_BYTES: usize = 256 * 1024;
+const PIPE_BYTES: usize = 1024 * 1024;
 
 /// Where and how much of the full output to spill to files (decision 11).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -354,6 +354,7 @@ impl BashProcess {
     /// spill files when unread bytes were dropped from memory since the previous read.
     /// Never fails; invalid UTF-8 is replaced.
     pub fn read(&self) -> String {
+        // Detach under the lock (pointer moves only); join and decode outside it.
         let (stdout, stderr, paths) = {
             let mut streams = self.handle.shared.lock();
             let stdout = streams.stdout.take();
@@ -365,7 +366,12 @@ impl BashProcess {
             };
             (stdout, stderr, paths)
         };
-        let delta = render_delta(&stdout.text, &stderr.text);
+        let stdout = stdout.into_text();
+        let delta = if stderr.is_empty() {
+            stdout
+        } else {
+            render_delta(&stdout, &stderr.into_text())
+        };
         match paths {
             None => delta,
             Some(paths) => {
@@ -518,18 +524,26 @@ async fn pump(
     channel: Channel,
     spill: Option<Spill>,
 ) {
-    let mut chunk = vec![0u8; CHUNK_BYTES];
     let mut writer = SpillWriter {
         spill,
         file: None,
         written: 0,
     };
+    let mut chunk = Vec::with_capacity(CHUNK_BYTES);
     loop {
-        match pipe.read(&mut chunk).await {
+        match pipe.read_buf(&mut chunk).await {
             Ok(0) => break,
-            Ok(n) => {
-                writer.write(&shared, channel, &chunk[..n]);
-                shared.lock().buffer(channel).push(&chunk[..n]);
+            Ok(_) => {
+                writer.write(&shared, channel, &chunk);
+                // A well-filled chunk is handed over as is; a small one is copied into the
+                // buffer and the chunk reused.
+                if chunk.len() * 2 >= chunk.capacity() {
+                    let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK_BYTES));
+                    shared.lock().buffer(channel).push_owned(full);
+                } else {
+                    shared.lock().buffer(channel).push(&chunk);
+                    chunk.clear();
+                }
                 shared.output_ready.notify_one();
             }
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
