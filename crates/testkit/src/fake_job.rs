@@ -195,7 +195,9 @@ impl std::fmt::Debug for FakeJob {
 
 impl FakeJob {
     fn lock(&self) -> MutexGuard<'_, FakeState> {
-        self.state.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     fn cancelled(&self, reason: Option<&str>) -> Result<(), BoxError> {

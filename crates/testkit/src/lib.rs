@@ -5,6 +5,7 @@
 //!   inbox, maintenance claims, disposal hooks).
 //! - [`ManualClock`] moves only when told to; [`settle`] lets woken work run.
 //! - [`SessionFaults`] makes a session's appends or flushes fail on demand.
+//! - [`FakeProducer`] / [`FakeJob`] play a controllable job producer.
 //! - [`scenario`] runs the JSON Lines scenario format of `spec/scenarios.md`.
 //!
 //! ```
@@ -25,11 +26,13 @@
 
 mod agent;
 mod clock;
+mod fake_job;
 mod faults;
 mod host;
 pub mod scenario;
 
 pub use agent::{HostRecord, MemoryAgent};
 pub use clock::{ManualClock, settle};
+pub use fake_job::{FakeJob, FakeProducer, OnCancel};
 pub use faults::{HostSession, SessionFaults};
 pub use host::{MemoryHarness, Recorder};

@@ -25,15 +25,17 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use harness_core::{
-    Clock, JsonlStore, MemoryStore, SessionHeader, SessionId, SessionStore, SystemClock,
+    Agent, Clock, JsonlStore, MemoryStore, SessionHeader, SessionId, SessionStore, SystemClock,
     ToolOutput,
 };
 use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 
-use self::fields::{Step, object, only, opt_bool, opt_string, string, u64_field};
+use harness_jobs::{JobOutcome, TerminalStatus};
+
+use self::fields::{Step, object, only, opt_bool, opt_string, opt_u64, string, u64_field};
 use self::plugins::{FamilyConfigs, Installed};
-use crate::{HostRecord, ManualClock, MemoryHarness, settle};
+use crate::{FakeJob, FakeProducer, HostRecord, ManualClock, MemoryHarness, OnCancel, settle};
 
 /// The outcome of a scenario run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -165,6 +167,7 @@ struct Runner {
     setup: Option<Setup>,
     steps_seen: usize,
     calls: HashMap<String, JoinHandle<()>>,
+    jobs: HashMap<String, FakeJob>,
     /// Sessions with a live agent, in publication order (restart republishes these).
     live: Vec<SessionId>,
 }
@@ -176,6 +179,7 @@ impl Runner {
             setup: None,
             steps_seen: 0,
             calls: HashMap::new(),
+            jobs: HashMap::new(),
             live: Vec::new(),
         }
     }
@@ -405,7 +409,7 @@ impl Runner {
                 let id = SessionId::from(session);
                 let host = self.host()?;
                 let log = match host.memory_agent(&id) {
-                    Some(agent) => harness_core::Agent::session(agent.as_ref()),
+                    Some(agent) => agent.session(),
                     None => host.store().open(&id).map_err(|e| e.to_string())?,
                 };
                 let events: Vec<Value> = log
@@ -419,12 +423,95 @@ impl Runner {
                     json!({"kind": "log", "session": session, "events": events}).to_string(),
                 );
             }
-            "fake_job" | "emit" | "settle" | "bash" | "await_job" => {
+            "fake_job" => {
+                only(
+                    step,
+                    &["session", "kind", "label", "stream", "outputLimitBytes", "onCancel"],
+                )?;
+                self.fake_job(step)?;
+            }
+            "emit" => {
+                only(step, &["job", "text"])?;
+                let job = self.fake(step)?;
+                job.emit(string(step, "text")?);
+            }
+            "settle" => {
+                only(step, &["job", "status", "detail", "output"])?;
+                let job = self.fake(step)?;
+                let status = match string(step, "status")? {
+                    "completed" => TerminalStatus::Completed,
+                    "killed" => TerminalStatus::Killed,
+                    "failed" => TerminalStatus::Failed,
+                    other => return Err(format!("unknown terminal status {other:?}")),
+                };
+                let outcome = JobOutcome {
+                    status,
+                    detail: opt_string(step, "detail")?.map(str::to_owned),
+                    output: opt_string(step, "output")?.map(str::to_owned),
+                };
+                job.settle(outcome);
+            }
+            "bash" | "await_job" => {
                 return Err(format!("step {kind:?} is not available in this build"));
             }
             other => return Err(format!("unknown step {other:?}")),
         }
         Ok(())
+    }
+
+    fn registry(&mut self) -> Result<Arc<dyn harness_jobs::JobRegistry>, String> {
+        self.setup()?
+            .installed
+            .as_ref()
+            .map(Installed::registry)
+            .ok_or_else(|| "the job registry is not installed".to_owned())
+    }
+
+    fn fake(&self, step: &Step) -> Result<FakeJob, String> {
+        let id = string(step, "job")?;
+        self.jobs
+            .get(id)
+            .cloned()
+            .ok_or_else(|| format!("no fake job {id:?}"))
+    }
+
+    fn owner(&mut self, step: &Step) -> Result<Option<Arc<crate::MemoryAgent>>, String> {
+        match opt_string(step, "session")? {
+            None => Ok(None),
+            Some(_) => self.agent(step).map(Some),
+        }
+    }
+
+    fn fake_job(&mut self, step: &Step) -> Result<(), String> {
+        let owner = self.owner(step)?;
+        let mut producer = FakeProducer::new(string(step, "kind")?, string(step, "label")?)
+            .stream(opt_bool(step, "stream")?.unwrap_or(true))
+            .owner_opt(owner.as_ref().map(|a| a.as_dyn()));
+        if let Some(limit) = opt_u64(step, "outputLimitBytes")? {
+            producer = producer.output_limit_bytes(limit);
+        }
+        producer = producer.on_cancel(match opt_string(step, "onCancel")? {
+            None | Some("settle") => OnCancel::Settle,
+            Some("hang") => OnCancel::Hang,
+            Some("throw") => OnCancel::Throw("cancel failed".to_owned()),
+            Some(other) => return Err(format!("unknown onCancel {other:?}")),
+        });
+        let (start, job) = producer.build();
+        let registry = self.registry()?;
+        let mark = self.lines.lock().unwrap_or_else(|p| p.into_inner()).len();
+        match registry.start(start) {
+            Ok(id) => {
+                let session = owner.as_ref().map_or(Value::Null, |a| json!(a.id().as_str()));
+                let line = json!({"kind": "job", "id": id.as_str(), "session": session});
+                let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+                let at = mark.min(lines.len());
+                lines.insert(at, line.to_string());
+                drop(lines);
+                self.jobs.insert(id.as_str().to_owned(), job);
+                Ok(())
+            }
+            Err(error) => Err(format!("the job was refused: {error}")),
+        }
     }
 
     fn agent(&mut self, step: &Step) -> Result<Arc<crate::MemoryAgent>, String> {

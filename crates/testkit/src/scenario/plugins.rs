@@ -29,16 +29,30 @@ impl FamilyConfigs {
     }
 }
 
-/// What the families installed; dropped (or disposed) on restart and at the end.
-#[derive(Default)]
+/// What the families installed; disposed on restart and at the end, in reverse order.
 pub(crate) struct Installed {
-    keep: Vec<Box<dyn std::any::Any + Send>>,
+    pub(crate) jobs: harness_jobs_local::Installed,
+    tool_jobs: harness_tool_jobs::Installed,
+    schedule: harness_schedule::Installed,
+    todo: harness_todo::Installed,
 }
 
 impl Installed {
-    pub(crate) async fn dispose(self) {
-        drop(self.keep);
+    /// The job registry the `fake_job` and `bash` steps start jobs in.
+    pub(crate) fn registry(&self) -> Arc<dyn harness_jobs::JobRegistry> {
+        self.jobs.registry()
     }
+
+    pub(crate) async fn dispose(self) {
+        self.schedule.dispose().await;
+        self.tool_jobs.dispose();
+        self.jobs.dispose().await;
+        self.todo.dispose();
+    }
+}
+
+fn object_or_empty(value: Option<&Value>) -> Value {
+    value.cloned().unwrap_or_else(|| Value::Object(Map::new()))
 }
 
 /// Installs every family with its configuration.
@@ -47,12 +61,31 @@ pub(crate) fn install(
     configs: &FamilyConfigs,
 ) -> Result<Installed, String> {
     let harness = host.as_dyn();
-    let mut installed = Installed::default();
     let todo = harness_todo::TodoConfig::from_json(&configs.todo_config())
         .and_then(|config| harness_todo::install(&harness, config))
         .map_err(|e| e.to_string())?;
-    installed.keep.push(Box::new(todo));
-    Ok(installed)
+    let jobs = harness_core::decode_config::<harness_jobs_local::JobsConfig>(
+        "jobs-local",
+        object_or_empty(configs.jobs.as_ref()),
+    )
+    .and_then(|config| harness_jobs_local::install(&harness, config))
+    .map_err(|e| e.to_string())?;
+    let tool_jobs =
+        harness_tool_jobs::ToolJobsConfig::from_json(object_or_empty(configs.tool_jobs.as_ref()))
+            .and_then(|config| harness_tool_jobs::install(&harness, jobs.registry(), config))
+            .map_err(|e| e.to_string())?;
+    let schedule = harness_core::decode_config::<harness_schedule::ScheduleConfig>(
+        "schedule",
+        object_or_empty(configs.schedule.as_ref()),
+    )
+    .and_then(|config| harness_schedule::install(&harness, config))
+    .map_err(|e| e.to_string())?;
+    Ok(Installed {
+        jobs,
+        tool_jobs,
+        schedule,
+        todo,
+    })
 }
 
 /// Problems the families' invariant checks find in a session log (empty when it is sound).
