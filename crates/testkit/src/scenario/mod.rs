@@ -168,6 +168,8 @@ struct Runner {
     steps_seen: usize,
     calls: HashMap<String, JoinHandle<()>>,
     jobs: HashMap<String, FakeJob>,
+    /// The owner of every job a step started, for fenced lookups.
+    owners: HashMap<String, Option<harness_core::AgentId>>,
     /// Sessions with a live agent, in publication order (restart republishes these).
     live: Vec<SessionId>,
 }
@@ -180,6 +182,7 @@ impl Runner {
             steps_seen: 0,
             calls: HashMap::new(),
             jobs: HashMap::new(),
+            owners: HashMap::new(),
             live: Vec::new(),
         }
     }
@@ -451,8 +454,13 @@ impl Runner {
                 };
                 job.settle(outcome);
             }
-            "bash" | "await_job" => {
-                return Err(format!("step {kind:?} is not available in this build"));
+            "bash" => {
+                only(step, &["session", "command", "outputLimitBytes"])?;
+                self.bash(step)?;
+            }
+            "await_job" => {
+                only(step, &["job", "timeoutMs"])?;
+                self.await_job(step).await?;
             }
             other => return Err(format!("unknown step {other:?}")),
         }
@@ -482,6 +490,71 @@ impl Runner {
         }
     }
 
+    fn insert_job_line(&self, mark: usize, id: &str, owner: Option<&Arc<crate::MemoryAgent>>) {
+        let session = owner.map_or(Value::Null, |a| json!(a.id().as_str()));
+        let line = json!({"kind": "job", "id": id, "session": session}).to_string();
+        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let at = mark.min(lines.len());
+        lines.insert(at, line);
+    }
+
+    fn mark(&self) -> usize {
+        self.lines.lock().unwrap_or_else(|p| p.into_inner()).len()
+    }
+
+    fn bash(&mut self, step: &Step) -> Result<(), String> {
+        let owner = self.owner(step)?;
+        let command = string(step, "command")?;
+        let limit = opt_u64(step, "outputLimitBytes")?;
+        let mark = self.mark();
+        let setup = self.setup()?;
+        let installed = setup
+            .installed
+            .as_ref()
+            .ok_or_else(|| "the bash plugin is not installed".to_owned())?;
+        let id = installed
+            .bash
+            .jobs()
+            .start_background(owner.as_ref().map(|a| a.as_dyn()), command, limit)
+            .map_err(|e| format!("the job was refused: {e}"))?;
+        self.insert_job_line(mark, id.as_str(), owner.as_ref());
+        self.owners
+            .insert(id.as_str().to_owned(), owner.map(|a| a.id().clone()));
+        Ok(())
+    }
+
+    /// Polls the job in real time (processes run in real time; tokio's clock is paused, so
+    /// the pause between polls runs on a blocking thread), then lets the notice go out.
+    async fn await_job(&mut self, step: &Step) -> Result<(), String> {
+        let id = string(step, "job")?.to_owned();
+        let limit = Duration::from_millis(opt_u64(step, "timeoutMs")?.unwrap_or(30_000));
+        let caller = self.owners.get(&id).cloned().flatten();
+        let registry = self.registry()?;
+        let job_id = harness_jobs::JobId::from(id.as_str());
+        let started = std::time::Instant::now();
+        loop {
+            let snapshot = registry
+                .get(&job_id, caller.as_ref())
+                .map_err(|e| format!("await_job {id:?}: {e}"))?;
+            if snapshot.status.is_terminal() {
+                break;
+            }
+            if started.elapsed() >= limit {
+                return Err(format!(
+                    "job {id:?} did not finish within {}ms",
+                    limit.as_millis()
+                ));
+            }
+            let pause = tokio::task::spawn_blocking(|| {
+                std::thread::sleep(Duration::from_millis(5));
+            });
+            pause.await.map_err(|e| e.to_string())?;
+            settle().await;
+        }
+        settle().await;
+        Ok(())
+    }
+
     fn fake_job(&mut self, step: &Step) -> Result<(), String> {
         let owner = self.owner(step)?;
         let mut producer = FakeProducer::new(string(step, "kind")?, string(step, "label")?)
@@ -498,15 +571,12 @@ impl Runner {
         });
         let (start, job) = producer.build();
         let registry = self.registry()?;
-        let mark = self.lines.lock().unwrap_or_else(|p| p.into_inner()).len();
+        let mark = self.mark();
         match registry.start(start) {
             Ok(id) => {
-                let session = owner.as_ref().map_or(Value::Null, |a| json!(a.id().as_str()));
-                let line = json!({"kind": "job", "id": id.as_str(), "session": session});
-                let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
-                let at = mark.min(lines.len());
-                lines.insert(at, line.to_string());
-                drop(lines);
+                self.insert_job_line(mark, id.as_str(), owner.as_ref());
+                self.owners
+                    .insert(id.as_str().to_owned(), owner.map(|a| a.id().clone()));
                 self.jobs.insert(id.as_str().to_owned(), job);
                 Ok(())
             }

@@ -31,6 +31,7 @@ impl FamilyConfigs {
 
 /// What the families installed; disposed on restart and at the end, in reverse order.
 pub(crate) struct Installed {
+    pub(crate) bash: harness_bash::Installed,
     pub(crate) jobs: harness_jobs_local::Installed,
     tool_jobs: harness_tool_jobs::Installed,
     schedule: harness_schedule::Installed,
@@ -44,6 +45,7 @@ impl Installed {
     }
 
     pub(crate) async fn dispose(self) {
+        self.bash.dispose();
         self.schedule.dispose().await;
         self.tool_jobs.dispose();
         self.jobs.dispose().await;
@@ -80,7 +82,11 @@ pub(crate) fn install(
     )
     .and_then(|config| harness_schedule::install(&harness, config))
     .map_err(|e| e.to_string())?;
+    let bash = harness_bash::BashConfig::from_json(&object_or_empty(configs.bash.as_ref()))
+        .and_then(|config| harness_bash::install(&harness, Some(jobs.registry()), config))
+        .map_err(|e| e.to_string())?;
     Ok(Installed {
+        bash,
         jobs,
         tool_jobs,
         schedule,
