@@ -114,3 +114,56 @@ fn detail_is_part_of_the_rule_a_suffix() {
         )
     );
 }
+
+mod properties {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn text() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop_oneof![
+                Just("x".to_owned()),
+                Just("\n".to_owned()),
+                Just("ß".to_owned()),
+                Just("界".to_owned()),
+                Just("🦀".to_owned()),
+                Just("[output truncated]".to_owned()),
+                any::<char>().prop_map(String::from),
+            ],
+            0..200,
+        )
+        .prop_map(|parts| parts.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn every_capped_result_fits(
+            body in text(),
+            detail in prop::option::of(text()),
+            limit in 1u64..200,
+            is_error in any::<bool>(),
+            kill in any::<bool>(),
+        ) {
+            let tool = if kill { JOB_KILL } else { JOB_OUTPUT };
+            let output = if is_error {
+                ToolOutput::error(&body)
+            } else {
+                let mut job = json!({"id": "bash-1", "kind": "bash", "label": "l", "status": "completed", "startedAt": 0});
+                if let Some(detail) = &detail {
+                    job["detail"] = json!(detail);
+                }
+                let line = status_line("completed", detail.as_deref());
+                ToolOutput::success(json!({"text": body, "job": job}), render_output(&body, &line))
+            };
+            let capped = cap_result(tool, output.clone(), Some(limit));
+            let text = capped.text();
+            prop_assert!(text.len() as u64 <= limit);
+            prop_assert_eq!(capped.is_error, output.is_error);
+            prop_assert_eq!(&capped.value, &output.value);
+            if output.text().len() as u64 <= limit {
+                prop_assert_eq!(text, output.text());
+            }
+        }
+    }
+}
