@@ -70,3 +70,7 @@ pub fn bash_job_start(
     start.output_limit_bytes = output_limit_bytes;
     start
 }
+
+#[cfg(test)]
+#[path = "job_tests.rs"]
+mod tests;

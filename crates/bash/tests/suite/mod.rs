@@ -1,2 +1,3 @@
 mod process;
 mod support;
+mod tool;

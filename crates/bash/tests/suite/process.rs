@@ -5,7 +5,9 @@ use std::time::{Duration, Instant};
 use harness_bash::{BashError, BashProcess, EndStatus, ProcessEnd, SpillOptions, StreamStats};
 use pretty_assertions::assert_eq;
 
-use super::support::{finish, live_group_members, options, read_until, wait_until};
+use super::support::{
+    assert_group_gone, finish, live_group_members, options, read_until, wait_until,
+};
 
 async fn run(command: &str) -> (String, ProcessEnd) {
     let process = BashProcess::spawn(options(command)).unwrap();
@@ -260,7 +262,7 @@ async fn cancel_kills_the_group_with_sigterm() {
             cancel_requested: true
         }
     );
-    assert_eq!(live_group_members(process.pid()), Vec::<u32>::new());
+    assert_group_gone(process.pid()).await;
 }
 
 #[tokio::test]
@@ -279,7 +281,7 @@ async fn a_command_ignoring_sigterm_is_killed_after_the_grace() {
         }
     );
     assert!(elapsed >= Duration::from_millis(300), "{elapsed:?}");
-    assert_eq!(live_group_members(process.pid()), Vec::<u32>::new());
+    assert_group_gone(process.pid()).await;
 }
 
 #[tokio::test]
@@ -291,7 +293,7 @@ async fn cancel_reaches_grandchildren() {
     process.cancel();
     let end = finish(&process).await;
     assert_eq!(end.status, EndStatus::Signaled(15));
-    assert_eq!(live_group_members(process.pid()), Vec::<u32>::new());
+    assert_group_gone(process.pid()).await;
 }
 
 #[tokio::test]
@@ -311,7 +313,7 @@ async fn cancel_after_the_shell_exited_still_stops_grandchildren_holding_the_pip
             cancel_requested: true
         }
     );
-    assert_eq!(live_group_members(process.pid()), Vec::<u32>::new());
+    assert_group_gone(process.pid()).await;
 }
 
 #[tokio::test]
@@ -331,7 +333,7 @@ async fn dropping_the_last_handle_stops_the_group() {
             cancel_requested: true
         }
     );
-    assert_eq!(live_group_members(pid), Vec::<u32>::new());
+    assert_group_gone(pid).await;
 }
 
 #[tokio::test]
