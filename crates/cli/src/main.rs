@@ -79,18 +79,25 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             })
         }
         Command::Tools { markdown } => {
-            let definitions = harness_testkit::scenario::tool_catalog().map_err(anyhow::Error::msg)?;
+            let definitions =
+                harness_testkit::scenario::tool_catalog().map_err(anyhow::Error::msg)?;
             if markdown {
                 emit(&harness_testkit::scenario::catalog_markdown(&definitions))?;
             } else {
-                emit(&format!("{}\n", serde_json::to_string_pretty(&definitions)?))?;
+                emit(&format!(
+                    "{}\n",
+                    serde_json::to_string_pretty(&definitions)?
+                ))?;
             }
             Ok(ExitCode::SUCCESS)
         }
         Command::Log { file } => {
             let session = JsonlStore::open_path(&file, Arc::new(SystemClock))
                 .with_context(|| format!("opening {}", file.display()))?;
-            emit(&harness_testkit::scenario::summarize_log(session.as_ref()).map_err(anyhow::Error::msg)?)?;
+            emit(
+                &harness_testkit::scenario::summarize_log(session.as_ref())
+                    .map_err(anyhow::Error::msg)?,
+            )?;
             Ok(ExitCode::SUCCESS)
         }
     }
@@ -99,7 +106,10 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
 /// Writes to standard output; a closed pipe (`harness tools | head`) is not an error.
 fn emit(text: &str) -> anyhow::Result<()> {
     let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
         Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => Ok(other?),
     }

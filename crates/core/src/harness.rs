@@ -88,7 +88,9 @@ impl AgentDirectory {
     }
 
     fn lock(&self) -> MutexGuard<'_, DirectoryInner> {
-        self.inner.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// Publishes `agent` (replacing any agent with the same id) and notifies listeners.

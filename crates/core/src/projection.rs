@@ -69,7 +69,9 @@ impl ProjectionSet {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// Registers a projection and folds every tracked session into it.
@@ -78,7 +80,11 @@ impl ProjectionSet {
     /// The key is already registered.
     pub fn register(&self, projection: Arc<dyn Projection>) -> Result<Registration, String> {
         let mut inner = self.lock();
-        if inner.projections.iter().any(|(_, p)| p.key() == projection.key()) {
+        if inner
+            .projections
+            .iter()
+            .any(|(_, p)| p.key() == projection.key())
+        {
             return Err(format!(
                 "projection {:?} is already registered",
                 projection.key()

@@ -28,13 +28,19 @@ fn safe_integers() {
     assert_eq!(as_safe_integer(&json!(30.0)), Some(30));
     assert_eq!(as_safe_integer(&json!(-5)), Some(-5));
     assert_eq!(as_safe_integer(&json!(30.5)), None);
-    assert_eq!(as_safe_integer(&json!(9_007_199_254_740_991_i64)), Some(MAX_SAFE_INTEGER));
+    assert_eq!(
+        as_safe_integer(&json!(9_007_199_254_740_991_i64)),
+        Some(MAX_SAFE_INTEGER)
+    );
     assert_eq!(as_safe_integer(&json!(9_007_199_254_740_992_i64)), None);
     assert_eq!(as_safe_integer(&json!(u64::MAX)), None);
     assert_eq!(as_safe_integer(&json!(1e300)), None);
     assert_eq!(as_safe_integer(&json!("3")), None);
     assert_eq!(as_safe_integer(&json!(i64::MIN)), None);
-    assert_eq!(as_safe_integer(&json!(-9_007_199_254_740_991_i64)), Some(-MAX_SAFE_INTEGER));
+    assert_eq!(
+        as_safe_integer(&json!(-9_007_199_254_740_991_i64)),
+        Some(-MAX_SAFE_INTEGER)
+    );
 }
 
 #[test]

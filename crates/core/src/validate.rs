@@ -82,15 +82,19 @@ fn check(schema: &Value, value: &Value, path: &str, root: bool, out: &mut Vec<St
     let types = declared_types(schema);
     if !types.is_empty() && !types.iter().any(|t| type_matches(t, value)) {
         let wanted: Vec<String> = types.iter().map(|t| article(t)).collect();
-        out.push(format!("\"{}\" must be {}", shown(path), wanted.join(" or ")));
+        out.push(format!(
+            "\"{}\" must be {}",
+            shown(path),
+            wanted.join(" or ")
+        ));
         return;
     }
-    if let Some(Value::Array(allowed)) = schema.get("enum") {
-        if !allowed.contains(value) {
-            let list = Value::Array(allowed.clone()).to_string();
-            out.push(format!("\"{}\" must be one of {list}", shown(path)));
-            return;
-        }
+    if let Some(Value::Array(allowed)) = schema.get("enum")
+        && !allowed.contains(value)
+    {
+        let list = Value::Array(allowed.clone()).to_string();
+        out.push(format!("\"{}\" must be one of {list}", shown(path)));
+        return;
     }
     if let Value::Object(object) = value {
         check_object(schema, object, path, root, out);
@@ -113,7 +117,10 @@ fn check_object(
     if let Some(Value::Array(required)) = schema.get("required") {
         for name in required.iter().filter_map(Value::as_str) {
             if !object.contains_key(name) {
-                out.push(format!("missing required property \"{}\"", child(path, name)));
+                out.push(format!(
+                    "missing required property \"{}\"",
+                    child(path, name)
+                ));
             }
         }
     }
@@ -154,7 +161,11 @@ fn check_one_of(branches: &[Value], value: &Value, path: &str, out: &mut Vec<Str
                 .flat_map(|b| declared_types(b))
                 .map(article)
                 .collect();
-            out.push(format!("\"{}\" must be {}", shown(path), wanted.join(" or ")));
+            out.push(format!(
+                "\"{}\" must be {}",
+                shown(path),
+                wanted.join(" or ")
+            ));
         }
         [only] => check(only, value, path, false, out),
         several => {

@@ -27,6 +27,7 @@ fn todo_schema() -> Value {
 }
 
 fn err(args: Value) -> String {
+    let args = args;
     validate_arguments(&todo_schema(), &args).unwrap_err()
 }
 
@@ -52,7 +53,10 @@ fn each_violation_format() {
         err(json!({"todos": [{"content": "a", "status": "done"}]})),
         r#"invalid arguments: "todos[0].status" must be one of ["pending","in_progress","completed"]"#
     );
-    assert_eq!(err(json!({})), r#"invalid arguments: missing required property "todos""#);
+    assert_eq!(
+        err(json!({})),
+        r#"invalid arguments: missing required property "todos""#
+    );
     assert_eq!(
         err(json!({"todos": [{"content": "a"}]})),
         r#"invalid arguments: missing required property "todos[0].status""#

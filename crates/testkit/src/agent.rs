@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use async_trait::async_trait;
 use harness_core::{
-    Agent, AgentError, AgentEvent, AgentId, AgentListener, AgentStatus, Busy, DisposeHook,
-    HookId, MaintenanceGuard, MessageSource, Registration, Session, UserMessage,
+    Agent, AgentError, AgentEvent, AgentId, AgentListener, AgentStatus, Busy, DisposeHook, HookId,
+    MaintenanceGuard, MessageSource, Registration, Session, UserMessage,
 };
 use serde_json::json;
 use tokio::sync::Notify;
@@ -124,13 +124,17 @@ impl MemoryAgent {
         self.clone()
     }
 
-    fn emit(&self, events: Vec<AgentEvent>) {
+    fn emit(&self, events: &[AgentEvent]) {
         if events.is_empty() {
             return;
         }
-        let listeners: Vec<AgentListener> =
-            self.lock().listeners.iter().map(|(_, l)| l.clone()).collect();
-        for event in &events {
+        let listeners: Vec<AgentListener> = self
+            .lock()
+            .listeners
+            .iter()
+            .map(|(_, l)| l.clone())
+            .collect();
+        for event in events {
             for listener in &listeners {
                 listener(event);
             }
@@ -202,7 +206,7 @@ impl MemoryAgent {
             session: self.id.to_string(),
             phase: "start",
         });
-        self.emit(vec![AgentEvent::Status(AgentStatus::Running)]);
+        self.emit(&[AgentEvent::Status(AgentStatus::Running)]);
         self.claim(turn, claimed);
     }
 
@@ -237,7 +241,7 @@ impl MemoryAgent {
             }
         }
         self.lock().turn_open = false;
-        self.emit(vec![AgentEvent::Status(AgentStatus::Idle)]);
+        self.emit(&[AgentEvent::Status(AgentStatus::Idle)]);
         self.idle.notify_waiters();
         self.wake.notify_one();
     }
@@ -249,7 +253,7 @@ impl MemoryAgent {
                 source: message.source.name().to_owned(),
                 text: message.joined_text(),
             });
-            self.emit(vec![AgentEvent::InboxClaimed { message, turn }]);
+            self.emit(&[AgentEvent::InboxClaimed { message, turn }]);
         }
     }
 
@@ -303,7 +307,7 @@ impl MemoryAgent {
         for (_, hook) in hooks {
             hook().await;
         }
-        self.emit(vec![AgentEvent::Disposed]);
+        self.emit(&[AgentEvent::Disposed]);
         self.lock().listeners.clear();
         if let Some(me) = self.me.upgrade() {
             self.host.directory.remove(&me.as_dyn());
@@ -330,7 +334,9 @@ impl MemoryAgent {
 async fn drive(agent: Weak<MemoryAgent>, wake: Arc<Notify>) {
     loop {
         {
-            let Some(strong) = agent.upgrade() else { return };
+            let Some(strong) = agent.upgrade() else {
+                return;
+            };
             if strong.lock().disposing {
                 return;
             }

@@ -37,7 +37,9 @@ pub struct ManualClock {
 
 impl std::fmt::Debug for ManualClock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ManualClock").field("now", &self.now()).finish()
+        f.debug_struct("ManualClock")
+            .field("now", &self.now())
+            .finish()
     }
 }
 
@@ -74,7 +76,9 @@ impl ManualClock {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.inner
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// Moves both clocks forward by `by`, firing due sleeps in order and settling after each.

@@ -140,7 +140,9 @@ impl Session for HostSession {
 
     async fn flush(&self) -> Result<(), PersistenceError> {
         if !self.faults.flush_outcome().await {
-            return Err(PersistenceError::Failed("injected flush failure".to_owned()));
+            return Err(PersistenceError::Failed(
+                "injected flush failure".to_owned(),
+            ));
         }
         self.inner.flush().await
     }

@@ -120,7 +120,11 @@ impl MemoryHarness {
 
     /// Sends every [`HostRecord`] to `recorder` from now on.
     pub fn set_recorder(&self, recorder: Recorder) {
-        *self.shared.recorder.lock().unwrap_or_else(|p| p.into_inner()) = Some(recorder);
+        *self
+            .shared
+            .recorder
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(recorder);
     }
 
     /// The store.
@@ -145,11 +149,8 @@ impl MemoryHarness {
 
     fn publish(&self, session: Arc<dyn harness_core::Session>) -> Arc<MemoryAgent> {
         let faults = self.faults(session.id());
-        let host_session: Arc<dyn harness_core::Session> = Arc::new(HostSession::new(
-            session,
-            faults,
-            self.projections.clone(),
-        ));
+        let host_session: Arc<dyn harness_core::Session> =
+            Arc::new(HostSession::new(session, faults, self.projections.clone()));
         self.projections.track(host_session.clone());
         let agent = MemoryAgent::spawn(host_session, self.shared.clone());
         self.agents_list().push(agent.clone());

@@ -1,2 +1,7 @@
 //! Integration tests of the in-memory host and the scenario runner.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly; clippy's test exemption covers only #[test] bodies"
+)]
 mod suite;

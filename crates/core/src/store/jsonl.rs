@@ -29,7 +29,9 @@ pub struct JsonlStore {
 
 impl std::fmt::Debug for JsonlStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("JsonlStore").field("dir", &self.dir).finish()
+        f.debug_struct("JsonlStore")
+            .field("dir", &self.dir)
+            .finish()
     }
 }
 
@@ -76,7 +78,9 @@ impl JsonlStore {
             .append(true)
             .open(path)
             .map_err(|source| io_error(path, source))?;
-        Ok(Arc::new(JsonlSession::new(header, events, clock, path, file)))
+        Ok(Arc::new(JsonlSession::new(
+            header, events, clock, path, file,
+        )))
     }
 }
 
@@ -163,8 +167,8 @@ fn parse_line(line: &[u8], want_header: bool, expected_seq: u64) -> Result<Line,
             .map(Line::Header)
             .map_err(|e| format!("invalid session header: {e}"));
     }
-    let event = serde_json::from_slice::<SessionEvent>(line)
-        .map_err(|e| format!("invalid event: {e}"))?;
+    let event =
+        serde_json::from_slice::<SessionEvent>(line).map_err(|e| format!("invalid event: {e}"))?;
     if event.seq != expected_seq {
         return Err(format!(
             "event seq {} where {expected_seq} was expected",
@@ -277,7 +281,9 @@ impl JsonlSession {
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, FileState> {
-        self.file.lock().unwrap_or_else(|poison| poison.into_inner())
+        self.file
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 }
 

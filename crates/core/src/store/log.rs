@@ -21,7 +21,9 @@ impl EventLog {
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Vec<SessionEvent>> {
-        self.events.read().unwrap_or_else(|poison| poison.into_inner())
+        self.events
+            .read()
+            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, Vec<SessionEvent>> {
@@ -36,7 +38,9 @@ impl EventLog {
 
     pub(crate) fn events_after(&self, after: u64) -> Vec<SessionEvent> {
         let events = self.read();
-        let start = usize::try_from(after).unwrap_or(usize::MAX).min(events.len());
+        let start = usize::try_from(after)
+            .unwrap_or(usize::MAX)
+            .min(events.len());
         events[start..].to_vec()
     }
 

@@ -43,11 +43,16 @@ async fn run(registry: &ToolRegistry, name: &str, args: Value) -> ToolOutput {
 #[tokio::test]
 async fn pipeline_validates_then_renders_errors() {
     let registry = ToolRegistry::new();
-    let _reg = registry.register(echo("echo"), RegistrationScope::Global).unwrap();
+    let _reg = registry
+        .register(echo("echo"), RegistrationScope::Global)
+        .unwrap();
     let ok = run(&registry, "echo", json!({"n": 1})).await;
     assert_eq!(ok, ToolOutput::json(json!({"n": 1})));
     let invalid = run(&registry, "echo", json!({"n": "x"})).await;
-    assert_eq!(invalid.text(), "Error: invalid arguments: \"n\" must be a number");
+    assert_eq!(
+        invalid.text(),
+        "Error: invalid arguments: \"n\" must be a number"
+    );
     assert!(invalid.is_error);
     assert_eq!(invalid.value, Value::Null);
     let thrown = run(&registry, "echo", json!({"n": 1, "fail": true})).await;
@@ -56,7 +61,9 @@ async fn pipeline_validates_then_renders_errors() {
     assert_eq!(unknown.text(), "Error: unknown tool: nope");
     let cancel = CancellationToken::new();
     cancel.cancel();
-    let aborted = registry.execute("echo", json!({"n": 1}), None, cancel).await;
+    let aborted = registry
+        .execute("echo", json!({"n": 1}), None, cancel)
+        .await;
     assert_eq!(aborted.text(), "Error: This operation was aborted");
 }
 
@@ -71,7 +78,9 @@ fn scopes_and_conflicts() {
         .register(echo("t"), RegistrationScope::Scoped(ScopeKey::from("b")))
         .unwrap();
     assert_eq!(
-        registry.register(echo("t"), RegistrationScope::Global).err(),
+        registry
+            .register(echo("t"), RegistrationScope::Global)
+            .err(),
         Some(RegisterError::ToolConflict("t".to_owned()))
     );
     assert_eq!(
@@ -80,7 +89,10 @@ fn scopes_and_conflicts() {
             .err(),
         Some(RegisterError::ToolConflict("t".to_owned()))
     );
-    assert_eq!(registry.definitions(Some(&[a.clone()])).len(), 1);
+    assert_eq!(
+        registry.definitions(Some(std::slice::from_ref(&a))).len(),
+        1
+    );
     assert_eq!(registry.definitions(None).len(), 0);
     scoped.unregister();
     scoped.unregister();

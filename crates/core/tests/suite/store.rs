@@ -34,7 +34,10 @@ async fn jsonl_round_trip_and_reopen() {
         .unwrap();
     session.append("turn/start", json!({"turn": 1})).unwrap();
     session
-        .append("todo/write", json!({"todos": [{"content": "a\nb \"q\"", "status": "pending"}]}))
+        .append(
+            "todo/write",
+            json!({"todos": [{"content": "a\nb \"q\"", "status": "pending"}]}),
+        )
         .unwrap();
     session.flush().await.unwrap();
     let text = std::fs::read_to_string(dir.path().join("s1.jsonl")).unwrap();
@@ -75,14 +78,20 @@ async fn torn_last_line_is_truncated_on_open() {
     session.flush().await.unwrap();
     let path = dir.path().join("s1.jsonl");
     let intact = std::fs::read(&path).unwrap();
-    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
     file.write_all(b"{\"seq\":2,\"type\":\"b\",\"ti").unwrap();
     drop(file);
     let reopened = store.open(&SessionId::from("s1")).unwrap();
     assert_eq!(reopened.len(), 1);
     assert_eq!(std::fs::read(&path).unwrap(), intact);
     // A complete value missing only its newline is torn too.
-    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
     file.write_all(br#"{"seq":2,"type":"b","time":"2026-08-05T12:00:00.000Z","data":{}}"#)
         .unwrap();
     drop(file);
@@ -110,9 +119,18 @@ async fn malformed_middle_line_is_an_error_naming_file_and_line() {
         }
         other => panic!("unexpected {other:?}"),
     }
-    assert_eq!(std::fs::read_to_string(&path).unwrap(), broken, "nothing truncated");
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        broken,
+        "nothing truncated"
+    );
     // A gap in sequence numbers is malformed too.
-    let gap = text.replacen("\"seq\":2", "\"seq\":5", 1) + &text.lines().nth(1).unwrap().replace("\"seq\":1", "\"seq\":6");
+    let gap = text.replacen("\"seq\":2", "\"seq\":5", 1)
+        + &text
+            .lines()
+            .nth(1)
+            .unwrap()
+            .replace("\"seq\":1", "\"seq\":6");
     std::fs::write(&path, format!("{gap}\n")).unwrap();
     assert!(matches!(
         store.open(&SessionId::from("s1")),

@@ -73,8 +73,9 @@ pub fn summarize_log(session: &dyn Session) -> Result<String, String> {
     }
     let header = serde_json::to_value(session.header()).map_err(|e| e.to_string())?;
     let store = harness_core::MemoryStore::new(Arc::new(ManualClock::at_default()));
-    let copy = harness_core::SessionStore::create_with_events(&store, session.header().clone(), events)
-        .map_err(|e| e.to_string())?;
+    let copy =
+        harness_core::SessionStore::create_with_events(&store, session.header().clone(), events)
+            .map_err(|e| e.to_string())?;
     let projections = with_default_host(async |host| {
         host.projections().track(copy.clone());
         let mut views = serde_json::Map::new();

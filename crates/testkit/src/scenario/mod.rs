@@ -429,7 +429,14 @@ impl Runner {
             "fake_job" => {
                 only(
                     step,
-                    &["session", "kind", "label", "stream", "outputLimitBytes", "onCancel"],
+                    &[
+                        "session",
+                        "kind",
+                        "label",
+                        "stream",
+                        "outputLimitBytes",
+                        "onCancel",
+                    ],
                 )?;
                 self.fake_job(step)?;
             }
@@ -601,10 +608,10 @@ impl Runner {
         let id = opt_string(step, "id")?.map_or_else(|| format!("L{line}"), str::to_owned);
         let is_async = opt_bool(step, "async")?.unwrap_or(false);
         let host = self.host()?;
-        if let Some(session) = &session {
-            if host.memory_agent(session).is_none() {
-                return Err(format!("no live agent for session {session}"));
-            }
+        if let Some(session) = &session
+            && host.memory_agent(session).is_none()
+        {
+            return Err(format!("no live agent for session {session}"));
         }
         if is_async {
             if self.calls.contains_key(&id) {
@@ -662,7 +669,9 @@ fn fail_flag(mode: &str) -> Result<bool, String> {
     match mode {
         "fail" => Ok(true),
         "ok" => Ok(false),
-        other => Err(format!("fault mode must be \"fail\" or \"ok\", not {other:?}")),
+        other => Err(format!(
+            "fault mode must be \"fail\" or \"ok\", not {other:?}"
+        )),
     }
 }
 

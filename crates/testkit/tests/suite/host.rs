@@ -72,7 +72,12 @@ async fn followup_wakes_an_idle_agent_and_inject_does_not() {
             turn("end"),
         ]
     );
-    let types: Vec<String> = agent.session().events().into_iter().map(|e| e.r#type).collect();
+    let types: Vec<String> = agent
+        .session()
+        .events()
+        .into_iter()
+        .map(|e| e.r#type)
+        .collect();
     assert_eq!(types, ["turn/start", "turn/end"]);
 }
 
@@ -83,13 +88,13 @@ async fn a_turn_cannot_end_with_an_unclaimed_injected_message() {
     let agent = host.create_session(SessionHeader::new("s1")).unwrap();
     // A listener that injects once more when the first notice is claimed.
     let again = agent.clone();
-    let fired = Arc::new(AtomicUsize::new(0));
-    let count = fired.clone();
+    let count = AtomicUsize::new(0);
     let _sub = agent.subscribe(Arc::new(move |event: &AgentEvent| {
-        if let AgentEvent::InboxClaimed { message, .. } = event {
-            if message.joined_text() == "n1" && count.fetch_add(1, Ordering::SeqCst) == 0 {
-                again.inject(notice("n2")).unwrap();
-            }
+        if let AgentEvent::InboxClaimed { message, .. } = event
+            && message.joined_text() == "n1"
+            && count.fetch_add(1, Ordering::SeqCst) == 0
+        {
+            again.inject(notice("n2")).unwrap();
         }
     }));
     agent.start_turn();
@@ -158,7 +163,11 @@ async fn maintenance_is_refused_while_a_turn_runs_and_parks_input() {
     assert!(matches!(agent.try_begin_maintenance(), Err(Busy)));
     agent.followup(notice("parked")).unwrap();
     settle().await;
-    assert_eq!(agent.turns(), 1, "input waits while maintenance holds the agent");
+    assert_eq!(
+        agent.turns(),
+        1,
+        "input waits while maintenance holds the agent"
+    );
     assert_eq!(agent.pending_input(), ["parked"]);
     let idle = {
         let agent = agent.clone();
@@ -204,7 +213,11 @@ async fn disposal_awaits_hooks_and_refuses_input() {
     assert!(disposing.is_finished());
     assert_eq!(done.load(Ordering::SeqCst), 1);
     assert!(host.memory_agent(&SessionId::from("s1")).is_none());
-    assert!(agent.add_dispose_hook(Box::new(|| Box::pin(async {}))).is_err());
+    assert!(
+        agent
+            .add_dispose_hook(Box::new(|| Box::pin(async {})))
+            .is_err()
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -216,7 +229,9 @@ async fn flush_failure_is_reported_and_append_faults_change_nothing() {
     faults.set_flush_fail(true);
     assert_eq!(
         session.flush().await,
-        Err(PersistenceError::Failed("injected flush failure".to_owned()))
+        Err(PersistenceError::Failed(
+            "injected flush failure".to_owned()
+        ))
     );
     faults.set_flush_fail(false);
     faults.script_flushes([false, true]);
@@ -243,10 +258,18 @@ async fn manual_clock_fires_sleeps_in_order_and_set_fires_nothing() {
         });
     }
     settle().await;
-    clock.set(chrono::DateTime::parse_from_rfc3339("2030-01-01T00:00:00Z").unwrap().into());
+    clock.set(
+        chrono::DateTime::parse_from_rfc3339("2030-01-01T00:00:00Z")
+            .unwrap()
+            .into(),
+    );
     settle().await;
     assert!(order.lock().unwrap().is_empty());
-    clock.set(chrono::DateTime::parse_from_rfc3339("2026-08-05T12:00:00Z").unwrap().into());
+    clock.set(
+        chrono::DateTime::parse_from_rfc3339("2026-08-05T12:00:00Z")
+            .unwrap()
+            .into(),
+    );
     clock.advance(Duration::from_secs(30)).await;
     assert_eq!(
         *order.lock().unwrap(),

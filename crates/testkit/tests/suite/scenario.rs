@@ -46,7 +46,10 @@ fn foundation_scenario_transcript_is_exact_and_stable() {
 #[test]
 fn scenario_errors_name_the_physical_line() {
     let cases = [
-        ("{\"do\":\"nope\"}", r#"{"kind":"error","line":1,"message":"unknown step \"nope\""}"#),
+        (
+            "{\"do\":\"nope\"}",
+            r#"{"kind":"error","line":1,"message":"unknown step \"nope\""}"#,
+        ),
         (
             "# c\n\n{\"do\":\"session\"}",
             r#"{"kind":"error","line":3,"message":"missing field \"id\""}"#,
@@ -63,7 +66,10 @@ fn scenario_errors_name_the_physical_line() {
             "{\"do\":\"user\",\"session\":\"ghost\",\"text\":\"x\"}",
             r#"{"kind":"error","line":1,"message":"no live agent for session ghost"}"#,
         ),
-        ("not json", r#"{"kind":"error","line":1,"message":"invalid JSON: expected ident at line 1 column 2"}"#),
+        (
+            "not json",
+            r#"{"kind":"error","line":1,"message":"invalid JSON: expected ident at line 1 column 2"}"#,
+        ),
     ];
     for (source, expected) in cases {
         let transcript = run_scenario(source);
