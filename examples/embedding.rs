@@ -10,8 +10,8 @@ use harness_core::{
     Agent, AgentDirectory, AgentError, AgentId, AgentListener, AgentStatus, AppendError, Busy,
     Clock, DisposeHook, Harness, HookId, LifecycleListener, MaintenanceGuard, MemoryStore,
     PersistenceError, Projection, ProjectionSet, PromptSection, PromptSections, RegisterError,
-    Registration, RegistrationScope, Session, SessionEvent, SessionHeader, SessionId,
-    SessionStore, SystemClock, Tool, ToolRegistry, UserMessage,
+    Registration, RegistrationScope, Session, SessionEvent, SessionHeader, SessionId, SessionStore,
+    SystemClock, Tool, ToolRegistry, UserMessage,
 };
 use serde_json::{Value, json};
 
@@ -115,11 +115,17 @@ impl Agent for MyAgent {
         AgentStatus::Idle
     }
     fn followup(&self, message: UserMessage) -> Result<(), AgentError> {
-        self.queue.lock().unwrap_or_else(|p| p.into_inner()).push(message);
+        self.queue
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(message);
         Ok(())
     }
     fn inject(&self, message: UserMessage) -> Result<(), AgentError> {
-        self.inbox.lock().unwrap_or_else(|p| p.into_inner()).push(message);
+        self.inbox
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(message);
         Ok(())
     }
     fn try_begin_maintenance(&self) -> Result<MaintenanceGuard, Busy> {
@@ -173,6 +179,9 @@ async fn main() -> anyhow::Result<()> {
         .await;
     println!("todo_write -> {}", output.text());
     let view = host.projections.view(&SessionId::from("s1"), "todos");
-    println!("todos projection -> {}", view.map_or(Value::Null, |v| v.value));
+    println!(
+        "todos projection -> {}",
+        view.map_or(Value::Null, |v| v.value)
+    );
     Ok(())
 }

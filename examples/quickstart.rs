@@ -1,12 +1,238 @@
-//! The main demo. Until the families land it plays a short scenario on the in-memory host.
+//! The main demo: one realistic session on the embedded defaults — the in-memory host from
+//! the testkit, a `JsonlStore` in a temporary folder, the system clock, real processes and
+//! real time. A scripted model plans with `todo_write`, starts a background shell job, is
+//! woken by its completion notice, reads the output, schedules a reminder, receives it as a
+//! woken turn, finishes its plan; then the session file is reopened to show that replay
+//! gives the same `todos` and no pending reminders.
 #![expect(clippy::print_stdout, reason = "an example prints its transcript")]
 
-fn main() {
-    let transcript = harness_testkit::scenario::run_scenario(
-        r#"{"do":"session","id":"demo"}
-{"do":"user","session":"demo","text":"Plan the release."}
-{"do":"log","session":"demo"}
-"#,
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use harness_core::{
+    Agent, Clock, JsonlStore, SessionHeader, SessionId, SessionStore, SystemClock, fold_events,
+};
+use harness_testkit::{HostRecord, MemoryAgent, MemoryHarness};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+/// The scripted model: each call prints what the model sends and what the tool returns.
+struct Model {
+    host: Arc<MemoryHarness>,
+    session: SessionId,
+}
+
+impl Model {
+    async fn call(&self, tool: &str, args: Value) -> Value {
+        println!("  model     → {tool} {args}");
+        let output = self.host.execute(tool, args, Some(&self.session)).await;
+        for line in output.text().lines() {
+            println!("  result    ← {line}");
+        }
+        output.value
+    }
+
+    fn say(&self, text: &str) {
+        println!("  model     : {text}");
+    }
+}
+
+fn show(record: &HostRecord) {
+    match record {
+        HostRecord::Turn { phase, .. } => println!("── turn {phase} ──"),
+        HostRecord::Claimed { source, text, .. } => {
+            let mut lines = text.lines();
+            println!("  {source:<9} ⇒ {}", lines.next().unwrap_or_default());
+            for line in lines {
+                println!("              {line}");
+            }
+        }
+        HostRecord::Followup { .. } | HostRecord::Inject { .. } => {}
+    }
+}
+
+/// Runs one turn by hand, as a runtime's loop would: claim the queued input, let the model
+/// act, close the turn, and make the log durable.
+async fn turn(agent: &Arc<MemoryAgent>, act: impl AsyncFnOnce()) -> anyhow::Result<()> {
+    agent.start_turn();
+    act().await;
+    agent.end_turn();
+    agent
+        .session()
+        .flush()
+        .await
+        .context("flushing the session")?;
+    Ok(())
+}
+
+/// Waits for the next followup a plugin queues (a completion notice or a reminder).
+async fn next_followup(
+    wakes: &mut mpsc::UnboundedReceiver<String>,
+    limit: Duration,
+) -> anyhow::Result<String> {
+    match tokio::time::timeout(limit, wakes.recv()).await {
+        Ok(Some(text)) => Ok(text),
+        _ => bail!("nothing woke the agent within {limit:?}"),
+    }
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let started = Instant::now();
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let folder = tempfile::Builder::new()
+        .prefix("harness-quickstart-")
+        .tempdir()?
+        .keep();
+    let store = Arc::new(JsonlStore::new(&folder, clock.clone())?);
+    let host = MemoryHarness::with_store(store.clone(), clock.clone());
+    // This demo drives its turns by hand, like a runtime's own loop.
+    host.set_auto_turns(false);
+    let (wake_tx, mut wakes) = mpsc::unbounded_channel();
+    host.set_recorder(Arc::new(move |record: HostRecord| {
+        if let HostRecord::Followup { text, .. } = &record {
+            let _ = wake_tx.send(text.clone());
+        }
+        show(&record);
+    }));
+
+    // Install the families, each with one call.
+    let harness = host.as_dyn();
+    let todo = harness_todo::install(
+        &harness,
+        harness_todo::TodoConfig {
+            allow_parallel_in_progress: false,
+        },
+    )?;
+    let jobs = harness_jobs_local::install(&harness, harness_jobs_local::JobsConfig::default())?;
+    let tool_jobs = harness_tool_jobs::install(
+        &harness,
+        jobs.registry(),
+        harness_tool_jobs::ToolJobsConfig::default(),
+    )?;
+    let schedule = harness_schedule::install(&harness, harness_schedule::ScheduleConfig {})?;
+    let bash = harness_bash::install(
+        &harness,
+        Some(jobs.registry()),
+        harness_bash::BashConfig::default(),
+    )?;
+
+    let id = SessionId::from("quickstart");
+    let agent = host.create_session(SessionHeader::new(id.clone()))?;
+    let model = Model {
+        host: host.clone(),
+        session: id.clone(),
+    };
+    println!("session file: {}", store.path_of(&id)?.display());
+    println!();
+
+    // Turn 1: the user asks; the model plans and starts the checks in the background.
+    agent.send_user(
+        "Run the release checks, then remind me to announce the release.",
+        None,
+    )?;
+    turn(&agent, async || {
+        model
+            .call(
+                "todo_write",
+                json!({"todos": [
+                    {"content": "Run the release checks", "status": "in_progress"},
+                    {"content": "Review the check results", "status": "pending"},
+                    {"content": "Remind the user to announce", "status": "pending"},
+                ]}),
+            )
+            .await;
+        model
+            .call(
+                "bash",
+                json!({
+                    "command": "for check in build tests docs; do echo \"$check: ok\"; sleep 0.3; done",
+                    "run_in_background": true,
+                }),
+            )
+            .await;
+        model.say("The checks run in the background; I will read them when they finish.");
+    })
+    .await?;
+
+    // Turn 2: woken by the completion notice; read the output, schedule the reminder.
+    next_followup(&mut wakes, Duration::from_secs(10)).await?;
+    turn(&agent, async || {
+        model.call("job_output", json!({"job_id": "bash-1"})).await;
+        model
+            .call(
+                "todo_write",
+                json!({"todos": [
+                    {"content": "Run the release checks", "status": "completed"},
+                    {"content": "Review the check results", "status": "completed"},
+                    {"content": "Remind the user to announce", "status": "in_progress"},
+                ]}),
+            )
+            .await;
+        model
+            .call(
+                "schedule_create",
+                json!({"prompt": "Announce the release", "after_seconds": 2}),
+            )
+            .await;
+    })
+    .await?;
+
+    // Turn 3: the reminder arrives as a woken turn; the plan is done.
+    next_followup(&mut wakes, Duration::from_secs(10)).await?;
+    turn(&agent, async || {
+        model.say("Reminder: time to announce the release. All checks passed.");
+        model
+            .call(
+                "todo_write",
+                json!({"todos": [
+                    {"content": "Run the release checks", "status": "completed"},
+                    {"content": "Review the check results", "status": "completed"},
+                    {"content": "Remind the user to announce", "status": "completed"},
+                ]}),
+            )
+            .await;
+        model.call("schedule_list", json!({})).await;
+    })
+    .await?;
+
+    let live = host
+        .projections()
+        .view(&id, harness_todo::TODOS_KEY)
+        .map_or(Value::Null, |v| v.value);
+
+    // Shut down as a process exit would, then replay the file.
+    host.dispose_all().await;
+    bash.dispose();
+    schedule.dispose().await;
+    tool_jobs.dispose();
+    jobs.dispose().await;
+    todo.dispose();
+
+    let reopened = store.open(&id)?;
+    let events = reopened.events();
+    let replayed = harness_todo::TodosProjection;
+    let state = fold_events(&replayed, &events);
+    let replayed_view = harness_core::Projection::view(&replayed, &state);
+    let reminders = harness_schedule::domain::ScheduleFold::open(&events, None)
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    println!();
+    println!(
+        "replayed {} events from {}",
+        events.len(),
+        store.path_of(&id)?.display()
     );
-    print!("{}", transcript.to_text());
+    println!("  todos (live)     = {live}");
+    println!("  todos (replayed) = {replayed_view}");
+    println!("  same todos after replay: {}", live == replayed_view);
+    println!(
+        "  pending reminders after replay: {}",
+        reminders.active_len()
+    );
+    println!("finished in {:.1}s", started.elapsed().as_secs_f64());
+    if live != replayed_view || reminders.active_len() != 0 {
+        bail!("replay disagrees with the live session");
+    }
+    Ok(())
 }
