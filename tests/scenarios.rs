@@ -27,13 +27,21 @@ fn every_scenario_matches_its_expected_transcript() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios");
     let mut files = Vec::new();
     scenario_files(&root, &mut files);
-    assert!(!files.is_empty(), "no scenario files under {}", root.display());
+    assert!(
+        !files.is_empty(),
+        "no scenario files under {}",
+        root.display()
+    );
     let mut failures = Vec::new();
     for file in &files {
         let source = std::fs::read_to_string(file).unwrap();
         let expected_path = file.with_extension("out.jsonl");
         let Ok(expected) = std::fs::read_to_string(&expected_path) else {
-            failures.push(format!("{}: missing {}", file.display(), expected_path.display()));
+            failures.push(format!(
+                "{}: missing {}",
+                file.display(),
+                expected_path.display()
+            ));
             continue;
         };
         let actual = harness_testkit::scenario::run_scenario(&source).to_text();
