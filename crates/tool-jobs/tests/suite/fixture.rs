@@ -8,16 +8,7 @@ use harness_jobs::{JobId, JobRegistry, JobSnapshot};
 use harness_testkit::{HostRecord, ManualClock, MemoryAgent, MemoryHarness};
 use serde_json::Value;
 
-// Until the testkit exports its fake producer, use its source file directly.
-#[path = "../../../testkit/src/fake_job.rs"]
-#[expect(
-    dead_code,
-    unreachable_pub,
-    reason = "shared source file; not every helper is used here"
-)]
-mod fake_job;
-
-pub(crate) use fake_job::{FakeJob, FakeProducer, OnCancel};
+pub(crate) use harness_testkit::{FakeJob, FakeProducer, OnCancel};
 
 /// `2026-08-05T12:00:00.000Z`, the manual clock's start, in epoch milliseconds.
 pub(crate) const T0: i64 = 1_785_931_200_000;
