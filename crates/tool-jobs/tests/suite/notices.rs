@@ -225,9 +225,16 @@ async fn teardown_never_notifies() {
         FakeProducer::new("bash", "sleep 61").on_cancel(OnCancel::Throw("cancel boom".into())),
         Some(&agent),
     );
+    let logs = LogCapture::default();
+    let _guard = tracing::subscriber::set_default(logs.subscriber());
     agent.dispose().await;
     settle().await;
     assert_eq!(fx.notices(), Vec::<String>::new());
+    assert!(
+        logs.text().contains("work may be orphaned"),
+        "{}",
+        logs.text()
+    );
     assert_eq!(settles.cancels(), [Some("owner disposed".to_owned())]);
     assert_eq!(throws.cancels(), [Some("owner disposed".to_owned())]);
     assert_eq!(
@@ -403,4 +410,64 @@ async fn a_settlement_in_the_idle_transition_window_still_wakes_the_owner() {
         ]
     );
     assert_eq!(agent.pending_injected(), Vec::<String>::new());
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_quiet_notice_pending_on_disposal_is_never_delivered() {
+    // C-138: the host drops a pending injected notice when its agent is disposed.
+    let fx = Fx::new(json!({"completionDelivery": "quiet"}));
+    let agent = fx.agent("s1");
+    let (_, job) = fx.start(FakeProducer::new("bash", "pnpm test"), Some(&agent));
+    job.settle(completed());
+    settle().await;
+    assert_eq!(
+        fx.take(),
+        [format!("inject s1: {}", exit0("bash-1", "pnpm test"))]
+    );
+    agent.dispose().await;
+    assert_eq!(agent.send_user("hello", None).is_err(), true);
+    agent.start_turn();
+    settle().await;
+    assert_eq!(fx.take(), Vec::<String>::new(), "no turn ever claims it");
+    assert_eq!(agent.turns(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_unmounted_tool_jobs_delivers_nothing() {
+    let mut fx = Fx::default_config();
+    let agent = fx.agent("s1");
+    let (_, job) = fx.start(FakeProducer::new("bash", "pnpm test"), Some(&agent));
+    fx.tool_jobs.take().unwrap().dispose();
+    job.settle(completed());
+    settle().await;
+    assert_eq!(fx.take(), Vec::<String>::new());
+}
+
+/// Captures formatted `tracing` output of the current thread.
+#[derive(Clone, Default)]
+struct LogCapture(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl LogCapture {
+    fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync {
+        let sink = self.clone();
+        tracing_subscriber::fmt()
+            .with_ansi(false)
+            .with_writer(move || sink.clone())
+            .finish()
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+impl std::io::Write for LogCapture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
