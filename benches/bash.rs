@@ -7,7 +7,8 @@
 //!   `head -c 1073741824 /dev/zero | cat > /dev/null` in the same run. Ratio = pipeline time
 //!   / job time (target ≥ 0.5). Peak RSS of this process (VmHWM) is reported against the
 //!   buffer caps + 8 MiB.
-//! - `spawn`: 200 sequential `bash -c true` jobs (spawn, wait for the end, read) against
+//! - `spawn`: 200 sequential `bash -c true` jobs through a `LocalJobRegistry` (start, registry
+//!   wait for the settlement, read) against
 //!   200 plain `tokio::process::Command` spawns of the same command. Ratio = job time /
 //!   plain time (target ≤ 1.3).
 //!
@@ -15,7 +16,6 @@
 #![expect(
     clippy::print_stderr,
     clippy::unwrap_used,
-    clippy::expect_used,
     reason = "a benchmark reports its numbers and unwraps its fixtures"
 )]
 
@@ -23,8 +23,12 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness::bash::{BashProcess, DEFAULT_MAX_OUTPUT_BYTES, ProcessOptions, SpillOptions};
-use harness::core::SystemClock;
+use harness::bash::{
+    BashConfig, BashJobs, BashProcess, DEFAULT_MAX_OUTPUT_BYTES, ProcessOptions, SpillOptions,
+};
+use harness::core::{Clock, RegistrationScope, SystemClock};
+use harness::jobs::JobRegistry;
+use harness::jobs_local::{JobLimits, LocalJobRegistry};
 
 const GIB: u64 = 1 << 30;
 const SPAWNS: usize = 200;
@@ -125,7 +129,11 @@ async fn throughput(bytes: u64) {
 }
 
 async fn spawn_overhead() {
-    let clock = Arc::new(SystemClock);
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    let local = LocalJobRegistry::new(JobLimits::default(), clock.clone(), None);
+    let registry: Arc<dyn JobRegistry> = Arc::new(local.clone());
+    let _controller = registry.attach_controller(RegistrationScope::Global, "bench");
+    let launcher = BashJobs::new(BashConfig::default(), clock, Some(registry.clone()));
     let mut plain = Vec::new();
     let mut jobs = Vec::new();
     for _ in 0..ROUNDS {
@@ -145,13 +153,14 @@ async fn spawn_overhead() {
         plain.push(started.elapsed());
         let started = Instant::now();
         for _ in 0..SPAWNS {
-            let process = BashProcess::spawn(ProcessOptions::new("true", clock.clone())).unwrap();
-            let end = process.wait().await;
-            assert_eq!(end.status, harness::bash::EndStatus::Exited(0));
-            assert_eq!(process.read(), "");
+            let id = launcher.start_background(None, "true", None).unwrap();
+            let snapshot = registry.wait(&id, 30_000.0, None, None).await.unwrap();
+            assert_eq!(snapshot.detail.as_deref(), Some("exit code: 0"));
+            assert_eq!(registry.read(&id, None).unwrap().text, "");
         }
         jobs.push(started.elapsed());
     }
+    local.dispose().await;
     let (plain, job) = (median(plain), median(jobs));
     eprintln!(
         "bash/spawn: {SPAWNS} jobs {:.3} s ({:.0} us each), {SPAWNS} plain spawns {:.3} s ({:.0} us each), ratio {:.2} (target <= 1.3)",

@@ -1,27 +1,4 @@
-//! harness-bash: background shell commands as jobs (todo-jobs §6, decisions 11 and 13).
-//!
-//! - [`BashProcess`] runs `bash -c COMMAND` in its own process group, reads stdout and
-//!   stderr concurrently into bounded buffers with a consuming cursor, spills the full output
-//!   to files, and cancels by signalling the whole group (SIGTERM, then SIGKILL after a grace
-//!   period measured through the [`harness_core::Clock`] seam).
-//! - [`bash_job_start`] / [`bash_hooks`] / [`bash_outcome`] make a process a job of kind
-//!   `bash` for any [`harness_jobs::JobRegistry`].
-//! - [`install`] registers the `bash` tool; [`BashJobs::start_background`] starts a
-//!   background job directly (hosts, the scenario runner).
-//!
-//! ```no_run
-//! use std::sync::Arc;
-//! use harness_bash::{BashProcess, ProcessOptions};
-//! use harness_core::SystemClock;
-//!
-//! # async fn demo() -> Result<(), harness_bash::BashError> {
-//! let process = BashProcess::spawn(ProcessOptions::new("echo out; echo err >&2", Arc::new(SystemClock)))?;
-//! let end = process.wait().await;
-//! assert_eq!(process.read(), "out\n[stderr]\nerr\n");
-//! assert_eq!(harness_bash::bash_outcome(&end).detail.as_deref(), Some("exit code: 0"));
-//! # Ok(())
-//! # }
-//! ```
+#![doc = include_str!("../README.md")]
 
 mod buffer;
 mod config;

@@ -222,6 +222,11 @@ impl Shared {
 
 impl Drop for Shared {
     fn drop(&mut self) {
+        // The supervisor is gone without finishing (its runtime shut down): kill the group
+        // as a last resort (the shell itself also gets `kill_on_drop`).
+        if !self.finished.load(Ordering::SeqCst) {
+            self.signal_group(Signal::KILL);
+        }
         // Spill files live as long as the process handle: the job record owns them.
         let streams = self.streams.get_mut().unwrap_or_else(|p| p.into_inner());
         for path in [streams.stdout_spill.take(), streams.stderr_spill.take()]
