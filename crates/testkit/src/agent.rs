@@ -11,6 +11,7 @@ use harness_core::{
 use serde_json::json;
 use tokio::sync::Notify;
 
+use crate::faults::HostSession;
 use crate::host::HostShared;
 
 /// What the host did, for transcripts (scenarios.md "Transcript lines").
@@ -79,10 +80,12 @@ struct State {
 /// * [`MemoryAgent::start_turn`] / [`MemoryAgent::end_turn`] drive a turn by hand.
 /// * [`Agent::try_begin_maintenance`] is refused while a turn or another maintenance task
 ///   runs; input that arrives meanwhile is parked until the guard drops.
-/// * [`MemoryAgent::dispose`] runs and awaits the disposal hooks.
+/// * [`MemoryAgent::dispose`] runs and awaits the disposal hooks, then flushes the store
+///   (bypassing fault injection), as a graceful shutdown would.
 pub struct MemoryAgent {
     id: AgentId,
     session: Arc<dyn Session>,
+    host_session: Arc<HostSession>,
     host: Arc<HostShared>,
     state: Mutex<State>,
     wake: Arc<Notify>,
@@ -91,7 +94,8 @@ pub struct MemoryAgent {
 }
 
 impl MemoryAgent {
-    pub(crate) fn spawn(session: Arc<dyn Session>, host: Arc<HostShared>) -> Arc<Self> {
+    pub(crate) fn spawn(host_session: Arc<HostSession>, host: Arc<HostShared>) -> Arc<Self> {
+        let session: Arc<dyn Session> = host_session.clone();
         let turns = session
             .events()
             .iter()
@@ -100,6 +104,7 @@ impl MemoryAgent {
         let agent = Arc::new_cyclic(|me| MemoryAgent {
             id: AgentId::from(session.id()),
             session,
+            host_session,
             host,
             state: Mutex::new(State {
                 turn: turns,
@@ -306,6 +311,10 @@ impl MemoryAgent {
         };
         for (_, hook) in hooks {
             hook().await;
+        }
+        // A graceful shutdown persists what the log holds (a crash is a restart without it).
+        if let Err(error) = self.host_session.flush_store().await {
+            tracing::warn!(agent = %self.id, "could not flush the session at disposal: {error}");
         }
         self.emit(&[AgentEvent::Disposed]);
         self.lock().listeners.clear();

@@ -109,6 +109,15 @@ impl HostSession {
     pub fn faults(&self) -> &Arc<SessionFaults> {
         &self.faults
     }
+
+    /// Flushes the store directly, bypassing fault injection and the flush counter: the
+    /// host's own persistence when an agent shuts down gracefully.
+    ///
+    /// # Errors
+    /// The store's [`PersistenceError`].
+    pub async fn flush_store(&self) -> Result<(), PersistenceError> {
+        self.inner.flush().await
+    }
 }
 
 #[async_trait]

@@ -149,8 +149,7 @@ impl MemoryHarness {
 
     fn publish(&self, session: Arc<dyn harness_core::Session>) -> Arc<MemoryAgent> {
         let faults = self.faults(session.id());
-        let host_session: Arc<dyn harness_core::Session> =
-            Arc::new(HostSession::new(session, faults, self.projections.clone()));
+        let host_session = Arc::new(HostSession::new(session, faults, self.projections.clone()));
         self.projections.track(host_session.clone());
         let agent = MemoryAgent::spawn(host_session, self.shared.clone());
         self.agents_list().push(agent.clone());
