@@ -1,8 +1,10 @@
 //! The process runner with real `bash` processes (real time, short durations).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use harness_bash::{BashError, BashProcess, EndStatus, ProcessEnd, SpillOptions, StreamStats};
+use harness_testkit::ManualClock;
 use pretty_assertions::assert_eq;
 
 use super::support::{
@@ -351,4 +353,31 @@ async fn cancel_racing_a_natural_exit_ends_once() {
         process.cancel();
         assert_eq!(process.try_end(), Some(end));
     }
+}
+
+#[tokio::test]
+async fn the_kill_grace_is_measured_through_the_clock_seam() {
+    let clock = Arc::new(ManualClock::at_default());
+    let mut options = options("trap '' TERM; echo ready; sleep 1000");
+    options.clock = clock.clone();
+    options.kill_grace = Duration::from_secs(2);
+    let process = BashProcess::spawn(options).unwrap();
+    read_until(&process, "ready").await;
+    process.cancel();
+    // The supervisor arms the grace timer on the manual clock; nothing escalates until the
+    // clock moves, however long that takes in real time.
+    wait_until(|| clock.pending_sleeps() == 1).await;
+    assert_eq!(process.try_end(), None);
+    assert_eq!(live_group_members(process.pid()), vec![process.pid()]);
+    clock.advance(Duration::from_millis(1999)).await;
+    assert_eq!(process.try_end(), None);
+    clock.advance(Duration::from_millis(1)).await;
+    assert_eq!(
+        finish(&process).await,
+        ProcessEnd {
+            status: EndStatus::Signaled(9),
+            cancel_requested: true
+        }
+    );
+    assert_group_gone(process.pid()).await;
 }
