@@ -535,9 +535,21 @@ impl Runner {
     async fn await_job(&mut self, step: &Step) -> Result<(), String> {
         let id = string(step, "job")?.to_owned();
         let limit = Duration::from_millis(opt_u64(step, "timeoutMs")?.unwrap_or(30_000));
-        let caller = self.owners.get(&id).cloned().flatten();
         let registry = self.registry()?;
         let job_id = harness_jobs::JobId::from(id.as_str());
+        // Jobs started by a step have a known owner; one started by a tool call (`bash` with
+        // `run_in_background`) belongs to whichever live session can see it.
+        let caller = match self.owners.get(&id) {
+            Some(owner) => owner.clone(),
+            None => {
+                let live: Vec<Option<harness_core::AgentId>> = std::iter::once(None)
+                    .chain(self.live.iter().map(|s| Some(harness_core::AgentId::from(s))))
+                    .collect();
+                live.into_iter()
+                    .find(|caller| registry.get(&job_id, caller.as_ref()).is_ok())
+                    .flatten()
+            }
+        };
         let started = std::time::Instant::now();
         loop {
             let snapshot = registry
