@@ -1,3 +1,238 @@
-//! Benchmarks for the jobs family (written by its issue).
+//! Benchmarks for the jobs family (issue 4), on a current-thread runtime (one core).
+//!
+//! - `jobs_cycle/start_settle_read`: start → settle → read of a batch of 10,000 fake jobs
+//!   across 10 owners through `LocalJobRegistry`; throughput is jobs/s (target ≥ 1,000,000).
+//! - `jobs_list/10k_own`: `list` for an owner with 10,000 records while 0 or 90,000 records
+//!   belong to 9 other owners; the two must cost the same (linear in the caller's records).
+//!
+//! After the criterion groups, one 100,000-job run reports jobs/s and the resident memory per
+//! terminal record (target ≤ 1 KiB) to stderr.
+#![expect(
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark reports its figures and unwraps its fixtures"
+)]
 
-fn main() {}
+use std::hint::black_box;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
+use harness::core::{Agent, AgentId, Registration, RegistrationScope, SessionHeader};
+use harness::jobs::{BoxError, JobHooks, JobId, JobKind, JobOutcome, JobRegistry, JobStart};
+use harness::jobs_local::{HarnessAgents, JobLimits, LocalJobRegistry};
+use harness_testkit::{ManualClock, MemoryHarness};
+use tokio::runtime::Runtime;
+use tokio::sync::oneshot;
+
+const OWNERS: usize = 10;
+const BATCH: usize = 10_000;
+const REPORT_JOBS: usize = 100_000;
+
+struct Fixture {
+    _host: Arc<MemoryHarness>,
+    registry: LocalJobRegistry,
+    owners: Vec<Arc<dyn Agent>>,
+    settled: Arc<AtomicUsize>,
+    _registrations: [Registration; 2],
+}
+
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn fixture(rt: &Runtime, owners: usize) -> Fixture {
+    let _guard = rt.enter();
+    let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
+    let registry = LocalJobRegistry::new(
+        JobLimits {
+            max_concurrent_jobs_per_owner: 1_000_000,
+            output_history_bytes: 1024 * 1024,
+        },
+        host.as_dyn().clock(),
+        Some(Arc::new(HarnessAgents::new(&host.as_dyn()))),
+    );
+    let owners = (0..owners)
+        .map(|n| {
+            host.create_session(SessionHeader::new(format!("owner-{n}")))
+                .unwrap()
+                .as_dyn()
+        })
+        .collect();
+    let controller = registry.attach_controller(RegistrationScope::Global, "bench");
+    // A completion listener, as tool-jobs always registers one; it also tells the cycle when
+    // every settlement task has run.
+    let settled = Arc::new(AtomicUsize::new(0));
+    let counter = settled.clone();
+    let listener = registry.on_job_done(
+        RegistrationScope::Global,
+        Arc::new(move |_, _| {
+            counter.fetch_add(1, Ordering::Relaxed);
+            Ok(None)
+        }),
+    );
+    Fixture {
+        _host: host,
+        registry,
+        owners,
+        settled,
+        _registrations: [controller, listener],
+    }
+}
+
+type Settle = oneshot::Sender<JobOutcome>;
+
+fn job(kind: &JobKind, owner: &Arc<dyn Agent>) -> (JobStart, Settle) {
+    let (settle, done) = oneshot::channel::<JobOutcome>();
+    let start = JobStart::new(kind.clone(), "bench job", move || {
+        Ok(JobHooks::new(|_| Ok(()), async move {
+            done.await.map_err(|e| -> BoxError { e.into() })
+        }))
+    })
+    .with_owner(owner.clone());
+    (start, settle)
+}
+
+/// Starts `n` jobs round-robin over the owners, settles them all, lets settlement run, and
+/// reads each once. Returns how many reads saw a terminal job.
+async fn cycle(fixture: &Fixture, n: usize) -> usize {
+    cycle_phases(fixture, n).await.0
+}
+
+/// [`cycle`], also returning the time spent starting, settling and reading.
+async fn cycle_phases(fixture: &Fixture, n: usize) -> (usize, [Duration; 3]) {
+    let t0 = Instant::now();
+    let kind = JobKind::new("bench");
+    let ids: Vec<AgentId> = fixture.owners.iter().map(|o| o.id().clone()).collect();
+    let mut started: Vec<(JobId, usize, Settle)> = Vec::with_capacity(n);
+    for i in 0..n {
+        let owner = i % fixture.owners.len();
+        let (start, settle) = job(&kind, &fixture.owners[owner]);
+        let id = fixture.registry.start(start).unwrap();
+        started.push((id, owner, settle));
+    }
+    let t1 = Instant::now();
+    let mut reads = Vec::with_capacity(n);
+    for (id, owner, settle) in started {
+        let _ = settle.send(JobOutcome::completed().with_output("ok"));
+        reads.push((id, owner));
+    }
+    // Let every settlement task run.
+    let target = fixture.settled.load(Ordering::Relaxed) + n;
+    while fixture.settled.load(Ordering::Relaxed) < target {
+        tokio::task::yield_now().await;
+    }
+    let t2 = Instant::now();
+    let mut terminal = 0;
+    for (id, owner) in &reads {
+        let read = fixture.registry.read(id, Some(&ids[*owner])).unwrap();
+        if read.snapshot.status.is_terminal() {
+            terminal += 1;
+        }
+        black_box(read);
+    }
+    let t3 = Instant::now();
+    (terminal, [t1 - t0, t2 - t1, t3 - t2])
+}
+
+fn bench_cycle(c: &mut Criterion) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("jobs_cycle");
+    group.throughput(Throughput::Elements(BATCH as u64));
+    group.sample_size(20);
+    group.bench_function("start_settle_read", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let fixture = fixture(&rt, OWNERS);
+                let started = Instant::now();
+                let terminal = rt.block_on(cycle(&fixture, BATCH));
+                total += started.elapsed();
+                assert_eq!(terminal, BATCH);
+            }
+            total
+        });
+    });
+    group.finish();
+}
+
+fn bench_list(c: &mut Criterion) {
+    let rt = runtime();
+    let mut group = c.benchmark_group("jobs_list");
+    for others in [0usize, 90_000] {
+        let fixture = fixture(&rt, OWNERS);
+        let kind = JobKind::new("bench");
+        rt.block_on(async {
+            let mut settles = Vec::new();
+            for i in 0..(10_000 + others) {
+                // The first owner gets 10,000 records; the others share the rest.
+                let owner = if i < 10_000 { 0 } else { 1 + i % (OWNERS - 1) };
+                let (start, settle) = job(&kind, &fixture.owners[owner]);
+                fixture.registry.start(start).unwrap();
+                settles.push(settle);
+            }
+            for settle in settles {
+                let _ = settle.send(JobOutcome::completed());
+            }
+            while fixture.settled.load(Ordering::Relaxed) < 10_000 + others {
+                tokio::task::yield_now().await;
+            }
+        });
+        let caller = fixture.owners[0].id().clone();
+        assert_eq!(fixture.registry.list(Some(&caller)).len(), 10_000);
+        group.throughput(Throughput::Elements(10_000));
+        group.bench_with_input(BenchmarkId::new("10k_own", others), &others, |b, _| {
+            b.iter(|| black_box(fixture.registry.list(Some(&caller))));
+        });
+    }
+    group.finish();
+}
+
+/// Resident set size in bytes, from `/proc/self/statm` (0 where unavailable).
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+fn report() {
+    let rt = runtime();
+    // Warm the allocator and the code paths once.
+    let warm = fixture(&rt, OWNERS);
+    rt.block_on(cycle(&warm, BATCH));
+    drop(warm);
+
+    let fixture = fixture(&rt, OWNERS);
+    let before = rss_bytes();
+    let started = Instant::now();
+    let (terminal, phases) = rt.block_on(cycle_phases(&fixture, REPORT_JOBS));
+    let elapsed = started.elapsed();
+    let after = rss_bytes();
+    assert_eq!(terminal, REPORT_JOBS);
+    assert_eq!(fixture.registry.record_count(), REPORT_JOBS);
+    let per_second = REPORT_JOBS as f64 / elapsed.as_secs_f64();
+    let per_record = after.saturating_sub(before) as f64 / REPORT_JOBS as f64;
+    eprintln!(
+        "jobs report: {REPORT_JOBS} jobs start→settle→read in {elapsed:?} = {per_second:.0} jobs/s \
+         (target ≥ 1000000); resident memory per terminal record ≈ {per_record:.0} bytes \
+         (target ≤ 1024); phases start {:?}, settle {:?}, read {:?}",
+        phases[0], phases[1], phases[2]
+    );
+}
+
+criterion_group!(benches, bench_cycle, bench_list);
+
+fn main() {
+    benches();
+    report();
+    Criterion::default().configure_from_args().final_summary();
+}

@@ -7,6 +7,7 @@
 
 use std::collections::hash_map::Entry;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -27,7 +28,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::history::History;
 use crate::state::{
-    Layered, OwnerEntry, OwnerKey, Record, State, Stream, Target, Waiter, owner_key, route, serves,
+    CancelFn, Layered, Layers, OwnerEntry, OwnerKey, Record, State, Stream, Target, Waiter,
+    for_each_route, owner_key, serves,
 };
 use crate::{AgentLookup, JobLimits};
 
@@ -55,6 +57,8 @@ pub struct LocalJobRegistry {
 
 pub(crate) struct Shared {
     state: Mutex<State>,
+    /// `listenersClosed` (§4.2): set once, at service disposal.
+    listeners_closed: AtomicBool,
     /// Woken after every settlement; teardown re-checks its records.
     settled: Notify,
     clock: Arc<dyn Clock>,
@@ -85,6 +89,7 @@ impl LocalJobRegistry {
     ) -> Self {
         let shared = Arc::new_cyclic(|me| Shared {
             state: Mutex::new(State::default()),
+            listeners_closed: AtomicBool::new(false),
             settled: Notify::new(),
             clock,
             agents,
@@ -124,15 +129,15 @@ impl LocalJobRegistry {
     /// registry is disposed`. Idempotent.
     pub async fn dispose(&self) {
         let sh = &self.shared;
-        let seqs: Vec<u64> = {
+        let ids: Vec<JobId> = {
             let mut state = sh.lock();
-            state.listeners_closed = true;
+            sh.listeners_closed.store(true, Ordering::SeqCst);
             state.disposed = true;
-            state.records.keys().copied().collect()
+            state.records.keys().cloned().collect()
         };
-        sh.teardown_cancel(&seqs, SERVICE_DISPOSED_REASON);
+        sh.teardown_cancel(&ids, SERVICE_DISPOSED_REASON);
         loop {
-            let all: Vec<u64> = sh.lock().records.keys().copied().collect();
+            let all: Vec<JobId> = sh.lock().records.keys().cloned().collect();
             sh.await_settled(&all).await;
             let grown = sh.lock().records.len() != all.len();
             if !grown {
@@ -141,9 +146,11 @@ impl LocalJobRegistry {
         }
         let (targets, entries) = {
             let mut state = sh.lock();
+            let mut records: Vec<&Record> = state.records.values().collect();
+            records.sort_by_key(|r| r.seq);
             let mut targets: Vec<Target> = Vec::new();
             let mut seen: Vec<Option<OwnerKey>> = Vec::new();
-            for record in state.records.values() {
+            for record in records {
                 let key = record.owner.as_ref().map(owner_key);
                 if !seen.contains(&key) {
                     seen.push(key);
@@ -151,7 +158,6 @@ impl LocalJobRegistry {
                 }
             }
             state.records.clear();
-            state.by_id.clear();
             state.by_owner_id.clear();
             state.unowned.clear();
             state.unowned_live = 0;
@@ -185,7 +191,12 @@ impl Shared {
     }
 
     /// Registers the owner's cleanup hook unless it has one (§4.3 step 5.3).
-    fn ensure_owner_hook(&self, owner: &Arc<dyn Agent>, key: OwnerKey) -> Result<(), JobError> {
+    fn ensure_owner_hook(
+        &self,
+        owner: &Arc<dyn Agent>,
+        key: OwnerKey,
+        chain: &Arc<[ScopeKey]>,
+    ) -> Result<(), JobError> {
         if self.lock().owners.contains_key(&key) {
             return Ok(());
         }
@@ -205,6 +216,7 @@ impl Shared {
                     vacant.insert(OwnerEntry {
                         agent: owner.clone(),
                         hook: hook_id,
+                        chain: chain.clone(),
                         live: 0,
                     });
                     false
@@ -220,26 +232,20 @@ impl Shared {
 
     /// Calls the change observers that serve `target` (§4.7), each contained.
     fn notify_changed(&self, target: &Target) {
-        let observers = route(&self.lock().observers, target.chain.as_deref());
-        for observer in observers {
-            match catch_unwind(AssertUnwindSafe(|| observer(target.owner.as_ref()))) {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => {
-                    tracing::warn!("jobs: onJobsChanged listener threw: {}", error_text(&error));
-                }
-                Err(_) => tracing::warn!("jobs: onJobsChanged listener threw: Error: panicked"),
-            }
+        let observers = self.lock().observers.clone();
+        if !observers.is_empty() {
+            self.call_observers(&observers, target);
         }
     }
 
-    /// Settles record `seq` with `outcome` (§4.6). First wins: a terminal record is left
-    /// alone and nobody is notified.
-    fn settle(&self, seq: u64, outcome: JobOutcome) {
+    /// Settles job `id` with `outcome` (§4.6). First wins: a terminal record is left alone
+    /// and nobody is notified.
+    fn settle(&self, id: &JobId, outcome: JobOutcome) {
         let now = self.now_millis();
-        let (snapshot, target) = {
+        let (snapshot, target, observers, listeners) = {
             let mut state = self.lock();
             let state = &mut *state;
-            let Some(record) = state.records.get_mut(&seq) else {
+            let Some(record) = state.records.get_mut(id) else {
                 return;
             };
             if record.status.is_terminal() {
@@ -249,7 +255,7 @@ impl Shared {
             record.detail = outcome.detail.map(Arc::from);
             record.output = match record.stream {
                 Some(_) => None,
-                None => outcome.output.map(Arc::from),
+                None => outcome.output,
             };
             // A wall clock moved back never makes a record finish before it started.
             record.finished_at = Some(now.max(record.started_at));
@@ -257,15 +263,18 @@ impl Shared {
             if let Some(progress) = record.progress.take() {
                 progress.set_observer(None);
             }
-            let mut released = Vec::with_capacity(record.waiters.len());
-            for waiter in record.waiters.drain(..) {
+            let mut counted = false;
+            let waiters = std::mem::take(&mut record.waiters);
+            let mut released = Vec::new();
+            for waiter in waiters {
                 // An aborted wait does not count, even if its task has not run yet (§4.5).
                 if waiter.cancel.as_ref().is_some_and(|c| c.is_cancelled()) {
                     continue;
                 }
+                counted = true;
                 released.push(waiter.resolve);
             }
-            if !released.is_empty() {
+            if counted {
                 record.reported = true;
             }
             let snapshot = record.snapshot();
@@ -274,20 +283,37 @@ impl Shared {
             }
             let target = record.route_target();
             state.release(target.owner.as_ref().map(owner_key));
-            (snapshot, target)
+            (
+                snapshot,
+                target,
+                state.observers.clone(),
+                state.done_listeners.clone(),
+            )
         };
         self.settled.notify_waiters();
-        self.notify_changed(&target);
-        let listeners = {
-            let state = self.lock();
-            if state.listeners_closed {
-                return;
-            }
-            route(&state.done_listeners, target.chain.as_deref())
-        };
-        for listener in listeners {
-            self.call_done_listener(&listener, &snapshot, target.owner.as_ref());
+        if !observers.is_empty() {
+            self.call_observers(&observers, &target);
         }
+        if self.listeners_closed.load(Ordering::SeqCst) || listeners.is_empty() {
+            return;
+        }
+        for_each_route(&listeners, target.chain.as_deref(), |listener| {
+            self.call_done_listener(listener, &snapshot, target.owner.as_ref());
+        });
+    }
+
+    fn call_observers(&self, observers: &[Layered<JobsChangedListener>], target: &Target) {
+        for_each_route(
+            observers,
+            target.chain.as_deref(),
+            |observer| match catch_unwind(AssertUnwindSafe(|| observer(target.owner.as_ref()))) {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!("jobs: onJobsChanged listener threw: {}", error_text(&error));
+                }
+                Err(_) => tracing::warn!("jobs: onJobsChanged listener threw: Error: panicked"),
+            },
+        );
     }
 
     fn call_done_listener(
@@ -330,26 +356,26 @@ impl Shared {
         }
     }
 
-    /// Teardown cancellation (§4.8) of every live record in `seqs` with `reason`.
-    fn teardown_cancel(&self, seqs: &[u64], reason: &str) {
-        for &seq in seqs {
-            let (cancel, id) = {
+    /// Teardown cancellation (§4.8) of every live record in `ids` with `reason`.
+    fn teardown_cancel(&self, ids: &[JobId], reason: &str) {
+        for id in ids {
+            let cancel = {
                 let mut state = self.lock();
-                let Some(record) = state.records.get_mut(&seq) else {
+                let Some(record) = state.records.get_mut(id) else {
                     continue;
                 };
                 if record.status.is_terminal() {
                     continue;
                 }
                 record.reported = true;
-                (record.cancel.clone(), record.id.clone())
+                record.cancel.clone()
             };
             let Some(cancel) = cancel else { continue };
             match call_cancel(&cancel, Some(reason)) {
                 Ok(()) => {
                     let target = {
                         let mut state = self.lock();
-                        match state.records.get_mut(&seq) {
+                        match state.records.get_mut(id) {
                             Some(record) if record.status.is_live() => {
                                 record.status = JobStatus::Stopping;
                                 Some(record.route_target())
@@ -367,7 +393,7 @@ impl Shared {
                         "jobs: cancel of {id} threw during teardown; job record forced failed and work may be orphaned: {error}"
                     );
                     self.settle(
-                        seq,
+                        id,
                         JobOutcome::failed().with_detail(format!(
                             "cancel threw during teardown; work may be orphaned: {error}"
                         )),
@@ -377,20 +403,16 @@ impl Shared {
         }
     }
 
-    /// Completes when every record in `seqs` is terminal or gone.
-    async fn await_settled(&self, seqs: &[u64]) {
+    /// Completes when every record in `ids` is terminal or gone.
+    async fn await_settled(&self, ids: &[JobId]) {
         loop {
             let notified = self.settled.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
             let done = {
                 let state = self.lock();
-                seqs.iter().all(|seq| {
-                    state
-                        .records
-                        .get(seq)
-                        .is_none_or(|r| r.status.is_terminal())
-                })
+                ids.iter()
+                    .all(|id| state.records.get(id).is_none_or(|r| r.status.is_terminal()))
             };
             if done {
                 return;
@@ -401,45 +423,44 @@ impl Shared {
 
     /// The owner's cleanup (§4.8), run and awaited by the agent's disposal.
     async fn owner_disposed(&self, key: OwnerKey) {
-        let (agent, seqs) = {
+        let (agent, ids) = {
             let mut state = self.lock();
             let Some(entry) = state.owners.remove(&key) else {
                 return;
             };
-            let seqs: Vec<u64> = state
+            let ids: Vec<JobId> = state
                 .by_owner_id
                 .get(entry.agent.id())
-                .map(|seqs| {
-                    seqs.iter()
-                        .copied()
-                        .filter(|seq| {
+                .map(|ids| {
+                    ids.iter()
+                        .filter(|id| {
                             state
                                 .records
-                                .get(seq)
+                                .get(*id)
                                 .and_then(|r| r.owner.as_ref())
                                 .is_some_and(|o| owner_key(o) == key)
                         })
+                        .cloned()
                         .collect()
                 })
                 .unwrap_or_default();
-            (entry.agent, seqs)
+            (entry.agent, ids)
         };
-        self.teardown_cancel(&seqs, OWNER_DISPOSED_REASON);
-        self.await_settled(&seqs).await;
-        if seqs.is_empty() {
+        self.teardown_cancel(&ids, OWNER_DISPOSED_REASON);
+        self.await_settled(&ids).await;
+        if ids.is_empty() {
             return;
         }
         let target = {
             let mut state = self.lock();
             let mut target = Target::default();
-            for seq in &seqs {
-                if let Some(record) = state.records.remove(seq) {
-                    state.by_id.remove(&record.id);
+            for id in &ids {
+                if let Some(record) = state.records.remove(id) {
                     target = record.route_target();
                 }
             }
             if let Some(list) = state.by_owner_id.get_mut(agent.id()) {
-                list.retain(|seq| !seqs.contains(seq));
+                list.retain(|id| !ids.contains(id));
                 if list.is_empty() {
                     state.by_owner_id.remove(agent.id());
                 }
@@ -449,11 +470,11 @@ impl Shared {
         self.notify_changed(&target);
     }
 
-    /// The progress observer of record `seq`: a change shows in `list`, so observers hear.
-    fn progress_changed(&self, seq: u64) {
+    /// The progress observer of job `id`: a change shows in `list`, so observers hear.
+    fn progress_changed(&self, id: &JobId) {
         let target = {
             let state = self.lock();
-            match state.records.get(&seq) {
+            match state.records.get(id) {
                 Some(record) if record.status.is_live() => record.route_target(),
                 _ => return,
             }
@@ -463,7 +484,7 @@ impl Shared {
 }
 
 /// Drives one job's `done` and settles it (§4.6), on the runtime, never inside `start`.
-async fn drive_settlement(shared: Weak<Shared>, seq: u64, id: JobId, done: DoneFuture) {
+async fn drive_settlement(shared: Weak<Shared>, id: JobId, done: DoneFuture) {
     let result = AssertUnwindSafe(done).catch_unwind().await;
     let outcome = match result {
         Ok(Ok(outcome)) => outcome,
@@ -471,7 +492,7 @@ async fn drive_settlement(shared: Weak<Shared>, seq: u64, id: JobId, done: DoneF
         Err(_) => rejected(&id, "Error: producer done future panicked"),
     };
     if let Some(shared) = shared.upgrade() {
-        shared.settle(seq, outcome);
+        shared.settle(&id, outcome);
     }
 }
 
@@ -487,7 +508,7 @@ fn error_text(error: &BoxError) -> String {
     format!("Error: {error}")
 }
 
-fn call_cancel(cancel: &Arc<crate::state::CancelFn>, reason: Option<&str>) -> Result<(), BoxError> {
+fn call_cancel(cancel: &Arc<CancelFn>, reason: Option<&str>) -> Result<(), BoxError> {
     match catch_unwind(AssertUnwindSafe(|| cancel(reason))) {
         Ok(result) => result,
         Err(_) => Err("producer cancel panicked".into()),
@@ -513,21 +534,63 @@ fn call_read_at(stream: &Mutex<Stream>, cursor: u64) -> Result<(String, bool, u6
     Ok(stream.history.text_from(cursor))
 }
 
-fn registration<T>(
+fn register<T>(
     shared: &Arc<Shared>,
-    id: u64,
-    pick: fn(&mut State) -> &mut Vec<Layered<T>>,
+    scope: RegistrationScope,
+    item: T,
+    pick: fn(&mut State) -> &mut Layers<T>,
 ) -> Registration
 where
-    T: Send + 'static,
+    T: Clone + Send + Sync + 'static,
 {
+    let id = {
+        let mut state = shared.lock();
+        let id = state.next_id();
+        Arc::make_mut(pick(&mut state)).push(Layered { id, scope, item });
+        id
+    };
     let weak = Arc::downgrade(shared);
     Registration::new(move || {
         if let Some(shared) = weak.upgrade() {
             let mut state = shared.lock();
-            pick(&mut state).retain(|l| l.id != id);
+            let layers = pick(&mut state);
+            if layers.iter().any(|l| l.id == id) {
+                Arc::make_mut(layers).retain(|l| l.id != id);
+            }
         }
     })
+}
+
+/// `<kind>-<n>` as a job id, with a single allocation for ordinary kinds.
+fn job_id(kind: &str, n: u64) -> JobId {
+    let mut buffer = [0u8; 64];
+    let mut digits = [0u8; 20];
+    let mut len = 0;
+    let mut rest = n;
+    loop {
+        digits[len] = b'0' + (rest % 10) as u8;
+        len += 1;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let total = kind.len() + 1 + len;
+    if total > buffer.len() {
+        return JobId::new(format!("{kind}-{n}"));
+    }
+    buffer[..kind.len()].copy_from_slice(kind.as_bytes());
+    buffer[kind.len()] = b'-';
+    for (slot, digit) in buffer[kind.len() + 1..total]
+        .iter_mut()
+        .zip(digits[..len].iter().rev())
+    {
+        *slot = *digit;
+    }
+    match std::str::from_utf8(&buffer[..total]) {
+        Ok(text) => JobId::new(text),
+        Err(_) => JobId::new(format!("{kind}-{n}")),
+    }
 }
 
 #[async_trait]
@@ -541,19 +604,33 @@ impl JobRegistry for LocalJobRegistry {
             owner,
             run,
         } = spec;
-        let chain: Option<Arc<[ScopeKey]>> = owner.as_ref().map(|o| Arc::from(o.scope_chain()));
-        {
+        let key = owner.as_ref().map(owner_key);
+        // 1. Controller fence (an owner's chain is read once and cached with its entry).
+        let cached = {
             let state = sh.lock();
             if state.disposed {
                 return Err(JobError::Unavailable(
                     "the job registry is disposed".to_owned(),
                 ));
             }
-            // 1. Controller fence.
-            if !serves(&state.controllers, chain.as_deref()) {
+            let cached = key.and_then(|k| state.owners.get(&k).map(|e| e.chain.clone()));
+            if (key.is_none() || cached.is_some()) && !serves(&state.controllers, cached.as_deref())
+            {
                 return Err(JobError::NoController);
             }
-        }
+            cached
+        };
+        let chain: Option<Arc<[ScopeKey]>> = match (&owner, cached) {
+            (Some(_), Some(chain)) => Some(chain),
+            (Some(owner), None) => {
+                let chain: Arc<[ScopeKey]> = Arc::from(owner.scope_chain());
+                if !serves(&sh.lock().controllers, Some(&chain)) {
+                    return Err(JobError::NoController);
+                }
+                Some(chain)
+            }
+            (None, _) => None,
+        };
         let Some(runtime) = sh.runtime() else {
             return Err(JobError::Unavailable(
                 "no tokio runtime is available to drive job settlement".to_owned(),
@@ -572,29 +649,24 @@ impl JobRegistry for LocalJobRegistry {
             return Err(JobError::InvalidOutputLimit(limit));
         }
         // 5. Owner.
-        let key = match &owner {
-            Some(owner) => {
-                let agents = sh
-                    .agents
-                    .as_ref()
-                    .filter(|a| a.is_available())
-                    .ok_or(JobError::NoAgentRegistry)?;
-                let live = agents.live_agent(owner.id());
-                if !live.is_some_and(|live| same_agent(&live, owner)) {
-                    return Err(JobError::NotRegisteredInstance(owner.id().clone()));
-                }
-                let key = owner_key(owner);
-                sh.ensure_owner_hook(owner, key)?;
-                Some(key)
+        if let (Some(owner), Some(key), Some(chain)) = (&owner, key, &chain) {
+            let agents = sh
+                .agents
+                .as_ref()
+                .filter(|a| a.is_available())
+                .ok_or(JobError::NoAgentRegistry)?;
+            let live = agents.live_agent(owner.id());
+            if !live.is_some_and(|live| same_agent(&live, owner)) {
+                return Err(JobError::NotRegisteredInstance(owner.id().clone()));
             }
-            None => None,
-        };
+            sh.ensure_owner_hook(owner, key, chain)?;
+        }
         // 6. Admission: reserve a slot so concurrent starts cannot overshoot the cap.
         {
             let mut state = sh.lock();
             let limit = sh.limits.max_concurrent_jobs_per_owner;
             let Some(live) = state.bucket(key) else {
-                // The owner's cleanup ran between the hook check and now: it is disposing.
+                // The owner's cleanup ran since its hook was checked: it is disposing.
                 let id = owner
                     .as_ref()
                     .map(|o| o.id().clone())
@@ -625,38 +697,44 @@ impl JobRegistry for LocalJobRegistry {
             progress,
         } = hooks;
         let started_at = sh.now_millis();
+        let label: Arc<str> = Arc::from(label);
+        let cancel: Arc<CancelFn> = Arc::from(cancel);
+        let stream = read_output.map(|read| {
+            Arc::new(Mutex::new(Stream {
+                read,
+                history: History::new(sh.limits.output_history_bytes),
+            }))
+        });
         // 8.–9. Id and record.
-        let (id, seq, disposed, target) = {
+        let (id, disposed, target, observers) = {
             let mut state = sh.lock();
             let state = &mut *state;
             let counter = state.counters.entry(kind.clone()).or_insert(0);
             *counter += 1;
-            let id = JobId::new(format!("{kind}-{counter}"));
+            let id = job_id(kind.as_str(), *counter);
             state.next_seq += 1;
             let seq = state.next_seq;
             match &owner {
-                Some(owner) => state
-                    .by_owner_id
-                    .entry(owner.id().clone())
-                    .or_default()
-                    .push(seq),
-                None => state.unowned.push(seq),
+                Some(owner) => match state.by_owner_id.get_mut(owner.id()) {
+                    Some(list) => list.push(id.clone()),
+                    None => {
+                        state
+                            .by_owner_id
+                            .insert(owner.id().clone(), vec![id.clone()]);
+                    }
+                },
+                None => state.unowned.push(id.clone()),
             }
-            state.by_id.insert(id.clone(), seq);
             let record = Record {
+                seq,
                 id: id.clone(),
                 kind,
-                label: Arc::from(label),
+                label,
                 limit: output_limit_bytes,
                 owner,
                 chain,
-                cancel: Some(Arc::from(cancel)),
-                stream: read_output.map(|read| {
-                    Arc::new(Mutex::new(Stream {
-                        read,
-                        history: History::new(sh.limits.output_history_bytes),
-                    }))
-                }),
+                cancel: Some(cancel),
+                stream,
                 progress,
                 status: JobStatus::Running,
                 detail: None,
@@ -669,44 +747,54 @@ impl JobRegistry for LocalJobRegistry {
             let target = record.route_target();
             if let Some(progress) = &record.progress {
                 let weak = sh.me.clone();
+                let job = id.clone();
                 progress.set_observer(Some(Arc::new(move || {
                     if let Some(shared) = weak.upgrade() {
-                        shared.progress_changed(seq);
+                        shared.progress_changed(&job);
                     }
                 })));
             }
-            state.records.insert(seq, record);
-            (id, seq, state.disposed, target)
+            state.records.insert(id.clone(), record);
+            (id, state.disposed, target, state.observers.clone())
         };
         // 10. Settlement continuation (always asynchronous).
-        drop(runtime.spawn(drive_settlement(sh.me.clone(), seq, id.clone(), done)));
+        drop(runtime.spawn(drive_settlement(sh.me.clone(), id.clone(), done)));
         // 11. Observers.
-        sh.notify_changed(&target);
+        if !observers.is_empty() {
+            sh.call_observers(&observers, &target);
+        }
         if disposed {
             // Disposal began while `run` was executing: this job joins the teardown.
-            sh.teardown_cancel(&[seq], SERVICE_DISPOSED_REASON);
+            sh.teardown_cancel(std::slice::from_ref(&id), SERVICE_DISPOSED_REASON);
         }
         Ok(id)
     }
 
     fn list(&self, caller: Option<&AgentId>) -> Vec<JobSnapshot> {
         let state = self.shared.lock();
-        let owned: &[u64] = caller
+        let owned: &[JobId] = caller
             .and_then(|c| state.by_owner_id.get(c))
             .map_or(&[], Vec::as_slice);
         let unowned = state.unowned.as_slice();
         let mut out = Vec::with_capacity(owned.len() + unowned.len());
-        let (mut i, mut j) = (0, 0);
-        while i < owned.len() || j < unowned.len() {
-            let seq = if j >= unowned.len() || (i < owned.len() && owned[i] < unowned[j]) {
-                i += 1;
-                owned[i - 1]
-            } else {
-                j += 1;
-                unowned[j - 1]
+        let mut owned = owned
+            .iter()
+            .filter_map(|id| state.records.get(id))
+            .peekable();
+        let mut unowned = unowned
+            .iter()
+            .filter_map(|id| state.records.get(id))
+            .peekable();
+        loop {
+            let next = match (owned.peek(), unowned.peek()) {
+                (Some(a), Some(b)) if a.seq < b.seq => owned.next(),
+                (Some(_), Some(_)) | (None, Some(_)) => unowned.next(),
+                (Some(_), None) => owned.next(),
+                (None, None) => None,
             };
-            if let Some(record) = state.records.get(&seq) {
-                out.push(record.snapshot());
+            match next {
+                Some(record) => out.push(record.snapshot()),
+                None => break,
             }
         }
         out
@@ -714,20 +802,19 @@ impl JobRegistry for LocalJobRegistry {
 
     fn get(&self, id: &JobId, caller: Option<&AgentId>) -> Result<JobSnapshot, JobError> {
         let mut state = self.shared.lock();
-        let (_, record) = state.find(id, caller)?;
-        Ok(record.snapshot())
+        Ok(state.find(id, caller)?.snapshot())
     }
 
     fn read(&self, id: &JobId, caller: Option<&AgentId>) -> Result<JobRead, JobError> {
-        let (seq, stream) = {
+        let stream = {
             let mut state = self.shared.lock();
-            let (seq, record) = state.find(id, caller)?;
+            let record = state.find(id, caller)?;
             match &record.stream {
-                Some(stream) => (seq, stream.clone()),
+                Some(stream) => stream.clone(),
                 None => {
                     let terminal = record.status.is_terminal();
                     let text = match (&record.output, terminal) {
-                        (Some(output), true) => output.to_string(),
+                        (Some(output), true) => output.clone(),
                         _ => String::new(),
                     };
                     if terminal {
@@ -744,7 +831,7 @@ impl JobRegistry for LocalJobRegistry {
         let mut state = self.shared.lock();
         let record = state
             .records
-            .get_mut(&seq)
+            .get_mut(id)
             .ok_or_else(|| JobError::UnknownJob(id.clone()))?;
         if record.status.is_terminal() {
             record.reported = true;
@@ -761,14 +848,14 @@ impl JobRegistry for LocalJobRegistry {
         cursor: u64,
         caller: Option<&AgentId>,
     ) -> Result<JobReadAt, JobError> {
-        let (seq, stream) = {
+        let stream = {
             let mut state = self.shared.lock();
-            let (seq, record) = state.find(id, caller)?;
+            let record = state.find(id, caller)?;
             match &record.stream {
-                Some(stream) => (seq, stream.clone()),
+                Some(stream) => stream.clone(),
                 None => {
                     let output = match (&record.output, record.status.is_terminal()) {
-                        (Some(output), true) => output.as_ref(),
+                        (Some(output), true) => output.as_str(),
                         _ => "",
                     };
                     let start = usize::try_from(cursor)
@@ -788,7 +875,7 @@ impl JobRegistry for LocalJobRegistry {
         let state = self.shared.lock();
         let record = state
             .records
-            .get(&seq)
+            .get(id)
             .ok_or_else(|| JobError::UnknownJob(id.clone()))?;
         Ok(JobReadAt {
             text,
@@ -805,21 +892,21 @@ impl JobRegistry for LocalJobRegistry {
         reason: Option<&str>,
     ) -> Result<KillOutcome, JobError> {
         let sh = &self.shared;
-        let (seq, cancel) = {
+        let cancel = {
             let mut state = sh.lock();
-            let (seq, record) = state.find(id, caller)?;
+            let record = state.find(id, caller)?;
             if record.status.is_terminal() {
                 record.reported = true;
                 return Ok(KillOutcome::AlreadyFinished);
             }
-            (seq, record.cancel.clone())
+            record.cancel.clone()
         };
         if let Some(cancel) = cancel {
             call_cancel(&cancel, reason).map_err(JobError::Producer)?;
         }
         let target = {
             let mut state = sh.lock();
-            match state.records.get_mut(&seq) {
+            match state.records.get_mut(id) {
                 Some(record) => {
                     record.reported = true;
                     if record.status.is_live() {
@@ -846,10 +933,12 @@ impl JobRegistry for LocalJobRegistry {
         cancel: Option<CancellationToken>,
     ) -> Result<JobSnapshot, JobError> {
         let sh = &self.shared;
-        let (seq, waiter_id, resolved) = {
+        let (waiter_id, resolved) = {
             let mut state = sh.lock();
             let state = &mut *state;
-            let (seq, record) = state.find(id, caller)?;
+            state.next_id += 1;
+            let waiter_id = state.next_id;
+            let record = state.find(id, caller)?;
             if !timeout_ms.is_finite() || timeout_ms <= 0.0 {
                 return Err(JobError::invalid_wait_timeout(timeout_ms));
             }
@@ -861,16 +950,12 @@ impl JobRegistry for LocalJobRegistry {
                 return Err(JobError::WaitAborted);
             }
             let (resolve, resolved) = oneshot::channel();
-            state.next_id += 1;
-            let waiter_id = state.next_id;
-            if let Some(record) = state.records.get_mut(&seq) {
-                record.waiters.push(Waiter {
-                    id: waiter_id,
-                    cancel: cancel.clone(),
-                    resolve,
-                });
-            }
-            (seq, waiter_id, resolved)
+            record.waiters.push(Waiter {
+                id: waiter_id,
+                cancel: cancel.clone(),
+                resolve,
+            });
+            (waiter_id, resolved)
         };
         let duration = Duration::from_secs_f64(timeout_ms.min(MAX_WAIT_TIMEOUT_MS) / 1000.0);
         let sleep = sh.clock.sleep(duration);
@@ -881,11 +966,6 @@ impl JobRegistry for LocalJobRegistry {
             }
         };
         tokio::pin!(resolved, sleep, aborted);
-        enum Woke {
-            Settled(Result<JobSnapshot, oneshot::Canceled>),
-            Aborted,
-            TimedOut,
-        }
         let woke = tokio::select! {
             biased;
             result = &mut resolved => Woke::Settled(result),
@@ -899,7 +979,7 @@ impl JobRegistry for LocalJobRegistry {
             Woke::Aborted | Woke::TimedOut => {
                 let still_waiting = {
                     let mut state = sh.lock();
-                    match state.records.get_mut(&seq) {
+                    match state.records.get_mut(id) {
                         Some(record) => {
                             let before = record.waiters.len();
                             record.waiters.retain(|w| w.id != waiter_id);
@@ -922,7 +1002,7 @@ impl JobRegistry for LocalJobRegistry {
             }
         };
         let mut state = sh.lock();
-        match state.records.get_mut(&seq) {
+        match state.records.get_mut(id) {
             Some(record) => {
                 if record.status.is_terminal() {
                     record.reported = true;
@@ -934,17 +1014,7 @@ impl JobRegistry for LocalJobRegistry {
     }
 
     fn on_job_done(&self, scope: RegistrationScope, listener: JobDoneListener) -> Registration {
-        let id = {
-            let mut state = self.shared.lock();
-            let id = state.next_id();
-            state.done_listeners.push(Layered {
-                id,
-                scope,
-                item: listener,
-            });
-            id
-        };
-        registration(&self.shared, id, |s| &mut s.done_listeners)
+        register(&self.shared, scope, listener, |s| &mut s.done_listeners)
     }
 
     fn on_jobs_changed(
@@ -952,32 +1022,19 @@ impl JobRegistry for LocalJobRegistry {
         scope: RegistrationScope,
         listener: JobsChangedListener,
     ) -> Registration {
-        let id = {
-            let mut state = self.shared.lock();
-            let id = state.next_id();
-            state.observers.push(Layered {
-                id,
-                scope,
-                item: listener,
-            });
-            id
-        };
-        registration(&self.shared, id, |s| &mut s.observers)
+        register(&self.shared, scope, listener, |s| &mut s.observers)
     }
 
     fn attach_controller(&self, scope: RegistrationScope, name: &str) -> Registration {
-        let id = {
-            let mut state = self.shared.lock();
-            let id = state.next_id();
-            state.controllers.push(Layered {
-                id,
-                scope,
-                item: Arc::from(name),
-            });
-            id
-        };
-        registration(&self.shared, id, |s| &mut s.controllers)
+        register(&self.shared, scope, Arc::from(name), |s| &mut s.controllers)
     }
+}
+
+/// What ended a wait.
+enum Woke {
+    Settled(Result<JobSnapshot, oneshot::Canceled>),
+    Aborted,
+    TimedOut,
 }
 
 #[cfg(test)]

@@ -1,7 +1,7 @@
 //! The registry's state behind its one lock (todo-jobs §4.2): records, indexes, owner
 //! entries, per-kind counters and the registration layers, plus routing by scope (§1.3).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::channel::oneshot;
@@ -16,6 +16,10 @@ use crate::history::History;
 
 /// The producer's cancel hook, shareable so it can be called without the lock.
 pub(crate) type CancelFn = dyn Fn(Option<&str>) -> Result<(), BoxError> + Send + Sync;
+
+/// A hash map with a fast, non-cryptographic hasher: every key is registry-generated (job
+/// ids, sequence numbers, pointer identities) or host-provided (agent ids, kinds).
+pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The identity of an exact agent instance (its allocation address). Stable while any `Arc`
 /// to it is held, and the registry holds one wherever a key is stored.
@@ -41,6 +45,8 @@ pub(crate) struct Waiter {
 
 /// One job (§4.2).
 pub(crate) struct Record {
+    /// Registration order.
+    pub(crate) seq: u64,
     pub(crate) id: JobId,
     pub(crate) kind: JobKind,
     pub(crate) label: Arc<str>,
@@ -53,7 +59,7 @@ pub(crate) struct Record {
     pub(crate) progress: Option<JobProgress>,
     pub(crate) status: JobStatus,
     pub(crate) detail: Option<Arc<str>>,
-    pub(crate) output: Option<Arc<str>>,
+    pub(crate) output: Option<String>,
     pub(crate) started_at: i64,
     pub(crate) finished_at: Option<i64>,
     pub(crate) reported: bool,
@@ -101,35 +107,39 @@ pub(crate) struct Target {
 pub(crate) struct OwnerEntry {
     pub(crate) agent: Arc<dyn Agent>,
     pub(crate) hook: HookId,
+    /// The owner's scope chain, read once (an agent's chain does not change).
+    pub(crate) chain: Arc<[ScopeKey]>,
     /// Live (`running` / `stopping`) jobs plus admission reservations.
     pub(crate) live: u64,
 }
 
 /// A registration in a layer (§1.3).
+#[derive(Clone)]
 pub(crate) struct Layered<T> {
     pub(crate) id: u64,
     pub(crate) scope: RegistrationScope,
     pub(crate) item: T,
 }
 
+/// Copy-on-write registration layers: notifications clone the `Arc` under the lock and
+/// iterate after releasing it, without allocating.
+pub(crate) type Layers<T> = Arc<Vec<Layered<T>>>;
+
 #[derive(Default)]
 pub(crate) struct State {
-    /// Registration order = sequence number.
-    pub(crate) records: BTreeMap<u64, Record>,
-    pub(crate) by_id: HashMap<JobId, u64>,
-    /// Sequence numbers of the jobs owned by each session id (any instance), ascending.
-    pub(crate) by_owner_id: HashMap<AgentId, Vec<u64>>,
-    /// Sequence numbers of unowned jobs, ascending.
-    pub(crate) unowned: Vec<u64>,
+    pub(crate) records: FastMap<JobId, Record>,
+    /// The jobs owned by each session id (any instance), in registration order.
+    pub(crate) by_owner_id: FastMap<AgentId, Vec<JobId>>,
+    /// Unowned jobs, in registration order.
+    pub(crate) unowned: Vec<JobId>,
     pub(crate) unowned_live: u64,
-    pub(crate) owners: HashMap<OwnerKey, OwnerEntry>,
-    pub(crate) counters: HashMap<JobKind, u64>,
+    pub(crate) owners: FastMap<OwnerKey, OwnerEntry>,
+    pub(crate) counters: FastMap<JobKind, u64>,
     pub(crate) next_seq: u64,
     pub(crate) next_id: u64,
-    pub(crate) controllers: Vec<Layered<Arc<str>>>,
-    pub(crate) done_listeners: Vec<Layered<JobDoneListener>>,
-    pub(crate) observers: Vec<Layered<JobsChangedListener>>,
-    pub(crate) listeners_closed: bool,
+    pub(crate) controllers: Layers<Arc<str>>,
+    pub(crate) done_listeners: Layers<JobDoneListener>,
+    pub(crate) observers: Layers<JobsChangedListener>,
     pub(crate) disposed: bool,
 }
 
@@ -144,21 +154,17 @@ impl State {
         &mut self,
         id: &JobId,
         caller: Option<&AgentId>,
-    ) -> Result<(u64, &mut Record), JobError> {
-        let seq = *self
-            .by_id
-            .get(id)
-            .ok_or_else(|| JobError::UnknownJob(id.clone()))?;
+    ) -> Result<&mut Record, JobError> {
         let record = self
             .records
-            .get_mut(&seq)
+            .get_mut(id)
             .ok_or_else(|| JobError::UnknownJob(id.clone()))?;
         if let Some(owner) = &record.owner
             && caller != Some(owner.id())
         {
             return Err(JobError::Foreign(id.clone()));
         }
-        Ok((seq, record))
+        Ok(record)
     }
 
     /// The admission bucket of an owner (or the unowned bucket).
@@ -177,28 +183,28 @@ impl State {
     }
 }
 
-/// The registrations of `layers` that serve `chain`, in delivery order: global first, then
-/// the chain from the farthest ancestor to the nearest, each in registration order (§1.3).
-pub(crate) fn route<T: Clone>(layers: &[Layered<T>], chain: Option<&[ScopeKey]>) -> Vec<T> {
-    if layers.is_empty() {
-        return Vec::new();
-    }
-    let mut out: Vec<T> = layers
-        .iter()
-        .filter(|l| l.scope == RegistrationScope::Global)
-        .map(|l| l.item.clone())
-        .collect();
-    if let Some(chain) = chain {
-        for key in chain.iter().rev() {
-            out.extend(
-                layers
-                    .iter()
-                    .filter(|l| matches!(&l.scope, RegistrationScope::Scoped(k) if k == key))
-                    .map(|l| l.item.clone()),
-            );
+/// Calls `f` with each registration of `layers` that serves `chain`, in delivery order:
+/// global first, then the chain from the farthest ancestor to the nearest, each in
+/// registration order (§1.3). `None` (an unowned job) reaches global registrations only.
+pub(crate) fn for_each_route<T>(
+    layers: &[Layered<T>],
+    chain: Option<&[ScopeKey]>,
+    mut f: impl FnMut(&T),
+) {
+    for layer in layers {
+        if layer.scope == RegistrationScope::Global {
+            f(&layer.item);
         }
     }
-    out
+    if let Some(chain) = chain {
+        for key in chain.iter().rev() {
+            for layer in layers {
+                if matches!(&layer.scope, RegistrationScope::Scoped(k) if k == key) {
+                    f(&layer.item);
+                }
+            }
+        }
+    }
 }
 
 /// Whether any registration of `layers` serves `chain` (`None`: unowned, global only).
