@@ -10,18 +10,8 @@ use harness_jobs::{JobDoneListener, JobError, JobId, JobRegistry, JobSnapshot};
 use harness_jobs_local::{JobLimits, LocalJobRegistry};
 use harness_testkit::{ManualClock, MemoryAgent, MemoryHarness};
 
-// The lead wires `fake_job` into harness-testkit's lib; until then the suite compiles the same
-// file directly.
-#[path = "../../../testkit/src/fake_job.rs"]
-#[expect(
-    dead_code,
-    unreachable_pub,
-    reason = "shared test file; not every helper is used here"
-)]
-mod fake_job;
-
-pub(crate) use fake_job::{FakeJob, FakeProducer, OnCancel};
 pub(crate) use harness_testkit::settle as tick;
+pub(crate) use harness_testkit::{FakeJob, FakeProducer, OnCancel};
 
 /// Registry + agents + a controller. The registry checks owners against `directory`, which
 /// the test publishes agents into (or removes them from) explicitly.
