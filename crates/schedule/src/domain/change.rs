@@ -351,40 +351,44 @@ pub fn decode_change(data: &Value) -> Result<ScheduleChange, ScheduleLogError> {
     let Some(map) = data.as_object() else {
         return Err(ScheduleLogError::new("change must be an object"));
     };
-    match map.get("version") {
+    // One pass over the entries (no hashing); JSON object keys are unique.
+    let (mut version, mut operation, mut schedule, mut id, mut accepted_at) =
+        (None, None, None, None, None);
+    let mut extra = false;
+    for (key, value) in map {
+        match key.as_str() {
+            "version" => version = Some(value),
+            "operation" => operation = Some(value),
+            "schedule" => schedule = Some(value),
+            "id" => id = Some(value),
+            "acceptedAt" => accepted_at = Some(value),
+            _ => extra = true,
+        }
+    }
+    match version {
         Some(Value::Number(n)) if n.as_f64() == Some(1.0) => {}
         _ => return Err(ScheduleLogError::new("change version must be 1")),
     }
-    let operation = map.get("operation").and_then(Value::as_str);
-    match operation {
-        Some("create") => {
-            exact_keys(map, &["version", "operation", "schedule"], "create")?;
-            let record = decode_record(map.get("schedule").unwrap_or(&Value::Null))?;
-            Ok(ScheduleChange::Create(record))
-        }
-        Some("delete") => {
-            exact_keys(map, &["version", "operation", "id"], "delete")?;
-            Ok(ScheduleChange::Delete {
-                id: decode_id(map.get("id"))?,
-            })
-        }
-        Some("dispatch") => {
-            if map.len() == 3 {
-                exact_keys(map, &["version", "operation", "id"], "dispatch")?;
-                Ok(ScheduleChange::Dispatch {
-                    id: decode_id(map.get("id"))?,
-                })
-            } else {
-                exact_keys(
-                    map,
-                    &["version", "operation", "id", "acceptedAt"],
-                    "dispatch",
-                )?;
-                let id = decode_id(map.get("id"))?;
-                let accepted_at = decode_instant(map.get("acceptedAt"), "acceptedAt")?;
-                Ok(ScheduleChange::DispatchEvery { id, accepted_at })
+    let wrong_keys = |what: &str| ScheduleLogError::new(format!("{what} has the wrong key set"));
+    match operation.and_then(Value::as_str) {
+        Some("create") => match (schedule, id, accepted_at, extra) {
+            (Some(schedule), None, None, false) => {
+                decode_record(schedule).map(ScheduleChange::Create)
             }
-        }
+            _ => Err(wrong_keys("create")),
+        },
+        Some("delete") => match (schedule, accepted_at, extra) {
+            (None, None, false) => Ok(ScheduleChange::Delete { id: decode_id(id)? }),
+            _ => Err(wrong_keys("delete")),
+        },
+        Some("dispatch") => match (schedule, accepted_at, extra) {
+            (None, None, false) => Ok(ScheduleChange::Dispatch { id: decode_id(id)? }),
+            (None, Some(accepted_at), false) => Ok(ScheduleChange::DispatchEvery {
+                id: decode_id(id)?,
+                accepted_at: decode_instant(Some(accepted_at), "acceptedAt")?,
+            }),
+            _ => Err(wrong_keys("dispatch")),
+        },
         _ => Err(ScheduleLogError::new("unknown change operation")),
     }
 }
@@ -408,51 +412,51 @@ pub fn decode_record(value: &Value) -> Result<ScheduleRecord, ScheduleLogError> 
     let Some(map) = value.as_object() else {
         return Err(ScheduleLogError::new("schedule record must be an object"));
     };
-    let rule = match map.get("kind").and_then(Value::as_str) {
-        Some("after") => {
-            exact_keys(
-                map,
-                &["id", "kind", "prompt", "afterSeconds", "scheduledAt"],
-                "after record",
-            )?;
-            Rule::After {
-                seconds: decode_integer(map.get("afterSeconds"), "afterSeconds")?,
-            }
+    let (mut id, mut kind, mut prompt, mut after, mut every, mut scheduled_at) =
+        (None, None, None, None, None, None);
+    let mut extra = false;
+    for (key, value) in map {
+        match key.as_str() {
+            "id" => id = Some(value),
+            "kind" => kind = Some(value),
+            "prompt" => prompt = Some(value),
+            "afterSeconds" => after = Some(value),
+            "everySeconds" => every = Some(value),
+            "scheduledAt" => scheduled_at = Some(value),
+            _ => extra = true,
         }
-        Some("at") => {
-            exact_keys(map, &["id", "kind", "prompt", "scheduledAt"], "at record")?;
-            Rule::At
-        }
-        Some("every") => {
-            exact_keys(
-                map,
-                &["id", "kind", "prompt", "everySeconds", "scheduledAt"],
-                "every record",
-            )?;
-            Rule::Every {
-                seconds: decode_integer(map.get("everySeconds"), "everySeconds")?,
-            }
-        }
+    }
+    let wrong_keys =
+        |what: &str| ScheduleLogError::new(format!("{what} record has the wrong key set"));
+    if extra || id.is_none() || prompt.is_none() || scheduled_at.is_none() {
+        return Err(wrong_keys("schedule"));
+    }
+    let rule = match kind.and_then(Value::as_str) {
+        Some("after") => match (after, every) {
+            (Some(after), None) => Rule::After {
+                seconds: decode_integer(Some(after), "afterSeconds")?,
+            },
+            _ => return Err(wrong_keys("after")),
+        },
+        Some("at") => match (after, every) {
+            (None, None) => Rule::At,
+            _ => return Err(wrong_keys("at")),
+        },
+        Some("every") => match (after, every) {
+            (None, Some(every)) => Rule::Every {
+                seconds: decode_integer(Some(every), "everySeconds")?,
+            },
+            _ => return Err(wrong_keys("every")),
+        },
         _ => return Err(ScheduleLogError::new("unknown schedule record kind")),
     };
-    let id = decode_id(map.get("id"))?;
-    let prompt = match map.get("prompt") {
+    let id = decode_id(id)?;
+    let prompt = match prompt {
         Some(Value::String(prompt)) => Arc::<str>::from(prompt.as_str()),
         _ => return Err(ScheduleLogError::new("prompt must be a string")),
     };
-    let scheduled_at = decode_instant(map.get("scheduledAt"), "scheduledAt")?;
+    let scheduled_at = decode_instant(scheduled_at, "scheduledAt")?;
     ScheduleRecord::new(id, prompt, rule, scheduled_at)
-}
-
-fn exact_keys(map: &Map<String, Value>, keys: &[&str], what: &str) -> Result<(), ScheduleLogError> {
-    if map.len() == keys.len() && keys.iter().all(|key| map.contains_key(*key)) {
-        Ok(())
-    } else {
-        Err(ScheduleLogError::new(format!(
-            "{what} must contain exactly the keys {}",
-            keys.join(", ")
-        )))
-    }
 }
 
 fn decode_id(value: Option<&Value>) -> Result<Arc<str>, ScheduleLogError> {

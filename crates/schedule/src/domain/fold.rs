@@ -27,11 +27,11 @@ use super::instant::Timestamp;
 pub struct ScheduleFold {
     /// Creation counter → active record.
     active: BTreeMap<u64, ScheduleRecord>,
-    /// Active id → creation counter.
-    index: HashMap<Arc<str>, u64>,
+    /// Every id created in the owned suffix → its creation counter while active, `None`
+    /// once deleted or terminated (one hash per operation).
+    ids: HashMap<Arc<str>, Option<u64>>,
     /// Every id created in the owned suffix, in creation order.
     seen_order: Vec<Arc<str>>,
-    seen: HashSet<Arc<str>>,
     /// `(scheduledAt ms, creation counter)` of active one-shots / every records.
     one_shot_targets: BTreeSet<(i64, u64)>,
     every_targets: BTreeSet<(i64, u64)>,
@@ -195,7 +195,7 @@ impl ScheduleFold {
     fn transition(&self, change: &ScheduleChange) -> Result<Transition, ScheduleLogError> {
         match change {
             ScheduleChange::Create(record) => {
-                if self.seen.contains(record.id()) {
+                if self.ids.contains_key(record.id()) {
                     Err(ScheduleLogError::new(format!(
                         "schedule id {:?} was reused",
                         record.id()
@@ -205,12 +205,12 @@ impl ScheduleFold {
                 }
             }
             ScheduleChange::Delete { id } => {
-                let slot = self.active_slot(id)?;
+                let (slot, _) = self.active_slot(id)?;
                 Ok(Transition::Remove(slot))
             }
             ScheduleChange::Dispatch { id } => {
-                let slot = self.active_slot(id)?;
-                if self.record(slot).kind().is_one_shot() {
+                let (slot, record) = self.active_slot(id)?;
+                if record.kind().is_one_shot() {
                     Ok(Transition::Remove(slot))
                 } else {
                     Err(ScheduleLogError::new(format!(
@@ -219,8 +219,7 @@ impl ScheduleFold {
                 }
             }
             ScheduleChange::DispatchEvery { id, accepted_at } => {
-                let slot = self.active_slot(id)?;
-                let record = self.record(slot);
+                let (slot, record) = self.active_slot(id)?;
                 let Some(every_seconds) = record.every_seconds() else {
                     return Err(ScheduleLogError::new(format!(
                         "one-shot dispatch of {id:?} must not contain acceptedAt"
@@ -245,16 +244,17 @@ impl ScheduleFold {
                 let slot = self.next_slot;
                 self.next_slot += 1;
                 let id = Arc::clone(record.id_arc());
-                self.seen.insert(Arc::clone(&id));
                 self.seen_order.push(Arc::clone(&id));
-                self.index.insert(id, slot);
+                self.ids.insert(id, Some(slot));
                 self.targets_mut(&record)
                     .insert((record.scheduled_at().millis(), slot));
                 self.active.insert(slot, record);
             }
             (_, Transition::Remove(slot)) => {
                 if let Some(record) = self.active.remove(&slot) {
-                    self.index.remove(record.id());
+                    if let Some(entry) = self.ids.get_mut(record.id()) {
+                        *entry = None;
+                    }
                     self.targets_mut(&record)
                         .remove(&(record.scheduled_at().millis(), slot));
                 }
@@ -279,15 +279,16 @@ impl ScheduleFold {
         }
     }
 
-    fn active_slot(&self, id: &str) -> Result<u64, ScheduleLogError> {
-        self.index.get(id).copied().ok_or_else(|| {
-            ScheduleLogError::new(format!("transition references inactive id {id:?}"))
-        })
-    }
-
-    fn record(&self, slot: u64) -> &ScheduleRecord {
-        // `index` and `active` are updated together, so a slot from `index` is present.
-        &self.active[&slot]
+    /// The slot and record of an active id.
+    fn active_slot(&self, id: &str) -> Result<(u64, &ScheduleRecord), ScheduleLogError> {
+        self.ids
+            .get(id)
+            .copied()
+            .flatten()
+            .and_then(|slot| self.active.get(&slot).map(|record| (slot, record)))
+            .ok_or_else(|| {
+                ScheduleLogError::new(format!("transition references inactive id {id:?}"))
+            })
     }
 
     /// The fold's error if it is corrupt.
@@ -317,12 +318,16 @@ impl ScheduleFold {
 
     /// The active record with `id`.
     pub fn get(&self, id: &str) -> Option<&ScheduleRecord> {
-        self.index.get(id).and_then(|slot| self.active.get(slot))
+        self.ids
+            .get(id)
+            .copied()
+            .flatten()
+            .and_then(|slot| self.active.get(&slot))
     }
 
     /// Whether `id` is active.
     pub fn is_active(&self, id: &str) -> bool {
-        self.index.contains_key(id)
+        matches!(self.ids.get(id), Some(Some(_)))
     }
 
     /// Every id created in the owned suffix (including deleted / dispatched ones), in
@@ -342,7 +347,7 @@ impl ScheduleFold {
     /// The next free id (§7): `schedule-N` with N starting at |seen| + 1 and incremented
     /// while `schedule-N` was seen.
     pub fn allocate_id(&self) -> String {
-        allocate_id_in(&self.seen)
+        allocate_with(self.ids.len(), |id| self.ids.contains_key(id))
     }
 
     /// The earliest target over all active records (what a waiting runtime arms its timer
@@ -371,8 +376,9 @@ impl ScheduleFold {
     pub fn decide(&self, now_ms: i64) -> Result<Decision, ResolveError> {
         if let Some((target, slot)) = self.one_shot_targets.first()
             && *target <= now_ms
+            && let Some(record) = self.active.get(slot)
         {
-            return Ok(Decision::OneShot(self.record(*slot).clone()));
+            return Ok(Decision::OneShot(record.clone()));
         }
         let due: Vec<u64> = self
             .every_targets
@@ -388,8 +394,7 @@ impl ScheduleFold {
         let accepted_at =
             Timestamp::from_millis(now_ms).ok_or(ResolveError::AcceptedAtOutOfRange)?;
         let mut items = Vec::with_capacity(due.len());
-        for slot in due {
-            let record = self.record(slot);
+        for record in due.iter().filter_map(|slot| self.active.get(slot)) {
             let every_seconds = record.every_seconds().unwrap_or(0);
             let occurrence = resolve_every(record.scheduled_at(), every_seconds, now_ms)?;
             items.push(BatchItem {
@@ -412,10 +417,14 @@ enum Transition {
 pub fn allocate_id_in<S: std::borrow::Borrow<str> + Eq + std::hash::Hash>(
     seen: &HashSet<S>,
 ) -> String {
-    let mut n = seen.len() as u64 + 1;
+    allocate_with(seen.len(), |id| seen.contains(id))
+}
+
+fn allocate_with(seen_len: usize, is_seen: impl Fn(&str) -> bool) -> String {
+    let mut n = seen_len as u64 + 1;
     loop {
         let id = format!("schedule-{n}");
-        if !seen.contains(id.as_str()) {
+        if !is_seen(&id) {
             return id;
         }
         n += 1;
