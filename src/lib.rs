@@ -1,6 +1,4 @@
-//! harness: todo, background jobs and durable reminders for LLM agent runtimes.
-//!
-//! This facade re-exports the workspace crates under short names.
+#![doc = include_str!("../README.md")]
 
 pub use harness_bash as bash;
 pub use harness_core as core;
