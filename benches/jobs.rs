@@ -170,8 +170,9 @@ fn bench_list(c: &mut Criterion) {
         rt.block_on(async {
             let mut settles = Vec::new();
             for i in 0..(10_000 + others) {
-                // The first owner gets 10,000 records; the others share the rest.
-                let owner = if i < 10_000 { 0 } else { 1 + i % (OWNERS - 1) };
+                // Round-robin over the owners, so the first owner's 10,000 records are
+                // interleaved with everyone else's (or alone when there are no others).
+                let owner = if others == 0 { 0 } else { i % OWNERS };
                 let (start, settle) = job(&kind, &fixture.owners[owner]);
                 fixture.registry.start(start).unwrap();
                 settles.push(settle);

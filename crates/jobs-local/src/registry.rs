@@ -133,11 +133,11 @@ impl LocalJobRegistry {
             let mut state = sh.lock();
             sh.listeners_closed.store(true, Ordering::SeqCst);
             state.disposed = true;
-            state.records.keys().cloned().collect()
+            state.records.ids()
         };
         sh.teardown_cancel(&ids, SERVICE_DISPOSED_REASON);
         loop {
-            let all: Vec<JobId> = sh.lock().records.keys().cloned().collect();
+            let all: Vec<JobId> = sh.lock().records.ids();
             sh.await_settled(&all).await;
             let grown = sh.lock().records.len() != all.len();
             if !grown {
@@ -146,8 +146,7 @@ impl LocalJobRegistry {
         }
         let (targets, entries) = {
             let mut state = sh.lock();
-            let mut records: Vec<&Record> = state.records.values().collect();
-            records.sort_by_key(|r| r.seq);
+            let records: Vec<&Record> = state.records.values().collect();
             let mut targets: Vec<Target> = Vec::new();
             let mut seen: Vec<Option<OwnerKey>> = Vec::new();
             for record in records {
@@ -431,16 +430,11 @@ impl Shared {
             let ids: Vec<JobId> = state
                 .by_owner_id
                 .get(entry.agent.id())
-                .map(|ids| {
-                    ids.iter()
-                        .filter(|id| {
-                            state
-                                .records
-                                .get(*id)
-                                .and_then(|r| r.owner.as_ref())
-                                .is_some_and(|o| owner_key(o) == key)
-                        })
-                        .cloned()
+                .map(|seqs| {
+                    seqs.iter()
+                        .filter_map(|seq| state.records.by_seq(*seq))
+                        .filter(|r| r.owner.as_ref().is_some_and(|o| owner_key(o) == key))
+                        .map(|r| r.id.clone())
                         .collect()
                 })
                 .unwrap_or_default();
@@ -454,13 +448,15 @@ impl Shared {
         let target = {
             let mut state = self.lock();
             let mut target = Target::default();
+            let mut removed = Vec::with_capacity(ids.len());
             for id in &ids {
                 if let Some(record) = state.records.remove(id) {
+                    removed.push(record.seq);
                     target = record.route_target();
                 }
             }
             if let Some(list) = state.by_owner_id.get_mut(agent.id()) {
-                list.retain(|id| !ids.contains(id));
+                list.retain(|seq| !removed.contains(seq));
                 if list.is_empty() {
                     state.by_owner_id.remove(agent.id());
                 }
@@ -716,14 +712,12 @@ impl JobRegistry for LocalJobRegistry {
             let seq = state.next_seq;
             match &owner {
                 Some(owner) => match state.by_owner_id.get_mut(owner.id()) {
-                    Some(list) => list.push(id.clone()),
+                    Some(list) => list.push(seq),
                     None => {
-                        state
-                            .by_owner_id
-                            .insert(owner.id().clone(), vec![id.clone()]);
+                        state.by_owner_id.insert(owner.id().clone(), vec![seq]);
                     }
                 },
-                None => state.unowned.push(id.clone()),
+                None => state.unowned.push(seq),
             }
             let record = Record {
                 seq,
@@ -754,7 +748,7 @@ impl JobRegistry for LocalJobRegistry {
                     }
                 })));
             }
-            state.records.insert(id.clone(), record);
+            state.records.insert(record);
             (id, state.disposed, target, state.observers.clone())
         };
         // 10. Settlement continuation (always asynchronous).
@@ -772,18 +766,18 @@ impl JobRegistry for LocalJobRegistry {
 
     fn list(&self, caller: Option<&AgentId>) -> Vec<JobSnapshot> {
         let state = self.shared.lock();
-        let owned: &[JobId] = caller
+        let owned: &[u64] = caller
             .and_then(|c| state.by_owner_id.get(c))
             .map_or(&[], Vec::as_slice);
         let unowned = state.unowned.as_slice();
         let mut out = Vec::with_capacity(owned.len() + unowned.len());
         let mut owned = owned
             .iter()
-            .filter_map(|id| state.records.get(id))
+            .filter_map(|seq| state.records.by_seq(*seq))
             .peekable();
         let mut unowned = unowned
             .iter()
-            .filter_map(|id| state.records.get(id))
+            .filter_map(|seq| state.records.by_seq(*seq))
             .peekable();
         loop {
             let next = match (owned.peek(), unowned.peek()) {

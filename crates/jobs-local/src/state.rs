@@ -1,7 +1,7 @@
 //! The registry's state behind its one lock (todo-jobs §4.2): records, indexes, owner
 //! entries, per-kind counters and the registration layers, plus routing by scope (§1.3).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use futures::channel::oneshot;
@@ -125,13 +125,64 @@ pub(crate) struct Layered<T> {
 /// iterate after releasing it, without allocating.
 pub(crate) type Layers<T> = Arc<Vec<Layered<T>>>;
 
+/// The records in registration order (a B-tree keyed by sequence number, so in-order scans
+/// touch neighbouring memory) with an index by id.
+#[derive(Default)]
+pub(crate) struct Records {
+    by_seq: BTreeMap<u64, Record>,
+    by_id: FastMap<JobId, u64>,
+}
+
+impl Records {
+    pub(crate) fn get(&self, id: &JobId) -> Option<&Record> {
+        self.by_seq.get(self.by_id.get(id)?)
+    }
+
+    pub(crate) fn get_mut(&mut self, id: &JobId) -> Option<&mut Record> {
+        self.by_seq.get_mut(self.by_id.get(id)?)
+    }
+
+    pub(crate) fn by_seq(&self, seq: u64) -> Option<&Record> {
+        self.by_seq.get(&seq)
+    }
+
+    pub(crate) fn insert(&mut self, record: Record) {
+        self.by_id.insert(record.id.clone(), record.seq);
+        self.by_seq.insert(record.seq, record);
+    }
+
+    pub(crate) fn remove(&mut self, id: &JobId) -> Option<Record> {
+        let seq = self.by_id.remove(id)?;
+        self.by_seq.remove(&seq)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.by_seq.len()
+    }
+
+    pub(crate) fn clear(&mut self) {
+        self.by_seq.clear();
+        self.by_id.clear();
+    }
+
+    /// In registration order.
+    pub(crate) fn values(&self) -> impl Iterator<Item = &Record> {
+        self.by_seq.values()
+    }
+
+    /// Every id, in registration order.
+    pub(crate) fn ids(&self) -> Vec<JobId> {
+        self.by_seq.values().map(|r| r.id.clone()).collect()
+    }
+}
+
 #[derive(Default)]
 pub(crate) struct State {
-    pub(crate) records: FastMap<JobId, Record>,
-    /// The jobs owned by each session id (any instance), in registration order.
-    pub(crate) by_owner_id: FastMap<AgentId, Vec<JobId>>,
-    /// Unowned jobs, in registration order.
-    pub(crate) unowned: Vec<JobId>,
+    pub(crate) records: Records,
+    /// Sequence numbers of the jobs owned by each session id (any instance), ascending.
+    pub(crate) by_owner_id: FastMap<AgentId, Vec<u64>>,
+    /// Sequence numbers of unowned jobs, ascending.
+    pub(crate) unowned: Vec<u64>,
     pub(crate) unowned_live: u64,
     pub(crate) owners: FastMap<OwnerKey, OwnerEntry>,
     pub(crate) counters: FastMap<JobKind, u64>,
