@@ -146,7 +146,7 @@ impl LocalJobRegistry {
         }
         let (targets, entries) = {
             let mut state = sh.lock();
-            let records: Vec<&Record> = state.records.values().collect();
+            let records: Vec<&Record> = state.records.values();
             let mut targets: Vec<Target> = Vec::new();
             let mut seen: Vec<Option<OwnerKey>> = Vec::new();
             for record in records {
@@ -157,8 +157,6 @@ impl LocalJobRegistry {
                 }
             }
             state.records.clear();
-            state.by_owner_id.clear();
-            state.unowned.clear();
             state.unowned_live = 0;
             let entries: Vec<OwnerEntry> = state.owners.drain().map(|(_, e)| e).collect();
             (targets, entries)
@@ -422,23 +420,17 @@ impl Shared {
 
     /// The owner's cleanup (§4.8), run and awaited by the agent's disposal.
     async fn owner_disposed(&self, key: OwnerKey) {
-        let (agent, ids) = {
+        let ids: Vec<JobId> = {
             let mut state = self.lock();
             let Some(entry) = state.owners.remove(&key) else {
                 return;
             };
-            let ids: Vec<JobId> = state
-                .by_owner_id
-                .get(entry.agent.id())
-                .map(|seqs| {
-                    seqs.iter()
-                        .filter_map(|seq| state.records.by_seq(*seq))
-                        .filter(|r| r.owner.as_ref().is_some_and(|o| owner_key(o) == key))
-                        .map(|r| r.id.clone())
-                        .collect()
-                })
-                .unwrap_or_default();
-            (entry.agent, ids)
+            state
+                .records
+                .owned_by(entry.agent.id())
+                .filter(|r| r.owner.as_ref().is_some_and(|o| owner_key(o) == key))
+                .map(|r| r.id.clone())
+                .collect()
         };
         self.teardown_cancel(&ids, OWNER_DISPOSED_REASON);
         self.await_settled(&ids).await;
@@ -448,17 +440,9 @@ impl Shared {
         let target = {
             let mut state = self.lock();
             let mut target = Target::default();
-            let mut removed = Vec::with_capacity(ids.len());
             for id in &ids {
                 if let Some(record) = state.records.remove(id) {
-                    removed.push(record.seq);
                     target = record.route_target();
-                }
-            }
-            if let Some(list) = state.by_owner_id.get_mut(agent.id()) {
-                list.retain(|seq| !removed.contains(seq));
-                if list.is_empty() {
-                    state.by_owner_id.remove(agent.id());
                 }
             }
             target
@@ -710,15 +694,6 @@ impl JobRegistry for LocalJobRegistry {
             let id = job_id(kind.as_str(), *counter);
             state.next_seq += 1;
             let seq = state.next_seq;
-            match &owner {
-                Some(owner) => match state.by_owner_id.get_mut(owner.id()) {
-                    Some(list) => list.push(seq),
-                    None => {
-                        state.by_owner_id.insert(owner.id().clone(), vec![seq]);
-                    }
-                },
-                None => state.unowned.push(seq),
-            }
             let record = Record {
                 seq,
                 id: id.clone(),
@@ -766,32 +741,12 @@ impl JobRegistry for LocalJobRegistry {
 
     fn list(&self, caller: Option<&AgentId>) -> Vec<JobSnapshot> {
         let state = self.shared.lock();
-        let owned: &[u64] = caller
-            .and_then(|c| state.by_owner_id.get(c))
-            .map_or(&[], Vec::as_slice);
-        let unowned = state.unowned.as_slice();
-        let mut out = Vec::with_capacity(owned.len() + unowned.len());
-        let mut owned = owned
-            .iter()
-            .filter_map(|seq| state.records.by_seq(*seq))
-            .peekable();
-        let mut unowned = unowned
-            .iter()
-            .filter_map(|seq| state.records.by_seq(*seq))
-            .peekable();
-        loop {
-            let next = match (owned.peek(), unowned.peek()) {
-                (Some(a), Some(b)) if a.seq < b.seq => owned.next(),
-                (Some(_), Some(_)) | (None, Some(_)) => unowned.next(),
-                (Some(_), None) => owned.next(),
-                (None, None) => None,
-            };
-            match next {
-                Some(record) => out.push(record.snapshot()),
-                None => break,
-            }
-        }
-        out
+        state
+            .records
+            .visible(caller)
+            .into_iter()
+            .map(Record::snapshot)
+            .collect()
     }
 
     fn get(&self, id: &JobId, caller: Option<&AgentId>) -> Result<JobSnapshot, JobError> {

@@ -125,64 +125,128 @@ pub(crate) struct Layered<T> {
 /// iterate after releasing it, without allocating.
 pub(crate) type Layers<T> = Arc<Vec<Layered<T>>>;
 
-/// The records in registration order (a B-tree keyed by sequence number, so in-order scans
-/// touch neighbouring memory) with an index by id.
+/// The records, stored per owner id (each bucket a B-tree in registration order) with an
+/// index by job id. `list` for a caller scans only the caller's bucket and the unowned one,
+/// in order, so its cost does not depend on other owners' records.
 #[derive(Default)]
 pub(crate) struct Records {
-    by_seq: BTreeMap<u64, Record>,
-    by_id: FastMap<JobId, u64>,
+    owned: FastMap<AgentId, BTreeMap<u64, Record>>,
+    unowned: BTreeMap<u64, Record>,
+    index: FastMap<JobId, (Option<AgentId>, u64)>,
 }
 
 impl Records {
+    fn bucket(&self, owner: Option<&AgentId>) -> Option<&BTreeMap<u64, Record>> {
+        match owner {
+            None => Some(&self.unowned),
+            Some(id) => self.owned.get(id),
+        }
+    }
+
     pub(crate) fn get(&self, id: &JobId) -> Option<&Record> {
-        self.by_seq.get(self.by_id.get(id)?)
+        let (owner, seq) = self.index.get(id)?;
+        self.bucket(owner.as_ref())?.get(seq)
     }
 
     pub(crate) fn get_mut(&mut self, id: &JobId) -> Option<&mut Record> {
-        self.by_seq.get_mut(self.by_id.get(id)?)
-    }
-
-    pub(crate) fn by_seq(&self, seq: u64) -> Option<&Record> {
-        self.by_seq.get(&seq)
+        let (owner, seq) = self.index.get(id)?;
+        match owner {
+            None => self.unowned.get_mut(seq),
+            Some(owner) => self.owned.get_mut(owner)?.get_mut(seq),
+        }
     }
 
     pub(crate) fn insert(&mut self, record: Record) {
-        self.by_id.insert(record.id.clone(), record.seq);
-        self.by_seq.insert(record.seq, record);
+        let owner = record.owner.as_ref().map(|o| o.id().clone());
+        self.index
+            .insert(record.id.clone(), (owner.clone(), record.seq));
+        match owner {
+            None => {
+                self.unowned.insert(record.seq, record);
+            }
+            Some(owner) => {
+                self.owned
+                    .entry(owner)
+                    .or_default()
+                    .insert(record.seq, record);
+            }
+        }
     }
 
     pub(crate) fn remove(&mut self, id: &JobId) -> Option<Record> {
-        let seq = self.by_id.remove(id)?;
-        self.by_seq.remove(&seq)
+        let (owner, seq) = self.index.remove(id)?;
+        match owner {
+            None => self.unowned.remove(&seq),
+            Some(owner) => {
+                let bucket = self.owned.get_mut(&owner)?;
+                let record = bucket.remove(&seq);
+                if bucket.is_empty() {
+                    self.owned.remove(&owner);
+                }
+                record
+            }
+        }
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.by_seq.len()
+        self.index.len()
     }
 
     pub(crate) fn clear(&mut self) {
-        self.by_seq.clear();
-        self.by_id.clear();
+        self.owned.clear();
+        self.unowned.clear();
+        self.index.clear();
     }
 
-    /// In registration order.
-    pub(crate) fn values(&self) -> impl Iterator<Item = &Record> {
-        self.by_seq.values()
+    /// Every record, in registration order.
+    pub(crate) fn values(&self) -> Vec<&Record> {
+        let mut all: Vec<&Record> = self
+            .unowned
+            .values()
+            .chain(self.owned.values().flat_map(BTreeMap::values))
+            .collect();
+        all.sort_by_key(|r| r.seq);
+        all
     }
 
     /// Every id, in registration order.
     pub(crate) fn ids(&self) -> Vec<JobId> {
-        self.by_seq.values().map(|r| r.id.clone()).collect()
+        self.values().into_iter().map(|r| r.id.clone()).collect()
+    }
+
+    /// The records of session `owner` (every instance), in registration order.
+    pub(crate) fn owned_by(&self, owner: &AgentId) -> impl Iterator<Item = &Record> {
+        self.owned.get(owner).into_iter().flat_map(BTreeMap::values)
+    }
+
+    /// What `list(caller)` shows: the caller's records and the unowned ones, merged in
+    /// registration order.
+    pub(crate) fn visible(&self, caller: Option<&AgentId>) -> Vec<&Record> {
+        let mut owned = caller
+            .and_then(|c| self.owned.get(c))
+            .into_iter()
+            .flat_map(BTreeMap::values)
+            .peekable();
+        let mut unowned = self.unowned.values().peekable();
+        let mut out = Vec::new();
+        loop {
+            let next = match (owned.peek(), unowned.peek()) {
+                (Some(a), Some(b)) if a.seq < b.seq => owned.next(),
+                (Some(_) | None, Some(_)) => unowned.next(),
+                (Some(_), None) => owned.next(),
+                (None, None) => None,
+            };
+            match next {
+                Some(record) => out.push(record),
+                None => return out,
+            }
+        }
     }
 }
 
 #[derive(Default)]
 pub(crate) struct State {
     pub(crate) records: Records,
-    /// Sequence numbers of the jobs owned by each session id (any instance), ascending.
-    pub(crate) by_owner_id: FastMap<AgentId, Vec<u64>>,
-    /// Sequence numbers of unowned jobs, ascending.
-    pub(crate) unowned: Vec<u64>,
     pub(crate) unowned_live: u64,
     pub(crate) owners: FastMap<OwnerKey, OwnerEntry>,
     pub(crate) counters: FastMap<JobKind, u64>,
