@@ -115,8 +115,9 @@ impl ScheduleFold {
         Ok(fold)
     }
 
-    /// Applies one session event: events with `seq ≤ seed_length` and types other than
-    /// `schedule/change` are skipped; `last_seq` advances either way.
+    /// Applies one session event: events already applied (`seq ≤ last_seq`, so replaying an
+    /// overlapping suffix is harmless), inherited events (`seq ≤ seed_length`) and types other
+    /// than `schedule/change` are skipped; `last_seq` advances to `event.seq`.
     ///
     /// # Errors
     /// [`ScheduleLogError`] if the change is invalid or the fold is already corrupt; the
@@ -124,6 +125,9 @@ impl ScheduleFold {
     pub fn apply(&mut self, event: &SessionEvent) -> Result<(), ScheduleLogError> {
         if let Some(error) = &self.corrupt {
             return Err(error.clone());
+        }
+        if event.seq <= self.last_seq {
+            return Ok(());
         }
         if event.seq > self.seed_length {
             self.apply_owned(event)?;

@@ -236,6 +236,11 @@ fn other_event_types_and_the_seed_prefix_are_skipped() {
     }
     assert_eq!(incremental.snapshot(), state.snapshot());
     assert_eq!(incremental.last_seq(), 4);
+    // Re-applying an overlapping suffix is a no-op (no "was reused").
+    for event in &log {
+        incremental.apply(event).unwrap();
+    }
+    assert_eq!(incremental.snapshot(), state.snapshot());
 }
 
 #[test]
@@ -449,7 +454,16 @@ fn absurd_clocks_fail_the_batch_decision_only() {
 /// the America/New_York transitions (creation-anchored, never derived from local time).
 #[test]
 fn fixed_rate_spacing_is_exact_across_dst() {
-    let created = ms("2026-03-07T12:00:00Z");
+    // Spring forward (2026-03-08 07:00Z) and fall back (2026-11-01 06:00Z) in New York.
+    for (created, last) in [
+        ("2026-03-07T12:00:00Z", "2026-03-09T12:00:00.000Z"),
+        ("2026-10-31T12:00:00Z", "2026-11-02T12:00:00.000Z"),
+    ] {
+        assert_hourly_spacing(ms(created), last);
+    }
+}
+
+fn assert_hourly_spacing(created: i64, last: &str) {
     let record =
         crate::domain::create_every("schedule-1", "hourly", &json!(3600), created).unwrap();
     let mut state = ScheduleFold::default();
@@ -477,7 +491,7 @@ fn fixed_rate_spacing_is_exact_across_dst() {
         Timestamp::from_millis(previous.unwrap())
             .unwrap()
             .to_string(),
-        "2026-03-09T12:00:00.000Z"
+        last
     );
 }
 
