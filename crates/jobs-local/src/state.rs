@@ -130,13 +130,15 @@ pub(crate) type Layers<T> = Arc<Vec<Layered<T>>>;
 /// in order, so its cost does not depend on other owners' records.
 #[derive(Default)]
 pub(crate) struct Records {
-    owned: FastMap<AgentId, BTreeMap<u64, Record>>,
-    unowned: BTreeMap<u64, Record>,
+    // Boxed: sequential inserts leave B-tree leaves half full, which would waste half a
+    // record per record inline.
+    owned: FastMap<AgentId, BTreeMap<u64, Box<Record>>>,
+    unowned: BTreeMap<u64, Box<Record>>,
     index: FastMap<JobId, (Option<AgentId>, u64)>,
 }
 
 impl Records {
-    fn bucket(&self, owner: Option<&AgentId>) -> Option<&BTreeMap<u64, Record>> {
+    fn bucket(&self, owner: Option<&AgentId>) -> Option<&BTreeMap<u64, Box<Record>>> {
         match owner {
             None => Some(&self.unowned),
             Some(id) => self.owned.get(id),
@@ -145,14 +147,14 @@ impl Records {
 
     pub(crate) fn get(&self, id: &JobId) -> Option<&Record> {
         let (owner, seq) = self.index.get(id)?;
-        self.bucket(owner.as_ref())?.get(seq)
+        self.bucket(owner.as_ref())?.get(seq).map(|r| &**r)
     }
 
     pub(crate) fn get_mut(&mut self, id: &JobId) -> Option<&mut Record> {
         let (owner, seq) = self.index.get(id)?;
         match owner {
-            None => self.unowned.get_mut(seq),
-            Some(owner) => self.owned.get_mut(owner)?.get_mut(seq),
+            None => self.unowned.get_mut(seq).map(|r| &mut **r),
+            Some(owner) => self.owned.get_mut(owner)?.get_mut(seq).map(|r| &mut **r),
         }
     }
 
@@ -162,13 +164,13 @@ impl Records {
             .insert(record.id.clone(), (owner.clone(), record.seq));
         match owner {
             None => {
-                self.unowned.insert(record.seq, record);
+                self.unowned.insert(record.seq, Box::new(record));
             }
             Some(owner) => {
                 self.owned
                     .entry(owner)
                     .or_default()
-                    .insert(record.seq, record);
+                    .insert(record.seq, Box::new(record));
             }
         }
     }
@@ -176,10 +178,10 @@ impl Records {
     pub(crate) fn remove(&mut self, id: &JobId) -> Option<Record> {
         let (owner, seq) = self.index.remove(id)?;
         match owner {
-            None => self.unowned.remove(&seq),
+            None => self.unowned.remove(&seq).map(|r| *r),
             Some(owner) => {
                 let bucket = self.owned.get_mut(&owner)?;
-                let record = bucket.remove(&seq);
+                let record = bucket.remove(&seq).map(|r| *r);
                 if bucket.is_empty() {
                     self.owned.remove(&owner);
                 }
@@ -204,6 +206,7 @@ impl Records {
             .unowned
             .values()
             .chain(self.owned.values().flat_map(BTreeMap::values))
+            .map(|r| &**r)
             .collect();
         all.sort_by_key(|r| r.seq);
         all
@@ -216,7 +219,11 @@ impl Records {
 
     /// The records of session `owner` (every instance), in registration order.
     pub(crate) fn owned_by(&self, owner: &AgentId) -> impl Iterator<Item = &Record> {
-        self.owned.get(owner).into_iter().flat_map(BTreeMap::values)
+        self.owned
+            .get(owner)
+            .into_iter()
+            .flat_map(BTreeMap::values)
+            .map(|r| &**r)
     }
 
     /// What `list(caller)` shows: the caller's records and the unowned ones, merged in
@@ -226,8 +233,9 @@ impl Records {
             .and_then(|c| self.owned.get(c))
             .into_iter()
             .flat_map(BTreeMap::values)
+            .map(|r| &**r)
             .peekable();
-        let mut unowned = self.unowned.values().peekable();
+        let mut unowned = self.unowned.values().map(|r| &**r).peekable();
         let mut out = Vec::new();
         loop {
             let next = match (owned.peek(), unowned.peek()) {
