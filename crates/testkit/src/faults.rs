@@ -110,12 +110,17 @@ impl HostSession {
         &self.faults
     }
 
-    /// Flushes the store directly, bypassing fault injection and the flush counter: the
-    /// host's own persistence when an agent shuts down gracefully.
+    /// The host's own flush when an agent shuts down gracefully: it obeys the
+    /// [`SessionFaults::set_flush_fail`] switch (so a test can make the shutdown lose the
+    /// unflushed suffix, like a crash) but neither counts as a plugin barrier nor consumes
+    /// scripted outcomes.
     ///
     /// # Errors
-    /// The store's [`PersistenceError`].
+    /// The injected failure, or the store's [`PersistenceError`].
     pub async fn flush_store(&self) -> Result<(), PersistenceError> {
+        if self.faults.flush_fail.load(Ordering::SeqCst) {
+            return Err(PersistenceError::Failed("injected flush failure".to_owned()));
+        }
         self.inner.flush().await
     }
 }
