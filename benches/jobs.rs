@@ -10,7 +10,6 @@
 #![expect(
     clippy::print_stderr,
     clippy::unwrap_used,
-    clippy::expect_used,
     reason = "a benchmark reports its figures and unwraps its fixtures"
 )]
 
