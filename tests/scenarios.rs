@@ -1,5 +1,9 @@
 //! Runs every `tests/scenarios/**/*.jsonl` and compares its transcript with the expected
 //! `NAME.out.jsonl` beside it, byte for byte.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers fail loudly; clippy's test exemption covers only #[test] bodies"
+)]
 
 use std::path::{Path, PathBuf};
 
