@@ -244,3 +244,19 @@ async fn a_disposing_owner_is_refused() {
     disposing.await.unwrap();
     assert_eq!(host.registry.record_count(), 0);
 }
+
+#[tokio::test(start_paused = true)]
+async fn dropping_the_installed_registry_disposes_it() {
+    let clock = harness_testkit::ManualClock::at_default();
+    let harness = harness_testkit::MemoryHarness::new(std::sync::Arc::new(clock));
+    let installed = harness_jobs_local::install(&harness.as_dyn(), Default::default()).unwrap();
+    let registry = installed.local().clone();
+    let _controller = registry.attach_controller(harness_core::RegistrationScope::Global, "c");
+    let (start, job) = bash().build();
+    registry.start(start).unwrap();
+    drop(installed);
+    tick().await;
+    assert_eq!(reasons(&job), ["jobs service disposed"]);
+    assert!(registry.is_disposed());
+    assert_eq!(registry.record_count(), 0);
+}
