@@ -295,7 +295,10 @@ impl Shared {
             return;
         }
         for_each_route(&listeners, target.chain.as_deref(), |listener| {
-            self.call_done_listener(listener, &snapshot, target.owner.as_ref());
+            // Disposal may begin on another thread meanwhile; no listener runs after it.
+            if !self.listeners_closed.load(Ordering::SeqCst) {
+                self.call_done_listener(listener, &snapshot, target.owner.as_ref());
+            }
         });
     }
 
