@@ -435,15 +435,21 @@ impl Shared {
                 .map(|r| r.id.clone())
                 .collect()
         };
-        self.teardown_cancel(&ids, OWNER_DISPOSED_REASON);
-        self.await_settled(&ids).await;
+        self.drain(&ids, OWNER_DISPOSED_REASON).await;
+    }
+
+    /// Teardown of `ids` (§4.8 steps 3–6): cancel, await settlement, remove, and notify the
+    /// owner's observers if anything was removed.
+    async fn drain(&self, ids: &[JobId], reason: &str) {
+        self.teardown_cancel(ids, reason);
+        self.await_settled(ids).await;
         if ids.is_empty() {
             return;
         }
         let target = {
             let mut state = self.lock();
             let mut target = Target::default();
-            for id in &ids {
+            for id in ids {
                 if let Some(record) = state.records.remove(id) {
                     target = record.route_target();
                 }
@@ -689,7 +695,7 @@ impl JobRegistry for LocalJobRegistry {
             }))
         });
         // 8.–9. Id and record.
-        let (id, disposed, target, observers) = {
+        let (id, disposed, orphaned, target, observers) = {
             let mut state = sh.lock();
             let state = &mut *state;
             let counter = state.counters.entry(kind.clone()).or_insert(0);
@@ -727,7 +733,16 @@ impl JobRegistry for LocalJobRegistry {
                 })));
             }
             state.records.insert(record);
-            (id, state.disposed, target, state.observers.clone())
+            // The owner's cleanup may have run while `run` was executing (another thread
+            // disposed it): then nothing else would ever tear this job down.
+            let orphaned = key.is_some_and(|k| !state.owners.contains_key(&k));
+            (
+                id,
+                state.disposed,
+                orphaned,
+                target,
+                state.observers.clone(),
+            )
         };
         // 10. Settlement continuation (always asynchronous).
         drop(runtime.spawn(drive_settlement(sh.me.clone(), id.clone(), done)));
@@ -738,6 +753,12 @@ impl JobRegistry for LocalJobRegistry {
         if disposed {
             // Disposal began while `run` was executing: this job joins the teardown.
             sh.teardown_cancel(std::slice::from_ref(&id), SERVICE_DISPOSED_REASON);
+        } else if orphaned {
+            let shared = sh.clone();
+            let job = id.clone();
+            drop(runtime.spawn(async move {
+                shared.drain(&[job], OWNER_DISPOSED_REASON).await;
+            }));
         }
         Ok(id)
     }
