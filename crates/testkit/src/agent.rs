@@ -67,6 +67,7 @@ struct State {
     listeners: Vec<(u64, AgentListener)>,
     hooks: Vec<(HookId, DisposeHook)>,
     pre_idle: Option<Box<dyn FnMut() + Send>>,
+    scope_parents: Vec<ScopeKey>,
 }
 
 /// An agent with a real turn loop (DESIGN.md "Testkit").
@@ -274,6 +275,13 @@ impl MemoryAgent {
         self.lock().pre_idle = Some(Box::new(hook));
     }
 
+    /// Sets the ancestors reported after the agent's own key in [`Agent::scope_chain`]
+    /// (e.g. a preset's key), nearest first, for tests of scoped registrations
+    /// (todo-jobs §1.3).
+    pub fn set_scope_parents(&self, parents: Vec<ScopeKey>) {
+        self.lock().scope_parents = parents;
+    }
+
     /// Whether a turn is open.
     pub fn turn_open(&self) -> bool {
         self.lock().turn_open
@@ -367,6 +375,12 @@ impl Agent for MemoryAgent {
 
     fn session(&self) -> Arc<dyn Session> {
         self.session.clone()
+    }
+
+    fn scope_chain(&self) -> Vec<ScopeKey> {
+        let mut chain = vec![ScopeKey::from(&self.id)];
+        chain.extend(self.lock().scope_parents.iter().cloned());
+        chain
     }
 
     fn status(&self) -> AgentStatus {

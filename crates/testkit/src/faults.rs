@@ -119,7 +119,9 @@ impl HostSession {
     /// The injected failure, or the store's [`PersistenceError`].
     pub async fn flush_store(&self) -> Result<(), PersistenceError> {
         if self.faults.flush_fail.load(Ordering::SeqCst) {
-            return Err(PersistenceError::Failed("injected flush failure".to_owned()));
+            return Err(PersistenceError::Failed(
+                "injected flush failure".to_owned(),
+            ));
         }
         self.inner.flush().await
     }

@@ -543,7 +543,11 @@ impl Runner {
             Some(owner) => owner.clone(),
             None => {
                 let live: Vec<Option<harness_core::AgentId>> = std::iter::once(None)
-                    .chain(self.live.iter().map(|s| Some(harness_core::AgentId::from(s))))
+                    .chain(
+                        self.live
+                            .iter()
+                            .map(|s| Some(harness_core::AgentId::from(s))),
+                    )
                     .collect();
                 live.into_iter()
                     .find(|caller| registry.get(&job_id, caller.as_ref()).is_ok())
