@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use async_trait::async_trait;
 use harness_core::{
     Agent, AgentError, AgentEvent, AgentId, AgentListener, AgentStatus, Busy, DisposeHook, HookId,
-    MaintenanceGuard, MessageSource, Registration, Session, UserMessage,
+    MaintenanceGuard, MessageSource, Registration, ScopeKey, Session, UserMessage,
 };
 use serde_json::json;
 use tokio::sync::Notify;
