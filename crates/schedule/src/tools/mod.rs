@@ -1,7 +1,7 @@
 //! The schedule tools (schedule.md §9–§11): `schedule_create`, `schedule_list`,
 //! `schedule_delete`.
 //!
-//! The three tools of one agent share that agent's [`Ledger`]: its FIFO (one transaction at a
+//! The three tools of one agent share that agent's ledger: its FIFO (one transaction at a
 //! time, in arrival order, shared with the delivery runtime) and its incrementally folded
 //! state. Every domain failure is a *successful* tool value `{"code","message",…}` (§9.3);
 //! only a cancelled call is a tool error ([`ToolError::Aborted`], rendered by the registry as
