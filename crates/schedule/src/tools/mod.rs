@@ -32,6 +32,27 @@ pub use schema::{
     delete_input_schema, delete_output_schema, list_input_schema, list_output_schema,
 };
 
+/// The UI card for a call of one of the three tools (§9.8), pure: `schedule_create` →
+/// `{"card":"generic","title":"Create reminder","kind":"other","rawInput":<prompt>}`,
+/// `schedule_list` → `{"card":"generic","title":"List reminders","kind":"read"}`,
+/// `schedule_delete` → `{"card":"generic","title":"Delete reminder","kind":"other","rawInput":<id>}`.
+/// `rawInput` is omitted when the argument is not a string; other tool names give `None`.
+pub fn present_call(tool: &str, arguments: &Value) -> Option<Value> {
+    let (title, kind, raw) = match tool {
+        CREATE_NAME => ("Create reminder", "other", Some("prompt")),
+        LIST_NAME => ("List reminders", "read", None),
+        DELETE_NAME => ("Delete reminder", "other", Some("id")),
+        _ => return None,
+    };
+    let mut card = json!({"card": "generic", "title": title, "kind": kind});
+    if let (Some(key), Value::Object(map)) = (raw, &mut card)
+        && let Some(text) = arguments.get(key).and_then(Value::as_str)
+    {
+        map.insert("rawInput".into(), Value::from(text));
+    }
+    Some(card)
+}
+
 /// The owner-notify callback: asks the owner's delivery runtime to recompute (§12.1). Called
 /// after every successful preflight and post-append barrier. It must not block.
 pub type Notify = Arc<dyn Fn() + Send + Sync>;

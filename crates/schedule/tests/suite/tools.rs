@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use harness_core::{Agent, SessionHeader, Tool, ToolCall};
 use harness_schedule::ScheduleTools;
-use harness_schedule::tools::{CREATE_DESCRIPTION, create_output_schema, definitions};
+use harness_schedule::tools::{
+    CREATE_DESCRIPTION, create_output_schema, definitions, present_call,
+};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -703,4 +705,23 @@ async fn case_70_delete_cancelled_during_preflight() {
     assert_eq!(t.changes().len(), 1);
     let listed = t.call("schedule_list", json!({})).await.value;
     assert_eq!(listed[0]["id"], "schedule-1");
+}
+
+#[test]
+fn case_49_present_call_cards() {
+    assert_eq!(
+        present_call("schedule_create", &json!({"prompt":"x","after_seconds":1})),
+        Some(json!({"card":"generic","title":"Create reminder","kind":"other","rawInput":"x"}))
+    );
+    assert_eq!(
+        present_call("schedule_list", &json!({})),
+        Some(json!({"card":"generic","title":"List reminders","kind":"read"}))
+    );
+    assert_eq!(
+        present_call("schedule_delete", &json!({"id":"schedule-1"})),
+        Some(
+            json!({"card":"generic","title":"Delete reminder","kind":"other","rawInput":"schedule-1"})
+        )
+    );
+    assert_eq!(present_call("todo_write", &json!({})), None);
 }
