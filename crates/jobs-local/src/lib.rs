@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod config;
+mod driver;
 mod history;
 mod install;
 mod lookup;

@@ -19,13 +19,14 @@ use harness_core::{
     same_agent,
 };
 use harness_jobs::{
-    BoxError, DoneFuture, JobDoneListener, JobError, JobHooks, JobId, JobOutcome, JobRead,
-    JobReadAt, JobRegistry, JobSnapshot, JobStart, JobStatus, JobsChangedListener, KillOutcome,
+    BoxError, JobDoneListener, JobError, JobHooks, JobId, JobOutcome, JobRead, JobReadAt,
+    JobRegistry, JobSnapshot, JobStart, JobStatus, JobsChangedListener, KillOutcome,
 };
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use crate::driver::{Hub, error_text};
 use crate::history::History;
 use crate::state::{
     CancelFn, Layered, Layers, OwnerEntry, OwnerKey, Record, State, Stream, Target, Waiter,
@@ -65,6 +66,8 @@ pub(crate) struct Shared {
     agents: Option<Arc<dyn AgentLookup>>,
     limits: JobLimits,
     runtime: Option<Handle>,
+    /// Drives every job's `done` (§4.6).
+    hub: Arc<Hub>,
     me: Weak<Shared>,
 }
 
@@ -95,6 +98,7 @@ impl LocalJobRegistry {
             agents,
             limits,
             runtime: Handle::try_current().ok(),
+            hub: Arc::new(Hub::default()),
             me: me.clone(),
         });
         Self { shared }
@@ -237,7 +241,7 @@ impl Shared {
 
     /// Settles job `id` with `outcome` (§4.6). First wins: a terminal record is left alone
     /// and nobody is notified.
-    fn settle(&self, id: &JobId, outcome: JobOutcome) {
+    pub(crate) fn settle(&self, id: &JobId, outcome: JobOutcome) {
         let now = self.now_millis();
         let (snapshot, target, observers, listeners) = {
             let mut state = self.lock();
@@ -446,16 +450,9 @@ impl Shared {
         if ids.is_empty() {
             return;
         }
-        let target = {
-            let mut state = self.lock();
-            let mut target = Target::default();
-            for id in ids {
-                if let Some(record) = state.records.remove(id) {
-                    target = record.route_target();
-                }
-            }
-            target
-        };
+        let removed = self.lock().records.remove_all(ids);
+        let target = removed.last().map(Record::route_target).unwrap_or_default();
+        drop(removed);
         self.notify_changed(&target);
     }
 
@@ -470,31 +467,6 @@ impl Shared {
         };
         self.notify_changed(&target);
     }
-}
-
-/// Drives one job's `done` and settles it (§4.6), on the runtime, never inside `start`.
-async fn drive_settlement(shared: Weak<Shared>, id: JobId, done: DoneFuture) {
-    let result = AssertUnwindSafe(done).catch_unwind().await;
-    let outcome = match result {
-        Ok(Ok(outcome)) => outcome,
-        Ok(Err(error)) => rejected(&id, &error_text(&error)),
-        Err(_) => rejected(&id, "Error: producer done future panicked"),
-    };
-    if let Some(shared) = shared.upgrade() {
-        shared.settle(&id, outcome);
-    }
-}
-
-fn rejected(id: &JobId, error: &str) -> JobOutcome {
-    tracing::warn!(
-        "jobs: job {id} producer done promise rejected (producer contract violation): {error}"
-    );
-    JobOutcome::failed().with_detail(error)
-}
-
-/// An error as upstream stringifies it: `Error: <Display>` (decision 10).
-fn error_text(error: &BoxError) -> String {
-    format!("Error: {error}")
 }
 
 fn call_cancel(cancel: &Arc<CancelFn>, reason: Option<&str>) -> Result<(), BoxError> {
@@ -745,7 +717,7 @@ impl JobRegistry for LocalJobRegistry {
             )
         };
         // 10. Settlement continuation (always asynchronous).
-        drop(runtime.spawn(drive_settlement(sh.me.clone(), id.clone(), done)));
+        sh.hub.submit(&sh.me, &runtime, id.clone(), done);
         // 11. Observers.
         if !observers.is_empty() {
             sh.call_observers(&observers, &target);

@@ -1,7 +1,7 @@
 //! The registry's state behind its one lock (todo-jobs §4.2): records, indexes, owner
 //! entries, per-kind counters and the registration layers, plus routing by scope (§1.3).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::channel::oneshot;
@@ -125,69 +125,93 @@ pub(crate) struct Layered<T> {
 /// iterate after releasing it, without allocating.
 pub(crate) type Layers<T> = Arc<Vec<Layered<T>>>;
 
-/// The records, stored per owner id (each bucket a B-tree in registration order) with an
-/// index by job id. `list` for a caller scans only the caller's bucket and the unowned one,
-/// in order, so its cost does not depend on other owners' records.
+/// The records, stored inline in a slab (freed slots are reused) with an index by job id,
+/// plus per-owner-id lists of slots in registration order. `list` for a caller walks only the
+/// caller's list and the unowned one, merged by sequence number, so its cost does not depend
+/// on other owners' records.
 #[derive(Default)]
 pub(crate) struct Records {
-    // Boxed: sequential inserts leave B-tree leaves half full, which would waste half a
-    // record per record inline.
-    owned: FastMap<AgentId, BTreeMap<u64, Box<Record>>>,
-    unowned: BTreeMap<u64, Box<Record>>,
-    index: FastMap<JobId, (Option<AgentId>, u64)>,
+    slots: Vec<Option<Record>>,
+    free: Vec<usize>,
+    index: FastMap<JobId, usize>,
+    owned: FastMap<AgentId, Vec<usize>>,
+    unowned: Vec<usize>,
 }
 
 impl Records {
-    fn bucket(&self, owner: Option<&AgentId>) -> Option<&BTreeMap<u64, Box<Record>>> {
-        match owner {
-            None => Some(&self.unowned),
-            Some(id) => self.owned.get(id),
-        }
+    fn at(&self, slot: usize) -> Option<&Record> {
+        self.slots.get(slot).and_then(Option::as_ref)
+    }
+
+    fn in_order<'a>(&'a self, bucket: &'a [usize]) -> impl Iterator<Item = &'a Record> + 'a {
+        bucket.iter().filter_map(|&slot| self.at(slot))
     }
 
     pub(crate) fn get(&self, id: &JobId) -> Option<&Record> {
-        let (owner, seq) = self.index.get(id)?;
-        self.bucket(owner.as_ref())?.get(seq).map(|r| &**r)
+        self.at(*self.index.get(id)?)
     }
 
     pub(crate) fn get_mut(&mut self, id: &JobId) -> Option<&mut Record> {
-        let (owner, seq) = self.index.get(id)?;
-        match owner {
-            None => self.unowned.get_mut(seq).map(|r| &mut **r),
-            Some(owner) => self.owned.get_mut(owner)?.get_mut(seq).map(|r| &mut **r),
-        }
+        let slot = *self.index.get(id)?;
+        self.slots.get_mut(slot).and_then(Option::as_mut)
     }
 
     pub(crate) fn insert(&mut self, record: Record) {
-        let owner = record.owner.as_ref().map(|o| o.id().clone());
-        self.index
-            .insert(record.id.clone(), (owner.clone(), record.seq));
-        match owner {
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
             None => {
-                self.unowned.insert(record.seq, Box::new(record));
+                self.slots.push(None);
+                self.slots.len() - 1
             }
-            Some(owner) => {
-                self.owned
-                    .entry(owner)
-                    .or_default()
-                    .insert(record.seq, Box::new(record));
-            }
+        };
+        self.index.insert(record.id.clone(), slot);
+        match &record.owner {
+            None => self.unowned.push(slot),
+            Some(owner) => match self.owned.get_mut(owner.id()) {
+                Some(bucket) => bucket.push(slot),
+                None => {
+                    self.owned.insert(owner.id().clone(), vec![slot]);
+                }
+            },
         }
+        self.slots[slot] = Some(record);
     }
 
-    pub(crate) fn remove(&mut self, id: &JobId) -> Option<Record> {
-        let (owner, seq) = self.index.remove(id)?;
-        match owner {
-            None => self.unowned.remove(&seq).map(|r| *r),
-            Some(owner) => {
-                let bucket = self.owned.get_mut(&owner)?;
-                let record = bucket.remove(&seq).map(|r| *r);
-                if bucket.is_empty() {
-                    self.owned.remove(&owner);
+    /// Removes the records of `ids` (unknown ids are skipped), returning them in `ids` order.
+    pub(crate) fn remove_all(&mut self, ids: &[JobId]) -> Vec<Record> {
+        let mut removed = Vec::new();
+        let mut owners: Vec<Option<AgentId>> = Vec::new();
+        for id in ids {
+            let Some(slot) = self.index.remove(id) else {
+                continue;
+            };
+            let Some(record) = self.slots.get_mut(slot).and_then(Option::take) else {
+                continue;
+            };
+            self.free.push(slot);
+            let owner = record.owner.as_ref().map(|o| o.id().clone());
+            if !owners.contains(&owner) {
+                owners.push(owner);
+            }
+            removed.push(record);
+        }
+        // Drop the emptied slots from the affected buckets (one pass per bucket). A freed
+        // slot is not reused before this runs: the lock is held throughout.
+        let slots = &self.slots;
+        for owner in owners {
+            match owner {
+                None => self.unowned.retain(|&s| slots[s].is_some()),
+                Some(owner) => {
+                    if let Some(bucket) = self.owned.get_mut(&owner) {
+                        bucket.retain(|&s| slots[s].is_some());
+                        if bucket.is_empty() {
+                            self.owned.remove(&owner);
+                        }
+                    }
                 }
-                record
             }
         }
+        removed
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -195,6 +219,8 @@ impl Records {
     }
 
     pub(crate) fn clear(&mut self) {
+        self.slots.clear();
+        self.free.clear();
         self.owned.clear();
         self.unowned.clear();
         self.index.clear();
@@ -202,12 +228,7 @@ impl Records {
 
     /// Every record, in registration order.
     pub(crate) fn values(&self) -> Vec<&Record> {
-        let mut all: Vec<&Record> = self
-            .unowned
-            .values()
-            .chain(self.owned.values().flat_map(BTreeMap::values))
-            .map(|r| &**r)
-            .collect();
+        let mut all: Vec<&Record> = self.slots.iter().flatten().collect();
         all.sort_by_key(|r| r.seq);
         all
     }
@@ -219,24 +240,19 @@ impl Records {
 
     /// The records of session `owner` (every instance), in registration order.
     pub(crate) fn owned_by(&self, owner: &AgentId) -> impl Iterator<Item = &Record> {
-        self.owned
-            .get(owner)
-            .into_iter()
-            .flat_map(BTreeMap::values)
-            .map(|r| &**r)
+        let bucket = self.owned.get(owner).map_or(&[][..], Vec::as_slice);
+        self.in_order(bucket)
     }
 
     /// What `list(caller)` shows: the caller's records and the unowned ones, merged in
     /// registration order.
     pub(crate) fn visible(&self, caller: Option<&AgentId>) -> Vec<&Record> {
-        let mut owned = caller
+        let own = caller
             .and_then(|c| self.owned.get(c))
-            .into_iter()
-            .flat_map(BTreeMap::values)
-            .map(|r| &**r)
-            .peekable();
-        let mut unowned = self.unowned.values().map(|r| &**r).peekable();
-        let mut out = Vec::new();
+            .map_or(&[][..], Vec::as_slice);
+        let mut owned = self.in_order(own).peekable();
+        let mut unowned = self.in_order(&self.unowned).peekable();
+        let mut out = Vec::with_capacity(own.len() + self.unowned.len());
         loop {
             let next = match (owned.peek(), unowned.peek()) {
                 (Some(a), Some(b)) if a.seq < b.seq => owned.next(),

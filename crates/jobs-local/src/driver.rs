@@ -1,0 +1,270 @@
+//! The settlement driver (todo-jobs §4.6): one tokio task per burst of jobs polls every job's
+//! `done` future and settles it, instead of one spawned task per job.
+//!
+//! `start` pushes a [`Event::Fresh`] job into the [`Hub`] (spawning a driver when none is
+//! running) after it has registered the record, so settlement still runs on the runtime and
+//! never inside `start`. The driver works through one FIFO queue of events, `Fresh` jobs and
+//! `Woken` ones (a pending `done` whose waker fired), in the order they happened: the order in
+//! which per-job tasks would have run on a current-thread runtime. A fresh job is first polled
+//! with a no-op waker; only a job still pending gets its own waker (one allocation). The
+//! driver exits once it holds no pending job and its queue is empty; the next `start` spawns a
+//! new one.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::mem;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll, Wake, Waker};
+
+use futures::task::AtomicWaker;
+use harness_jobs::{BoxError, DoneFuture, JobId, JobOutcome};
+use tokio::runtime::Handle;
+
+use crate::registry::Shared;
+
+/// A job whose `done` the driver polls.
+pub(crate) struct Settling {
+    id: JobId,
+    done: DoneFuture,
+}
+
+/// What the driver's queue holds.
+enum Event {
+    /// A job just registered by `start`.
+    Fresh(Settling),
+    /// The waker of slot `slot` of driver `generation` fired.
+    Woken { generation: u64, slot: usize },
+}
+
+#[derive(Default)]
+struct HubState {
+    queue: VecDeque<Event>,
+    /// Whether a driver task exists (spawned and not finished or dropped).
+    running: bool,
+    /// The generation of the current driver: `Woken` events of older drivers are stale.
+    generation: u64,
+}
+
+/// The queue between `start` (and job wakers) and the driver task.
+#[derive(Default)]
+pub(crate) struct Hub {
+    state: Mutex<HubState>,
+    waker: AtomicWaker,
+}
+
+impl Hub {
+    fn lock(&self) -> MutexGuard<'_, HubState> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Queues job `id` for settlement, spawning a driver on `runtime` when none is running.
+    pub(crate) fn submit(
+        self: &Arc<Self>,
+        shared: &Weak<Shared>,
+        runtime: &Handle,
+        id: JobId,
+        done: DoneFuture,
+    ) {
+        let (wake, spawn) = {
+            let mut state = self.lock();
+            let was_empty = state.queue.is_empty();
+            state.queue.push_back(Event::Fresh(Settling { id, done }));
+            if state.running {
+                (was_empty, None)
+            } else {
+                state.running = true;
+                state.generation += 1;
+                (false, Some(state.generation))
+            }
+        };
+        if let Some(generation) = spawn {
+            let driver = Driver {
+                shared: shared.clone(),
+                hub: self.clone(),
+                generation,
+                slots: Vec::new(),
+                free: Vec::new(),
+                pending: 0,
+                batch: VecDeque::new(),
+                finished: false,
+            };
+            // Unconstrained: each `done` is polled once per event, as its own task would
+            // have been; tokio's per-task budget would otherwise make most of a large batch
+            // look pending. The driver yields after each batch instead.
+            drop(runtime.spawn(tokio::task::coop::unconstrained(driver)));
+        } else if wake {
+            self.waker.wake();
+        }
+    }
+
+    fn woken(&self, generation: u64, slot: usize) {
+        let was_empty = {
+            let mut state = self.lock();
+            let was_empty = state.queue.is_empty();
+            state.queue.push_back(Event::Woken { generation, slot });
+            was_empty
+        };
+        if was_empty {
+            self.waker.wake();
+        }
+    }
+}
+
+/// The waker of one pending job.
+struct SlotWaker {
+    hub: Weak<Hub>,
+    generation: u64,
+    slot: usize,
+}
+
+impl Wake for SlotWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        if let Some(hub) = self.hub.upgrade() {
+            hub.woken(self.generation, self.slot);
+        }
+    }
+}
+
+struct Slot {
+    job: Settling,
+    waker: Waker,
+}
+
+/// The driver task.
+struct Driver {
+    shared: Weak<Shared>,
+    hub: Arc<Hub>,
+    generation: u64,
+    slots: Vec<Option<Slot>>,
+    free: Vec<usize>,
+    /// Occupied slots.
+    pending: usize,
+    /// The events taken from the hub and not processed yet (reused between polls).
+    batch: VecDeque<Event>,
+    finished: bool,
+}
+
+impl Driver {
+    /// Polls `job` once with `waker`; settles it when ready.
+    fn poll_job(&self, job: &mut Settling, waker: &Waker) -> Poll<()> {
+        let mut cx = Context::from_waker(waker);
+        let result = match catch_unwind(AssertUnwindSafe(|| job.done.as_mut().poll(&mut cx))) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(result)) => Ok(result),
+            Err(_) => Err(()),
+        };
+        let outcome = match result {
+            Ok(Ok(outcome)) => outcome,
+            Ok(Err(error)) => rejected(&job.id, &error_text(&error)),
+            Err(()) => rejected(&job.id, "Error: producer done future panicked"),
+        };
+        if let Some(shared) = self.shared.upgrade() {
+            shared.settle(&job.id, outcome);
+        }
+        Poll::Ready(())
+    }
+
+    fn park(&mut self, job: Settling) {
+        let slot = self.free.pop().unwrap_or(self.slots.len());
+        let waker = Waker::from(Arc::new(SlotWaker {
+            hub: Arc::downgrade(&self.hub),
+            generation: self.generation,
+            slot,
+        }));
+        let mut entry = Slot { job, waker };
+        // Polled again with its own waker: a wake-up between the no-op poll and now
+        // would otherwise be lost.
+        if self.poll_job(&mut entry.job, &entry.waker).is_ready() {
+            self.free.push(slot);
+            return;
+        }
+        if slot == self.slots.len() {
+            self.slots.push(Some(entry));
+        } else {
+            self.slots[slot] = Some(entry);
+        }
+        self.pending += 1;
+    }
+
+    fn run_event(&mut self, event: Event) {
+        match event {
+            Event::Fresh(mut job) => {
+                if self.poll_job(&mut job, Waker::noop()).is_pending() {
+                    self.park(job);
+                }
+            }
+            Event::Woken { generation, slot } => {
+                if generation != self.generation {
+                    return;
+                }
+                let Some(mut entry) = self.slots.get_mut(slot).and_then(Option::take) else {
+                    return;
+                };
+                if self.poll_job(&mut entry.job, &entry.waker).is_ready() {
+                    self.pending -= 1;
+                    self.free.push(slot);
+                } else {
+                    self.slots[slot] = Some(entry);
+                }
+            }
+        }
+    }
+}
+
+impl Future for Driver {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let this = self.get_mut();
+        this.hub.waker.register(cx.waker());
+        {
+            let mut state = this.hub.lock();
+            if state.queue.is_empty() {
+                if this.pending == 0 {
+                    state.running = false;
+                    this.finished = true;
+                    return Poll::Ready(());
+                }
+                return Poll::Pending;
+            }
+            mem::swap(&mut this.batch, &mut state.queue);
+        }
+        // Settlement calls listeners, which may start jobs (and submit): no hub lock here.
+        while let Some(event) = this.batch.pop_front() {
+            this.run_event(event);
+        }
+        // One batch per poll, then let other tasks run.
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        if !self.finished {
+            // Dropped with its runtime: the next start spawns a new driver (a new
+            // generation, so wakes meant for this one's jobs are ignored).
+            self.hub.lock().running = false;
+        }
+    }
+}
+
+fn rejected(id: &JobId, error: &str) -> JobOutcome {
+    tracing::warn!(
+        "jobs: job {id} producer done promise rejected (producer contract violation): {error}"
+    );
+    JobOutcome::failed().with_detail(error)
+}
+
+/// An error as upstream stringifies it: `Error: <Display>` (decision 10).
+pub(crate) fn error_text(error: &BoxError) -> String {
+    format!("Error: {error}")
+}
