@@ -23,6 +23,8 @@ struct Fixture {
     clock: ManualClock,
     _installed: Installed,
     _agent: Arc<MemoryAgent>,
+    /// Resident bytes after the log was written, before the plugin folded it.
+    seeded_rss: Option<u64>,
 }
 
 fn runtime() -> Runtime {
@@ -47,7 +49,7 @@ fn fixture(len: usize, active: usize) -> Fixture {
     let runtime = runtime();
     let clock = ManualClock::at_default();
     let host = MemoryHarness::new(Arc::new(clock.clone()));
-    let (installed, agent) = runtime.block_on(async {
+    let (installed, agent, seeded_rss) = runtime.block_on(async {
         let session = match host.store().create(SessionHeader::new(SESSION)) {
             Ok(session) => session,
             Err(error) => panic!("create session: {error}"),
@@ -77,6 +79,7 @@ fn fixture(len: usize, active: usize) -> Fixture {
             appended += 1;
             n += 1;
         }
+        let seeded_rss = resident_bytes();
         let installed = match install(&host.as_dyn(), ScheduleConfig::default()) {
             Ok(installed) => installed,
             Err(error) => panic!("install: {error}"),
@@ -87,7 +90,7 @@ fn fixture(len: usize, active: usize) -> Fixture {
         };
         // The runtime's first pass does the one full fold at open.
         settle().await;
-        (installed, agent)
+        (installed, agent, seeded_rss)
     });
     Fixture {
         runtime,
@@ -95,6 +98,7 @@ fn fixture(len: usize, active: usize) -> Fixture {
         clock,
         _installed: installed,
         _agent: agent,
+        seeded_rss,
     }
 }
 
@@ -149,10 +153,12 @@ pub(crate) fn report_active_reminder_memory(_c: &mut Criterion) {
     let active = listed.value.as_array().map_or(0, Vec::len);
     assert_eq!(active, ACTIVE);
     assert_eq!(timers, 1, "one timer per agent");
-    if let (Some(before), Some(after)) = (before, after) {
+    if let (Some(before), Some(seeded), Some(after)) = (before, fixture.seeded_rss, after) {
+        let per = |bytes: u64| bytes / ACTIVE as u64;
         eprintln!(
-            "schedule: {ACTIVE} active reminders, {timers} pending timer(s), ~{} bytes resident per reminder (log + fold)",
-            after.saturating_sub(before) / ACTIVE as u64
+            "schedule: {ACTIVE} active reminders, {timers} pending timer(s); resident bytes per reminder: ~{} in the session log, ~{} in the folded state",
+            per(seeded.saturating_sub(before)),
+            per(after.saturating_sub(seeded))
         );
     }
 }
