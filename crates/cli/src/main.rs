@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use harness_core::{JsonlStore, SystemClock};
+use harness_core::{JsonlStore, MemoryStore, SessionStore, SystemClock};
 
 /// Run harness scenario files and inspect session logs.
 #[derive(Parser)]
@@ -92,12 +92,24 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Log { file } => {
-            let session = JsonlStore::open_path(&file, Arc::new(SystemClock))
-                .with_context(|| format!("opening {}", file.display()))?;
-            emit(
-                &harness_testkit::scenario::summarize_log(session.as_ref())
-                    .map_err(anyhow::Error::msg)?,
-            )?;
+            // Inspection never changes the file: a torn tail is reported, not truncated.
+            let parsed = JsonlStore::inspect(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+            if let Some(torn) = &parsed.torn {
+                eprintln!(
+                    "harness: {}:{}: torn last line ({}); opening the session would truncate it",
+                    file.display(),
+                    torn.line,
+                    torn.reason
+                );
+            }
+            let store = MemoryStore::new(Arc::new(SystemClock));
+            let session = store
+                .create_with_events(parsed.header, parsed.events)
+                .map_err(anyhow::Error::msg)?;
+            let summary = harness_testkit::scenario::summarize_log(session.as_ref())
+                .map_err(anyhow::Error::msg)?;
+            emit(&summary)?;
             Ok(ExitCode::SUCCESS)
         }
     }

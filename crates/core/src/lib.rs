@@ -55,7 +55,7 @@ pub use prompt::{PromptSection, PromptSections};
 pub use registration::Registration;
 pub use registry::{ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry};
 pub use session::{AppendError, PersistenceError, Session};
-pub use store::{JsonlStore, MemoryStore, SessionStore, StoreError};
+pub use store::{JsonlStore, MemoryStore, SessionFile, SessionStore, StoreError, TornTail};
 pub use text::{
     MAX_SAFE_INTEGER, as_safe_integer, is_js_whitespace, js_trim, summarize_chars, truncate_utf8,
 };

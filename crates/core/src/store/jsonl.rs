@@ -18,7 +18,7 @@ use crate::{
 ///
 /// * `append` commits to the live log and buffers the line; `flush` writes the buffered lines
 ///   and calls `sync_data`. A failed flush keeps the lines buffered for the next flush.
-/// * `open` replays the file. A torn last line (no trailing newline, or not valid JSON) is
+/// * `open` replays the file. A torn last line (no trailing newline, or not complete JSON) is
 ///   truncated away and reported with `tracing::warn!`; any other malformed line is
 ///   [`StoreError::Malformed`] naming the file and 1-based line.
 #[derive(Clone)]
@@ -68,7 +68,16 @@ impl JsonlStore {
         Ok(self.dir.join(format!("{name}.jsonl")))
     }
 
-    /// Opens a session file directly by path (used by `harness log`).
+    /// Parses a session file without changing it (no truncation of a torn tail): for
+    /// inspection tools such as `harness log`.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`], [`StoreError::Malformed`], or an I/O error.
+    pub fn inspect(path: &Path) -> Result<SessionFile, StoreError> {
+        parse_file(path)
+    }
+
+    /// Opens a session file directly by path for appending (truncates a torn tail).
     ///
     /// # Errors
     /// As [`SessionStore::open`].
@@ -99,8 +108,36 @@ fn malformed(path: &Path, line: usize, message: impl Into<String>) -> StoreError
     }
 }
 
-/// Reads and validates a session file, truncating a torn last line.
-fn read_file(path: &Path) -> Result<(SessionHeader, Vec<SessionEvent>), StoreError> {
+/// What [`JsonlStore::inspect`] found at the end of a file: a torn last line that `open`
+/// would truncate.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TornTail {
+    /// Byte offset where the torn line starts (the length the file would be cut to).
+    pub offset: u64,
+    /// Its 1-based line number.
+    pub line: usize,
+    /// Why it is torn.
+    pub reason: String,
+}
+
+/// A session file's parsed content.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SessionFile {
+    /// The header line.
+    pub header: SessionHeader,
+    /// The complete, valid events in order.
+    pub events: Vec<SessionEvent>,
+    /// A torn last line, if any (not part of `events`).
+    pub torn: Option<TornTail>,
+}
+
+/// Parses a session file without changing it.
+///
+/// Only the last line can be torn, and only by an interrupted write: it lacks its newline,
+/// or it is not syntactically complete JSON. A complete line that is valid JSON but not a
+/// valid header or event (a missing field, a wrong type, a gap in `seq`) is
+/// [`StoreError::Malformed`] wherever it stands.
+fn parse_file(path: &Path) -> Result<SessionFile, StoreError> {
     let bytes = std::fs::read(path).map_err(|source| match source.kind() {
         std::io::ErrorKind::NotFound => StoreError::NotFound(SessionId::new(
             path.file_stem()
@@ -113,7 +150,7 @@ fn read_file(path: &Path) -> Result<(SessionHeader, Vec<SessionEvent>), StoreErr
     let mut events = Vec::new();
     let mut offset = 0usize;
     let mut number = 0usize;
-    let mut torn: Option<(usize, usize, String)> = None;
+    let mut torn = None;
     while offset < bytes.len() {
         number += 1;
         let rest = &bytes[offset..];
@@ -122,38 +159,59 @@ fn read_file(path: &Path) -> Result<(SessionHeader, Vec<SessionEvent>), StoreErr
             None => (rest, false),
         };
         let is_last = offset + line.len() + usize::from(complete) >= bytes.len();
-        let parsed = parse_line(line, header.is_none(), events.len() as u64 + 1);
-        match (parsed, complete) {
-            (Ok(Line::Header(h)), true) => header = Some(h),
-            (Ok(Line::Event(e)), true) => events.push(e),
-            (Ok(_), false) => {
-                torn = Some((offset, number, "missing trailing newline".to_owned()));
+        if !complete {
+            torn = Some(TornTail {
+                offset: offset as u64,
+                line: number,
+                reason: "missing trailing newline".to_owned(),
+            });
+            break;
+        }
+        match parse_line(line, header.is_none(), events.len() as u64 + 1) {
+            Ok(Line::Header(h)) => header = Some(h),
+            Ok(Line::Event(e)) => events.push(e),
+            Err(LineError::Incomplete(message)) if is_last => {
+                torn = Some(TornTail {
+                    offset: offset as u64,
+                    line: number,
+                    reason: message,
+                });
                 break;
             }
-            (Err(message), _) if is_last => {
-                torn = Some((offset, number, message));
-                break;
+            Err(LineError::Incomplete(message) | LineError::Invalid(message)) => {
+                return Err(malformed(path, number, message));
             }
-            (Err(message), _) => return Err(malformed(path, number, message)),
         }
         offset += line.len() + 1;
     }
-    if let Some((at, line_number, reason)) = torn {
+    let header = header.ok_or_else(|| malformed(path, 1, "missing session header"))?;
+    Ok(SessionFile {
+        header,
+        events,
+        torn,
+    })
+}
+
+/// Reads and validates a session file, truncating a torn last line.
+fn read_file(path: &Path) -> Result<(SessionHeader, Vec<SessionEvent>), StoreError> {
+    let file = parse_file(path)?;
+    if let Some(torn) = &file.torn {
         tracing::warn!(
             file = %path.display(),
-            line = line_number,
-            "truncating torn last line of session file: {reason}"
+            line = torn.line,
+            "truncating torn last line of session file: {}",
+            torn.reason
         );
-        let file = OpenOptions::new()
+        let handle = OpenOptions::new()
             .write(true)
             .open(path)
             .map_err(|source| io_error(path, source))?;
-        file.set_len(at as u64)
-            .and_then(|()| file.sync_data())
+        handle
+            .set_len(torn.offset)
+            .and_then(|()| handle.sync_data())
             .map_err(|source| io_error(path, source))?;
     }
-    let header = header.ok_or_else(|| malformed(path, 1, "missing session header"))?;
-    Ok((header, events))
+    Ok((file.header, file.events))
 }
 
 enum Line {
@@ -161,19 +219,37 @@ enum Line {
     Event(SessionEvent),
 }
 
-fn parse_line(line: &[u8], want_header: bool, expected_seq: u64) -> Result<Line, String> {
+enum LineError {
+    /// Not syntactically complete JSON: what an interrupted write leaves.
+    Incomplete(String),
+    /// Complete JSON that is not a valid header or event.
+    Invalid(String),
+}
+
+fn classify(error: &serde_json::Error, what: &str) -> LineError {
+    let message = format!("invalid {what}: {error}");
+    match error.classify() {
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
+            LineError::Incomplete(message)
+        }
+        serde_json::error::Category::Data | serde_json::error::Category::Io => {
+            LineError::Invalid(message)
+        }
+    }
+}
+
+fn parse_line(line: &[u8], want_header: bool, expected_seq: u64) -> Result<Line, LineError> {
     if want_header {
         return serde_json::from_slice::<SessionHeader>(line)
             .map(Line::Header)
-            .map_err(|e| format!("invalid session header: {e}"));
+            .map_err(|e| classify(&e, "session header"));
     }
-    let event =
-        serde_json::from_slice::<SessionEvent>(line).map_err(|e| format!("invalid event: {e}"))?;
+    let event = serde_json::from_slice::<SessionEvent>(line).map_err(|e| classify(&e, "event"))?;
     if event.seq != expected_seq {
-        return Err(format!(
+        return Err(LineError::Invalid(format!(
             "event seq {} where {expected_seq} was expected",
             event.seq
-        ));
+        )));
     }
     Ok(Line::Event(event))
 }

@@ -6,7 +6,7 @@ mod memory;
 
 use std::sync::Arc;
 
-pub use jsonl::JsonlStore;
+pub use jsonl::{JsonlStore, SessionFile, TornTail};
 pub use memory::MemoryStore;
 
 use crate::{Session, SessionHeader, SessionId};

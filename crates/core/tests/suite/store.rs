@@ -161,9 +161,10 @@ fn invalid_ids_and_duplicates_are_refused() {
 
 #[tokio::test]
 async fn fork_copies_events_and_sets_seed_length() {
+    let dir = tempfile::tempdir().unwrap();
     for store in [
         Box::new(MemoryStore::new(Arc::new(Frozen))) as Box<dyn SessionStore>,
-        Box::new(JsonlStore::new(tempfile::tempdir().unwrap().keep(), Arc::new(Frozen)).unwrap()),
+        Box::new(JsonlStore::new(dir.path(), Arc::new(Frozen)).unwrap()),
     ] {
         let parent = store
             .create(SessionHeader::new("p").with_time_zone("UTC"))
@@ -181,4 +182,55 @@ async fn fork_copies_events_and_sets_seed_length() {
         assert_eq!(reopened.header().seed_length, Some(2));
         assert_eq!(reopened.events_after(2).len(), 1);
     }
+}
+
+#[tokio::test]
+async fn a_complete_but_invalid_last_line_is_malformed_not_torn() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let session = store.create(SessionHeader::new("s1")).unwrap();
+    session.append("a", json!({})).unwrap();
+    session.flush().await.unwrap();
+    let path = dir.path().join("s1.jsonl");
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    // Valid JSON with a newline, but a gap in seq: not a torn write.
+    file.write_all(
+        b"{\"seq\":9,\"type\":\"b\",\"time\":\"2026-08-05T12:00:00.000Z\",\"data\":{}}\n",
+    )
+    .unwrap();
+    drop(file);
+    let before = std::fs::read(&path).unwrap();
+    assert!(matches!(
+        store.open(&SessionId::from("s1")),
+        Err(StoreError::Malformed { line: 3, .. })
+    ));
+    assert_eq!(std::fs::read(&path).unwrap(), before, "nothing truncated");
+}
+
+#[tokio::test]
+async fn inspect_reports_a_torn_tail_without_truncating() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let session = store.create(SessionHeader::new("s1")).unwrap();
+    session.append("a", json!({})).unwrap();
+    session.flush().await.unwrap();
+    let path = dir.path().join("s1.jsonl");
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .unwrap();
+    file.write_all(b"{\"seq\":2,").unwrap();
+    drop(file);
+    let before = std::fs::read(&path).unwrap();
+    let parsed = JsonlStore::inspect(&path).unwrap();
+    assert_eq!(parsed.events.len(), 1);
+    let torn = parsed.torn.unwrap();
+    assert_eq!(
+        (torn.line, torn.reason.as_str()),
+        (3, "missing trailing newline")
+    );
+    assert_eq!(std::fs::read(&path).unwrap(), before);
 }
