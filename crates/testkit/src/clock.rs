@@ -83,7 +83,7 @@ impl ManualClock {
 
     /// Moves both clocks forward by `by`, firing due sleeps in order and settling after each.
     pub async fn advance(&self, by: Duration) {
-        let target = self.lock().mono + by;
+        let target = self.lock().mono.saturating_add(by);
         loop {
             let due = {
                 let mut inner = self.lock();
@@ -109,7 +109,18 @@ impl ManualClock {
     pub fn set(&self, at: DateTime<Utc>) {
         let mut inner = self.lock();
         let mono = TimeDelta::from_std(inner.mono).unwrap_or(TimeDelta::MAX);
-        inner.wall_base = truncate_to_millis(at) - mono;
+        inner.wall_base = truncate_to_millis(at)
+            .checked_sub_signed(mono)
+            .unwrap_or(DateTime::<Utc>::MIN_UTC);
+    }
+
+    /// Whether moving forward by `by` keeps the wall clock within chrono's range
+    /// (the scenario runner refuses an `advance` that would not).
+    pub fn can_advance(&self, by: Duration) -> bool {
+        TimeDelta::from_std(by)
+            .ok()
+            .and_then(|delta| self.now().checked_add_signed(delta))
+            .is_some()
     }
 
     /// Makes the next [`Clock::try_now`] return an error.
@@ -134,7 +145,11 @@ impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         let inner = self.lock();
         let mono = TimeDelta::from_std(inner.mono).unwrap_or(TimeDelta::MAX);
-        inner.wall_base + mono
+        // Saturates at chrono's range instead of overflowing.
+        inner
+            .wall_base
+            .checked_add_signed(mono)
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
     }
 
     fn try_now(&self) -> Result<DateTime<Utc>, ClockError> {

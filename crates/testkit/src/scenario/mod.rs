@@ -75,13 +75,48 @@ pub fn run_scenario(source: &str) -> Transcript {
             };
         }
     };
-    runtime.block_on(run_scenario_in_runtime(source))
+    let lines = Arc::new(Mutex::new(Vec::new()));
+    let run = std::panic::AssertUnwindSafe(|| runtime.block_on(run_into(source, lines.clone())));
+    match std::panic::catch_unwind(run) {
+        Ok(failed) => Transcript {
+            lines: take_lines(&lines),
+            failed,
+        },
+        Err(panic) => {
+            // A bug, not a scenario error: keep what was printed and say where it stopped.
+            let message = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            let mut printed = take_lines(&lines);
+            printed.push(error_line(0, &format!("internal error: {message}")));
+            Transcript {
+                lines: printed,
+                failed: true,
+            }
+        }
+    }
 }
 
 /// Runs a scenario on the current tokio runtime, which must be a current-thread runtime
 /// with a paused clock for the transcript to be deterministic.
 pub async fn run_scenario_in_runtime(source: &str) -> Transcript {
     let lines = Arc::new(Mutex::new(Vec::new()));
+    let failed = run_into(source, lines.clone()).await;
+    Transcript {
+        lines: take_lines(&lines),
+        failed,
+    }
+}
+
+fn take_lines(lines: &Mutex<Vec<String>>) -> Vec<String> {
+    std::mem::take(&mut *lines.lock().unwrap_or_else(|p| p.into_inner()))
+}
+
+/// Runs the steps, appending transcript lines to `lines`; returns whether a scenario
+/// error stopped the run.
+async fn run_into(source: &str, lines: Arc<Mutex<Vec<String>>>) -> bool {
     let mut runner = Runner::new(lines.clone());
     let mut failed = false;
     for (index, text) in source.lines().enumerate() {
@@ -103,8 +138,7 @@ pub async fn run_scenario_in_runtime(source: &str) -> Transcript {
         settle().await;
     }
     runner.finish().await;
-    let lines = std::mem::take(&mut *lines.lock().unwrap_or_else(|p| p.into_inner()));
-    Transcript { lines, failed }
+    failed
 }
 
 fn error_line(line: usize, message: &str) -> String {
@@ -363,7 +397,15 @@ impl Runner {
                 only(step, &["ms"])?;
                 let ms = u64_field(step, "ms")?;
                 match &self.setup()?.clock_mode {
-                    ClockMode::Manual(clock) => clock.advance(Duration::from_millis(ms)).await,
+                    ClockMode::Manual(clock) => {
+                        let by = Duration::from_millis(ms);
+                        if !clock.can_advance(by) {
+                            return Err(format!(
+                                "advance by {ms} ms leaves the representable time range"
+                            ));
+                        }
+                        clock.advance(by).await;
+                    }
                     ClockMode::System => {
                         return Err("advance needs the manual clock".to_owned());
                     }

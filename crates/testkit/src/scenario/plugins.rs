@@ -97,8 +97,14 @@ pub(crate) fn install(
 /// Problems the families' invariant checks find in a session log (empty when it is sound).
 pub(crate) fn check_log(session: &dyn harness_core::Session) -> Vec<String> {
     let events = session.events();
-    harness_todo::find_violations(&events)
+    let mut problems: Vec<String> = harness_todo::find_violations(&events)
         .into_iter()
         .map(|v| v.to_string())
-        .collect()
+        .collect();
+    if let Err(error) =
+        harness_schedule::domain::check_schedule_log(&events, session.header().seed_length)
+    {
+        problems.push(format!("schedule/change: {error}"));
+    }
+    problems
 }

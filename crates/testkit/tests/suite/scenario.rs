@@ -106,3 +106,42 @@ fn restart_and_fork_keep_the_log() {
         ]
     );
 }
+
+#[test]
+fn log_summary_counts_projects_and_flags_problems() {
+    use harness_core::{MemoryStore, SessionHeader, SessionStore};
+    let store = MemoryStore::new(std::sync::Arc::new(
+        harness_testkit::ManualClock::at_default(),
+    ));
+    let session = store.create(SessionHeader::new("s1")).unwrap();
+    let todos = serde_json::json!({"todos": [{"content": "a", "status": "pending"}]});
+    session.append("todo/write", todos).unwrap();
+    session
+        .append(
+            "todo/write",
+            serde_json::json!({"todos": [{"content": " b", "status": "pending"}]}),
+        )
+        .unwrap();
+    session
+        .append(
+            "schedule/change",
+            serde_json::json!({"version": 1, "operation": "delete", "id": "schedule-1"}),
+        )
+        .unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_str(&harness_testkit::scenario::summarize_log(session.as_ref()).unwrap())
+            .unwrap();
+    assert_eq!(
+        summary,
+        serde_json::json!({
+            "header": {"id": "s1"},
+            "events": 3,
+            "counts": {"schedule/change": 1, "todo/write": 2},
+            "projections": {"todos": [{"content": " b", "status": "pending"}]},
+            "problems": [
+                "event 2: todo/write content must be non-empty and already trimmed",
+                "schedule/change: corrupt schedule log: transition references inactive id \"schedule-1\""
+            ]
+        })
+    );
+}
