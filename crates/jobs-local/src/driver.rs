@@ -167,7 +167,12 @@ impl Driver {
             Err(()) => rejected(&job.id, "Error: producer done future panicked"),
         };
         if let Some(shared) = self.shared.upgrade() {
-            shared.settle(&job.id, outcome);
+            // Contained so one job cannot take the other jobs' driver down with it
+            // (listeners are already contained inside `settle`).
+            let settled = catch_unwind(AssertUnwindSafe(|| shared.settle(&job.id, outcome)));
+            if settled.is_err() {
+                tracing::warn!("jobs: settlement of {} panicked", job.id);
+            }
         }
         Poll::Ready(())
     }

@@ -47,8 +47,9 @@ pub const MAX_WAIT_TIMEOUT_MS: f64 = 2_147_483_647.0;
 /// The in-process background-job registry (todo-jobs §4, decision 8).
 ///
 /// Cheap to clone (a handle). Construct it directly with [`LocalJobRegistry::new`] or through
-/// [`crate::install`]. Settlement runs on the tokio runtime current at `start` (or at
-/// construction), so `start` must be called with a runtime available.
+/// [`crate::install`]. Settlement runs on a driver task spawned on the tokio runtime current
+/// at `start` (or at construction), so `start` must be called with a runtime available; jobs
+/// started while a driver is running join it (one task drives them all, see `driver.rs`).
 ///
 /// Beyond [`JobRegistry`] it offers [`LocalJobRegistry::dispose`] (service disposal, §4.9).
 #[derive(Clone)]
