@@ -838,17 +838,29 @@ impl JobRegistry for LocalJobRegistry {
         reason: Option<&str>,
     ) -> Result<KillOutcome, JobError> {
         let sh = &self.shared;
-        let cancel = {
+        let (cancel, was_reported) = {
             let mut state = sh.lock();
             let record = state.find(id, caller)?;
             if record.status.is_terminal() {
                 record.reported = true;
                 return Ok(KillOutcome::AlreadyFinished);
             }
-            record.cancel.clone()
+            // Mark it reported before the producer hears of the kill: a producer that settles
+            // as soon as it is cancelled (on another thread) must not send a completion
+            // notice for a job the caller killed (C-131).
+            let was_reported = record.reported;
+            record.reported = true;
+            (record.cancel.clone(), was_reported)
         };
-        if let Some(cancel) = cancel {
-            call_cancel(&cancel, reason).map_err(JobError::Producer)?;
+        if let Some(cancel) = cancel
+            && let Err(error) = call_cancel(&cancel, reason)
+        {
+            // A throwing cancel changes nothing (§4.5): restore the bit.
+            let mut state = sh.lock();
+            if let Some(record) = state.records.get_mut(id) {
+                record.reported = was_reported;
+            }
+            return Err(JobError::Producer(error));
         }
         let target = {
             let mut state = sh.lock();

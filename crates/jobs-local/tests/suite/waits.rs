@@ -252,3 +252,52 @@ async fn huge_timeouts_are_clamped_not_rejected() {
     job.settle(JobOutcome::completed());
     assert_eq!(waiting.await.unwrap().unwrap().status, JobStatus::Completed);
 }
+
+/// Regression (found with a real bash job on a multi-threaded runtime): a producer that
+/// settles while its cancel hook is still running — the settlement continuation runs on
+/// another worker — must already see the job as reported, so no completion notice follows a
+/// `job_kill` (C-131). The cancel hook below settles, then blocks until the settlement has
+/// been observed, which opens that window deterministically.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_settling_during_its_cancel_is_already_reported() {
+    let host = Host::new();
+    let (observed_tx, observed_rx) = std::sync::mpsc::channel::<bool>();
+    let observed_tx = Mutex::new(observed_tx);
+    let listener: harness_jobs::JobDoneListener = Arc::new(move |snapshot, _owner| {
+        let _ = observed_tx.lock().unwrap().send(snapshot.reported);
+        Ok(None)
+    });
+    let _listener = host
+        .registry
+        .on_job_done(RegistrationScope::Global, listener);
+    let (settle_tx, settle_rx) = futures::channel::oneshot::channel::<JobOutcome>();
+    let settle_tx = Mutex::new(Some(settle_tx));
+    let observed_rx = Mutex::new(observed_rx);
+    let seen_during_cancel: Arc<Mutex<Option<bool>>> = Arc::default();
+    let seen = seen_during_cancel.clone();
+    let start = harness_jobs::JobStart::new("bash", "sleep 600", move || {
+        let cancel = move |_reason: Option<&str>| {
+            if let Some(tx) = settle_tx.lock().unwrap().take() {
+                let _ = tx.send(JobOutcome::killed());
+            }
+            let reported = observed_rx
+                .lock()
+                .unwrap()
+                .recv_timeout(Duration::from_secs(5))
+                .ok();
+            *seen.lock().unwrap() = reported;
+            Ok(())
+        };
+        let done = async move { settle_rx.await.map_err(|e| e.into()) };
+        Ok(harness_jobs::JobHooks::new(cancel, done))
+    });
+    let id = host.registry.start(start).unwrap();
+    let outcome = tokio::task::spawn_blocking({
+        let registry = host.registry.clone();
+        move || registry.kill(&id, None, None)
+    })
+    .await
+    .unwrap();
+    assert_eq!(outcome.unwrap(), KillOutcome::Requested);
+    assert_eq!(*seen_during_cancel.lock().unwrap(), Some(true));
+}
