@@ -1,66 +1,119 @@
 //! Identifier newtypes: [`SessionId`], [`AgentId`] and [`ScopeKey`].
 
-use std::fmt;
-use std::sync::Arc;
-
-use serde::{Deserialize, Serialize};
-
-macro_rules! id_type {
+/// Defines a cheap-to-clone string newtype over `Arc<str>`: `new`, `as_str`, `Display`,
+/// `Debug` (`Name("value")`), `From<&str>`, `From<String>`, `AsRef<str>`, `Borrow<str>`,
+/// comparisons with `str`, and serde as a plain JSON string. Used for the ids of every crate
+/// (`SessionId` here, `JobId` in harness-jobs) so they behave alike.
+///
+/// ```
+/// harness_core::string_newtype!(
+///     /// A widget name.
+///     WidgetName
+/// );
+/// let name = WidgetName::from("w-1");
+/// assert_eq!(name, "w-1");
+/// assert_eq!(serde_json::to_string(&name).unwrap(), "\"w-1\"");
+/// ```
+#[macro_export]
+macro_rules! string_newtype {
     ($(#[$meta:meta])* $name:ident) => {
         $(#[$meta])*
-        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        #[serde(transparent)]
-        pub struct $name(Arc<str>);
+        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(::std::sync::Arc<str>);
 
         impl $name {
-            /// Wraps a string as this identifier. Any string is accepted; stores that use the
-            /// id as a file name validate it themselves.
-            pub fn new(value: impl Into<Arc<str>>) -> Self {
+            /// Wraps a string. Any string is accepted; whoever uses the value as a file name
+            /// or key validates it where the spec says so.
+            pub fn new(value: impl Into<::std::sync::Arc<str>>) -> Self {
                 Self(value.into())
             }
 
-            /// The identifier as a string slice.
+            /// The value as a string slice.
             pub fn as_str(&self) -> &str {
                 &self.0
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 f.write_str(&self.0)
             }
         }
 
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl ::std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
                 write!(f, "{}({:?})", stringify!($name), &*self.0)
             }
         }
 
-        impl From<&str> for $name {
+        impl ::std::convert::From<&str> for $name {
             fn from(value: &str) -> Self {
                 Self::new(value)
             }
         }
 
-        impl From<String> for $name {
+        impl ::std::convert::From<String> for $name {
             fn from(value: String) -> Self {
                 Self::new(value)
+            }
+        }
+
+        impl ::std::convert::AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl ::std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl ::std::cmp::PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                &*self.0 == other
+            }
+        }
+
+        impl ::std::cmp::PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                &*self.0 == *other
+            }
+        }
+
+        impl $crate::__private::serde::Serialize for $name {
+            fn serialize<S>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error>
+            where
+                S: $crate::__private::serde::Serializer,
+            {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> $crate::__private::serde::Deserialize<'de> for $name {
+            fn deserialize<D>(deserializer: D) -> ::std::result::Result<Self, D::Error>
+            where
+                D: $crate::__private::serde::Deserializer<'de>,
+            {
+                let value =
+                    <String as $crate::__private::serde::Deserialize>::deserialize(deserializer)?;
+                Ok(Self::new(value))
             }
         }
     };
 }
 
-id_type!(
+string_newtype!(
     /// The identity of one session (one event log).
     SessionId
 );
-id_type!(
+string_newtype!(
     /// The identity of a live agent. As upstream does, an agent's id equals its session's id
     /// (todo-jobs §1.1); job access is authorized by comparing these ids.
     AgentId
 );
-id_type!(
+string_newtype!(
     /// A routing scope (todo-jobs §1.3, decision 1). An agent reports a chain of scope keys:
     /// its own key first, then its ancestors (for example a preset's key).
     ScopeKey

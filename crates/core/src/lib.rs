@@ -63,6 +63,12 @@ pub use time::{Clock, ClockError, SystemClock, epoch_millis, format_instant, tru
 pub use tool::{ContentBlock, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, join_text};
 pub use validate::validate_arguments;
 
+/// Implementation details of exported macros; not part of the API.
+#[doc(hidden)]
+pub mod __private {
+    pub use serde;
+}
+
 /// Re-exported so plugins and hosts name one version of these.
 pub use async_trait::async_trait;
 pub use tokio_util::sync::CancellationToken;

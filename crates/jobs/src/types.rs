@@ -2,81 +2,10 @@
 //! [`TerminalStatus`], [`JobOutcome`] and [`KillOutcome`].
 
 use std::fmt;
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-macro_rules! string_newtype {
-    ($(#[$meta:meta])* $name:ident) => {
-        $(#[$meta])*
-        #[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        #[serde(transparent)]
-        pub struct $name(Arc<str>);
-
-        impl $name {
-            /// Wraps a string. Any string is accepted; the registry validates where the spec
-            /// says so.
-            pub fn new(value: impl Into<Arc<str>>) -> Self {
-                Self(value.into())
-            }
-
-            /// The value as a string slice.
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "{}({:?})", stringify!($name), &*self.0)
-            }
-        }
-
-        impl From<&str> for $name {
-            fn from(value: &str) -> Self {
-                Self::new(value)
-            }
-        }
-
-        impl From<String> for $name {
-            fn from(value: String) -> Self {
-                Self::new(value)
-            }
-        }
-
-        impl AsRef<str> for $name {
-            fn as_ref(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl std::borrow::Borrow<str> for $name {
-            fn borrow(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl PartialEq<str> for $name {
-            fn eq(&self, other: &str) -> bool {
-                &*self.0 == other
-            }
-        }
-
-        impl PartialEq<&str> for $name {
-            fn eq(&self, other: &&str) -> bool {
-                &*self.0 == *other
-            }
-        }
-    };
-}
-
-string_newtype!(
+harness_core::string_newtype!(
     /// An opaque job id (todo-jobs §3.1, §4.4). The local registry issues `<kind>-<N>` with a
     /// per-kind counter starting at 1 (`bash-1`, `subagent-1`, `pty-send-100`); lookups match
     /// the string exactly and never parse it. Ids are predictable: authorization, not secrecy,
@@ -84,7 +13,7 @@ string_newtype!(
     JobId
 );
 
-string_newtype!(
+harness_core::string_newtype!(
     /// A job kind: an open set of strings used as an id namespace (`bash`, `subagent`,
     /// `pty-send`, `workflow`). The registry rejects an empty kind at `start` with
     /// `invalid job kind: expected a non-empty string`.
