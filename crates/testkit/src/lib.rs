@@ -30,6 +30,7 @@ mod fake_job;
 mod faults;
 mod host;
 pub mod scenario;
+pub mod strategies;
 
 pub use agent::{HostRecord, MemoryAgent};
 pub use clock::{ManualClock, settle};

@@ -485,38 +485,10 @@ async fn through_the_core_tool_registry() {
 
 /// Random JSON, biased towards the argument shape so every path is exercised.
 fn arb_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        any::<i64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(Value::from),
-        "[ a-z\u{FEFF}\u{3000}]{0,6}".prop_map(Value::from),
-        prop_oneof![
-            Just("pending"),
-            Just("in_progress"),
-            Just("completed"),
-            Just("doing")
-        ]
-        .prop_map(Value::from),
-    ];
-    leaf.prop_recursive(3, 24, 5, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-            prop::collection::btree_map(
-                prop_oneof![
-                    Just("content".to_owned()),
-                    Just("status".to_owned()),
-                    Just("todos".to_owned()),
-                    "[a-z]{1,4}"
-                ],
-                inner,
-                0..4
-            )
-            .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
+    harness_testkit::strategies::arb_json(
+        &["content", "status", "todos"],
+        &["pending", "in_progress", "completed", "doing"],
+    )
 }
 
 fn arb_item() -> impl Strategy<Value = Value> {
