@@ -67,6 +67,7 @@ pub use validate::validate_arguments;
 #[doc(hidden)]
 pub mod __private {
     pub use serde;
+    pub use smol_str::SmolStr;
 }
 
 /// Re-exported so plugins and hosts name one version of these.

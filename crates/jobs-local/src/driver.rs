@@ -27,6 +27,9 @@ use crate::registry::Shared;
 /// A job whose `done` the driver polls.
 pub(crate) struct Settling {
     id: JobId,
+    /// Where the record sits, and its registration number (a freed slot may be reused).
+    slot: usize,
+    seq: u64,
     done: DoneFuture,
 }
 
@@ -61,18 +64,25 @@ impl Hub {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// Queues job `id` for settlement, spawning a driver on `runtime` when none is running.
+    /// Queues job `id` (in `slot`, registered as `seq`) for settlement, spawning a driver on `runtime` when none is running.
     pub(crate) fn submit(
         self: &Arc<Self>,
         shared: &Weak<Shared>,
         runtime: &Handle,
         id: JobId,
+        slot: usize,
+        seq: u64,
         done: DoneFuture,
     ) {
         let (wake, spawn) = {
             let mut state = self.lock();
             let was_empty = state.queue.is_empty();
-            state.queue.push_back(Event::Fresh(Settling { id, done }));
+            state.queue.push_back(Event::Fresh(Settling {
+                id,
+                slot,
+                seq,
+                done,
+            }));
             if state.running {
                 (was_empty, None)
             } else {
@@ -169,7 +179,9 @@ impl Driver {
         if let Some(shared) = self.shared.upgrade() {
             // Contained so one job cannot take the other jobs' driver down with it
             // (listeners are already contained inside `settle`).
-            let settled = catch_unwind(AssertUnwindSafe(|| shared.settle(&job.id, outcome)));
+            let settled = catch_unwind(AssertUnwindSafe(|| {
+                shared.settle_at(job.slot, job.seq, outcome)
+            }));
             if settled.is_err() {
                 tracing::warn!("jobs: settlement of {} panicked", job.id);
             }

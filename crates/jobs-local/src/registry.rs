@@ -7,7 +7,7 @@
 
 use std::collections::hash_map::Entry;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
 
@@ -19,7 +19,7 @@ use harness_core::{
     same_agent,
 };
 use harness_jobs::{
-    BoxError, JobDoneListener, JobError, JobHooks, JobId, JobOutcome, JobRead, JobReadAt,
+    BoxError, JobDoneListener, JobError, JobHooks, JobId, JobKind, JobOutcome, JobRead, JobReadAt,
     JobRegistry, JobSnapshot, JobStart, JobStatus, JobsChangedListener, KillOutcome,
 };
 use tokio::runtime::Handle;
@@ -29,8 +29,8 @@ use tokio_util::sync::CancellationToken;
 use crate::driver::{Hub, error_text};
 use crate::history::History;
 use crate::state::{
-    CancelFn, Layered, Layers, OwnerEntry, OwnerKey, Record, State, Stream, Target, Waiter,
-    for_each_route, owner_key, serves,
+    CancelFn, Layered, Layers, OwnerEntry, OwnerInfo, OwnerKey, Record, Records, State, Stream,
+    Target, Waiter, for_each_route, owner_key, serves,
 };
 use crate::{AgentLookup, JobLimits};
 
@@ -61,8 +61,11 @@ pub(crate) struct Shared {
     state: Mutex<State>,
     /// `listenersClosed` (§4.2): set once, at service disposal.
     listeners_closed: AtomicBool,
-    /// Woken after every settlement; teardown re-checks its records.
+    /// Woken after every settlement while `draining` is non-zero; teardown re-checks its
+    /// records.
     settled: Notify,
+    /// How many teardowns are awaiting settlements.
+    draining: AtomicUsize,
     clock: Arc<dyn Clock>,
     agents: Option<Arc<dyn AgentLookup>>,
     limits: JobLimits,
@@ -95,6 +98,7 @@ impl LocalJobRegistry {
             state: Mutex::new(State::default()),
             listeners_closed: AtomicBool::new(false),
             settled: Notify::new(),
+            draining: AtomicUsize::new(0),
             clock,
             agents,
             limits,
@@ -155,7 +159,7 @@ impl LocalJobRegistry {
             let mut targets: Vec<Target> = Vec::new();
             let mut seen: Vec<Option<OwnerKey>> = Vec::new();
             for record in records {
-                let key = record.owner.as_ref().map(owner_key);
+                let key = record.owner.as_ref().map(|o| o.key());
                 if !seen.contains(&key) {
                     seen.push(key);
                     targets.push(record.route_target());
@@ -170,7 +174,7 @@ impl LocalJobRegistry {
             sh.notify_changed(target);
         }
         for entry in entries {
-            if let Some(hook) = entry.agent.remove_dispose_hook(entry.hook) {
+            if let Some(hook) = entry.info.agent.remove_dispose_hook(entry.hook) {
                 hook().await;
             }
         }
@@ -197,7 +201,7 @@ impl Shared {
         &self,
         owner: &Arc<dyn Agent>,
         key: OwnerKey,
-        chain: &Arc<[ScopeKey]>,
+        chain: Arc<[ScopeKey]>,
     ) -> Result<(), JobError> {
         if self.lock().owners.contains_key(&key) {
             return Ok(());
@@ -216,9 +220,8 @@ impl Shared {
                 Entry::Occupied(_) => true,
                 Entry::Vacant(vacant) => {
                     vacant.insert(OwnerEntry {
-                        agent: owner.clone(),
+                        info: Arc::new(OwnerInfo::new(owner.clone(), chain)),
                         hook: hook_id,
-                        chain: chain.clone(),
                         live: 0,
                     });
                     false
@@ -232,6 +235,92 @@ impl Shared {
         Ok(())
     }
 
+    /// Steps 1–6 of §4.3, in order: controller fence, fields, owner, admission. On success
+    /// one place in the owner's (or the unowned) bucket is reserved; the caller releases it if
+    /// `run` fails. Returns the owner as recorded and the runtime that will drive settlement.
+    ///
+    /// An owner that already has an entry is admitted under one lock; its first job also reads
+    /// its scope chain and attaches its cleanup hook. The agent lookup (a host call) runs
+    /// before the lock and its result is checked at step 5.
+    fn admit(
+        &self,
+        owner: Option<Arc<dyn Agent>>,
+        kind: &JobKind,
+        label: &str,
+        limit: Option<u64>,
+    ) -> Result<(Option<Arc<OwnerInfo>>, Handle), JobError> {
+        let cap = self.limits.max_concurrent_jobs_per_owner;
+        let Some(owner) = owner else {
+            let mut state = self.lock();
+            check_open(&state)?;
+            if !serves(&state.controllers, None) {
+                return Err(JobError::NoController);
+            }
+            let runtime = self.settlement_runtime()?;
+            check_fields(kind, label, limit)?;
+            reserve(&mut state.unowned_live, cap)?;
+            return Ok((None, runtime));
+        };
+        let key = owner_key(&owner);
+        let live = self.check_live(&owner);
+        {
+            let mut state = self.lock();
+            let state = &mut *state;
+            check_open(state)?;
+            if let Some(entry) = state.owners.get_mut(&key) {
+                if !serves(&state.controllers, Some(&entry.info.chain)) {
+                    return Err(JobError::NoController);
+                }
+                let runtime = self.settlement_runtime()?;
+                check_fields(kind, label, limit)?;
+                live?;
+                reserve(&mut entry.live, cap)?;
+                return Ok((Some(entry.info.clone()), runtime));
+            }
+        }
+        // The first job of this owner instance.
+        let chain: Arc<[ScopeKey]> = Arc::from(owner.scope_chain());
+        if !serves(&self.lock().controllers, Some(&chain)) {
+            return Err(JobError::NoController);
+        }
+        let runtime = self.settlement_runtime()?;
+        check_fields(kind, label, limit)?;
+        live?;
+        let id = owner.id().clone();
+        self.ensure_owner_hook(&owner, key, chain)?;
+        let mut state = self.lock();
+        let Some(entry) = state.owners.get_mut(&key) else {
+            // The owner's cleanup ran since its hook was attached: it is disposing.
+            return Err(JobError::Owner(AgentError::Disposed(id)));
+        };
+        reserve(&mut entry.live, cap)?;
+        Ok((Some(entry.info.clone()), runtime))
+    }
+
+    /// Steps 5.1–5.2 of §4.3: the agent registry exists and `owner` is the instance it holds.
+    fn check_live(&self, owner: &Arc<dyn Agent>) -> Result<(), JobError> {
+        let agents = self
+            .agents
+            .as_ref()
+            .filter(|a| a.is_available())
+            .ok_or(JobError::NoAgentRegistry)?;
+        let live = agents.live_agent(owner.id());
+        if live.is_some_and(|live| same_agent(&live, owner)) {
+            Ok(())
+        } else {
+            Err(JobError::NotRegisteredInstance(owner.id().clone()))
+        }
+    }
+
+    /// The runtime that will drive settlement (`start` needs one).
+    fn settlement_runtime(&self) -> Result<Handle, JobError> {
+        self.runtime().ok_or_else(|| {
+            JobError::Unavailable(
+                "no tokio runtime is available to drive job settlement".to_owned(),
+            )
+        })
+    }
+
     /// Calls the change observers that serve `target` (§4.7), each contained.
     fn notify_changed(&self, target: &Target) {
         let observers = self.lock().observers.clone();
@@ -243,11 +332,25 @@ impl Shared {
     /// Settles job `id` with `outcome` (§4.6). First wins: a terminal record is left alone
     /// and nobody is notified.
     pub(crate) fn settle(&self, id: &JobId, outcome: JobOutcome) {
+        self.settle_where(outcome, |records| records.get_mut(id));
+    }
+
+    /// [`Shared::settle`] for the record in `slot` registered as `seq` (the driver knows
+    /// both, so it skips the id lookup).
+    pub(crate) fn settle_at(&self, slot: usize, seq: u64, outcome: JobOutcome) {
+        self.settle_where(outcome, |records| records.at_mut(slot, seq));
+    }
+
+    fn settle_where(
+        &self,
+        outcome: JobOutcome,
+        locate: impl FnOnce(&mut Records) -> Option<&mut Record>,
+    ) {
         let now = self.now_millis();
         let (snapshot, target, observers, listeners) = {
             let mut state = self.lock();
             let state = &mut *state;
-            let Some(record) = state.records.get_mut(id) else {
+            let Some(record) = locate(&mut state.records) else {
                 return;
             };
             if record.status.is_terminal() {
@@ -284,7 +387,7 @@ impl Shared {
                 let _ = resolve.send(snapshot.clone());
             }
             let target = record.route_target();
-            state.release(target.owner.as_ref().map(owner_key));
+            state.release(target.owner.as_ref().map(|o| o.key()));
             (
                 snapshot,
                 target,
@@ -292,33 +395,33 @@ impl Shared {
                 state.done_listeners.clone(),
             )
         };
-        self.settled.notify_waiters();
+        if self.draining.load(Ordering::SeqCst) > 0 {
+            self.settled.notify_waiters();
+        }
         if !observers.is_empty() {
             self.call_observers(&observers, &target);
         }
         if self.listeners_closed.load(Ordering::SeqCst) || listeners.is_empty() {
             return;
         }
-        for_each_route(&listeners, target.chain.as_deref(), |listener| {
+        for_each_route(&listeners, target.chain(), |listener| {
             // Disposal may begin on another thread meanwhile; no listener runs after it.
             if !self.listeners_closed.load(Ordering::SeqCst) {
-                self.call_done_listener(listener, &snapshot, target.owner.as_ref());
+                self.call_done_listener(listener, &snapshot, target.agent());
             }
         });
     }
 
     fn call_observers(&self, observers: &[Layered<JobsChangedListener>], target: &Target) {
-        for_each_route(
-            observers,
-            target.chain.as_deref(),
-            |observer| match catch_unwind(AssertUnwindSafe(|| observer(target.owner.as_ref()))) {
+        for_each_route(observers, target.chain(), |observer| {
+            match catch_unwind(AssertUnwindSafe(|| observer(target.agent()))) {
                 Ok(Ok(())) => {}
                 Ok(Err(error)) => {
                     tracing::warn!("jobs: onJobsChanged listener threw: {}", error_text(&error));
                 }
                 Err(_) => tracing::warn!("jobs: onJobsChanged listener threw: Error: panicked"),
-            },
-        );
+            }
+        });
     }
 
     fn call_done_listener(
@@ -410,6 +513,9 @@ impl Shared {
 
     /// Completes when every record in `ids` is terminal or gone.
     async fn await_settled(&self, ids: &[JobId]) {
+        // Settlements wake `settled` only while somebody awaits it.
+        self.draining.fetch_add(1, Ordering::SeqCst);
+        let _draining = Draining(&self.draining);
         loop {
             let notified = self.settled.notified();
             tokio::pin!(notified);
@@ -435,8 +541,8 @@ impl Shared {
             };
             state
                 .records
-                .owned_by(entry.agent.id())
-                .filter(|r| r.owner.as_ref().is_some_and(|o| owner_key(o) == key))
+                .owned_by(&entry.info.id)
+                .filter(|r| r.owner.as_ref().is_some_and(|o| o.key() == key))
                 .map(|r| r.id.clone())
                 .collect()
         };
@@ -468,6 +574,42 @@ impl Shared {
         };
         self.notify_changed(&target);
     }
+}
+
+/// Step 0 of `start`: a disposed registry accepts nothing (§4.9).
+fn check_open(state: &State) -> Result<(), JobError> {
+    if state.disposed {
+        Err(JobError::Unavailable(
+            "the job registry is disposed".to_owned(),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
+/// Steps 2–4 of §4.3: kind, label, output limit.
+fn check_fields(kind: &JobKind, label: &str, limit: Option<u64>) -> Result<(), JobError> {
+    if kind.as_str().is_empty() {
+        return Err(JobError::InvalidKind);
+    }
+    if label.is_empty() {
+        return Err(JobError::InvalidLabel);
+    }
+    if let Some(limit) = limit
+        && (limit == 0 || limit > MAX_SAFE_INTEGER.unsigned_abs())
+    {
+        return Err(JobError::InvalidOutputLimit(limit));
+    }
+    Ok(())
+}
+
+/// Step 6 of §4.3: takes one place of a bucket holding `live` jobs, if under `cap`.
+fn reserve(live: &mut u64, cap: u64) -> Result<(), JobError> {
+    if *live >= cap {
+        return Err(JobError::LimitReached { limit: cap });
+    }
+    *live += 1;
+    Ok(())
 }
 
 fn call_cancel(cancel: &Arc<CancelFn>, reason: Option<&str>) -> Result<(), BoxError> {
@@ -523,38 +665,6 @@ where
     })
 }
 
-/// `<kind>-<n>` as a job id, with a single allocation for ordinary kinds.
-fn job_id(kind: &str, n: u64) -> JobId {
-    let mut buffer = [0u8; 64];
-    let mut digits = [0u8; 20];
-    let mut len = 0;
-    let mut rest = n;
-    loop {
-        digits[len] = b'0' + (rest % 10) as u8;
-        len += 1;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    let total = kind.len() + 1 + len;
-    if total > buffer.len() {
-        return JobId::new(format!("{kind}-{n}"));
-    }
-    buffer[..kind.len()].copy_from_slice(kind.as_bytes());
-    buffer[kind.len()] = b'-';
-    for (slot, digit) in buffer[kind.len() + 1..total]
-        .iter_mut()
-        .zip(digits[..len].iter().rev())
-    {
-        *slot = *digit;
-    }
-    match std::str::from_utf8(&buffer[..total]) {
-        Ok(text) => JobId::new(text),
-        Err(_) => JobId::new(format!("{kind}-{n}")),
-    }
-}
-
 #[async_trait]
 impl JobRegistry for LocalJobRegistry {
     fn start(&self, spec: JobStart) -> Result<JobId, JobError> {
@@ -566,80 +676,9 @@ impl JobRegistry for LocalJobRegistry {
             owner,
             run,
         } = spec;
-        let key = owner.as_ref().map(owner_key);
-        // 1. Controller fence (an owner's chain is read once and cached with its entry).
-        let cached = {
-            let state = sh.lock();
-            if state.disposed {
-                return Err(JobError::Unavailable(
-                    "the job registry is disposed".to_owned(),
-                ));
-            }
-            let cached = key.and_then(|k| state.owners.get(&k).map(|e| e.chain.clone()));
-            if (key.is_none() || cached.is_some()) && !serves(&state.controllers, cached.as_deref())
-            {
-                return Err(JobError::NoController);
-            }
-            cached
-        };
-        let chain: Option<Arc<[ScopeKey]>> = match (&owner, cached) {
-            (Some(_), Some(chain)) => Some(chain),
-            (Some(owner), None) => {
-                let chain: Arc<[ScopeKey]> = Arc::from(owner.scope_chain());
-                if !serves(&sh.lock().controllers, Some(&chain)) {
-                    return Err(JobError::NoController);
-                }
-                Some(chain)
-            }
-            (None, _) => None,
-        };
-        let Some(runtime) = sh.runtime() else {
-            return Err(JobError::Unavailable(
-                "no tokio runtime is available to drive job settlement".to_owned(),
-            ));
-        };
-        // 2.–4. Fields.
-        if kind.as_str().is_empty() {
-            return Err(JobError::InvalidKind);
-        }
-        if label.is_empty() {
-            return Err(JobError::InvalidLabel);
-        }
-        if let Some(limit) = output_limit_bytes
-            && (limit == 0 || limit > MAX_SAFE_INTEGER.unsigned_abs())
-        {
-            return Err(JobError::InvalidOutputLimit(limit));
-        }
-        // 5. Owner.
-        if let (Some(owner), Some(key), Some(chain)) = (&owner, key, &chain) {
-            let agents = sh
-                .agents
-                .as_ref()
-                .filter(|a| a.is_available())
-                .ok_or(JobError::NoAgentRegistry)?;
-            let live = agents.live_agent(owner.id());
-            if !live.is_some_and(|live| same_agent(&live, owner)) {
-                return Err(JobError::NotRegisteredInstance(owner.id().clone()));
-            }
-            sh.ensure_owner_hook(owner, key, chain)?;
-        }
-        // 6. Admission: reserve a slot so concurrent starts cannot overshoot the cap.
-        {
-            let mut state = sh.lock();
-            let limit = sh.limits.max_concurrent_jobs_per_owner;
-            let Some(live) = state.bucket(key) else {
-                // The owner's cleanup ran since its hook was checked: it is disposing.
-                let id = owner
-                    .as_ref()
-                    .map(|o| o.id().clone())
-                    .unwrap_or_else(|| AgentId::new(""));
-                return Err(JobError::Owner(AgentError::Disposed(id)));
-            };
-            if *live >= limit {
-                return Err(JobError::LimitReached { limit });
-            }
-            *live += 1;
-        }
+        // 1.–6. Preflight; on success one place in the owner's bucket is reserved.
+        let (info, runtime) = sh.admit(owner, &kind, &label, output_limit_bytes)?;
+        let key = info.as_ref().map(|i| i.key());
         // 7. Run.
         let hooks = match catch_unwind(AssertUnwindSafe(run)) {
             Ok(Ok(hooks)) => hooks,
@@ -668,22 +707,20 @@ impl JobRegistry for LocalJobRegistry {
             }))
         });
         // 8.–9. Id and record.
-        let (id, disposed, orphaned, target, observers) = {
+        let target = Target { owner: info };
+        let (id, slot, seq, disposed, orphaned, observers) = {
             let mut state = sh.lock();
             let state = &mut *state;
-            let counter = state.counters.entry(kind.clone()).or_insert(0);
-            *counter += 1;
-            let id = job_id(kind.as_str(), *counter);
             state.next_seq += 1;
             let seq = state.next_seq;
-            let record = Record {
+            let owner = target.owner.clone();
+            let (id, slot) = state.records.issue(kind, |id, kind| Record {
                 seq,
-                id: id.clone(),
+                id,
                 kind,
                 label,
                 limit: output_limit_bytes,
                 owner,
-                chain,
                 cancel: Some(cancel),
                 stream,
                 progress,
@@ -694,9 +731,8 @@ impl JobRegistry for LocalJobRegistry {
                 finished_at: None,
                 reported: false,
                 waiters: Vec::new(),
-            };
-            let target = record.route_target();
-            if let Some(progress) = &record.progress {
+            });
+            if let Some(progress) = state.records.at(slot).and_then(|r| r.progress.as_ref()) {
                 let weak = sh.me.clone();
                 let job = id.clone();
                 progress.set_observer(Some(Arc::new(move || {
@@ -705,20 +741,20 @@ impl JobRegistry for LocalJobRegistry {
                     }
                 })));
             }
-            state.records.insert(record);
             // The owner's cleanup may have run while `run` was executing (another thread
             // disposed it): then nothing else would ever tear this job down.
             let orphaned = key.is_some_and(|k| !state.owners.contains_key(&k));
             (
                 id,
+                slot,
+                seq,
                 state.disposed,
                 orphaned,
-                target,
                 state.observers.clone(),
             )
         };
         // 10. Settlement continuation (always asynchronous).
-        sh.hub.submit(&sh.me, &runtime, id.clone(), done);
+        sh.hub.submit(&sh.me, &runtime, id.clone(), slot, seq, done);
         // 11. Observers.
         if !observers.is_empty() {
             sh.call_observers(&observers, &target);
@@ -985,6 +1021,15 @@ impl JobRegistry for LocalJobRegistry {
 
     fn attach_controller(&self, scope: RegistrationScope, name: &str) -> Registration {
         register(&self.shared, scope, Arc::from(name), |s| &mut s.controllers)
+    }
+}
+
+/// Counts one teardown awaiting settlements while alive.
+struct Draining<'a>(&'a AtomicUsize);
+
+impl Drop for Draining<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

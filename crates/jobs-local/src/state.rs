@@ -1,7 +1,7 @@
 //! The registry's state behind its one lock (todo-jobs §4.2): records, indexes, owner
 //! entries, per-kind counters and the registration layers, plus routing by scope (§1.3).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 
 use futures::channel::oneshot;
@@ -51,8 +51,8 @@ pub(crate) struct Record {
     pub(crate) kind: JobKind,
     pub(crate) label: Arc<str>,
     pub(crate) limit: Option<u64>,
-    pub(crate) owner: Option<Arc<dyn Agent>>,
-    pub(crate) chain: Option<Arc<[ScopeKey]>>,
+    /// The exact owner instance, with what routing needs of it.
+    pub(crate) owner: Option<Arc<OwnerInfo>>,
     /// `None` once terminal: the producer's hooks are released.
     pub(crate) cancel: Option<Arc<CancelFn>>,
     pub(crate) stream: Option<Arc<Mutex<Stream>>>,
@@ -78,7 +78,7 @@ impl Record {
             kind: self.kind.clone(),
             label: self.label.clone(),
             output_limit_bytes: self.limit,
-            owner_session: self.owner.as_ref().map(|o| SessionId::from(o.id())),
+            owner_session: self.owner.as_ref().map(|o| SessionId::from(&o.id)),
             status: self.status,
             detail,
             started_at: self.started_at,
@@ -87,28 +87,57 @@ impl Record {
         }
     }
 
-    /// The owner and its scope chain, for routing notifications.
+    /// The owner (with its scope chain), for routing notifications.
     pub(crate) fn route_target(&self) -> Target {
         Target {
             owner: self.owner.clone(),
-            chain: self.chain.clone(),
         }
+    }
+}
+
+/// An exact owner instance as the registry keeps it: read from the host once, when its
+/// first job starts, and shared by all its records.
+pub(crate) struct OwnerInfo {
+    pub(crate) agent: Arc<dyn Agent>,
+    /// `agent.id()`, read once.
+    pub(crate) id: AgentId,
+    /// The owner's scope chain, read once (an agent's chain does not change).
+    pub(crate) chain: Arc<[ScopeKey]>,
+}
+
+impl OwnerInfo {
+    pub(crate) fn new(agent: Arc<dyn Agent>, chain: Arc<[ScopeKey]>) -> Self {
+        let id = agent.id().clone();
+        Self { agent, id, chain }
+    }
+
+    pub(crate) fn key(&self) -> OwnerKey {
+        owner_key(&self.agent)
     }
 }
 
 /// Who a notification is about: an exact owner (with its scope chain) or none.
 #[derive(Clone, Default)]
 pub(crate) struct Target {
-    pub(crate) owner: Option<Arc<dyn Agent>>,
-    pub(crate) chain: Option<Arc<[ScopeKey]>>,
+    pub(crate) owner: Option<Arc<OwnerInfo>>,
+}
+
+impl Target {
+    /// The owner's scope chain (`None`: unowned, global registrations only).
+    pub(crate) fn chain(&self) -> Option<&[ScopeKey]> {
+        self.owner.as_deref().map(|o| &*o.chain)
+    }
+
+    /// The owning agent, as listeners receive it.
+    pub(crate) fn agent(&self) -> Option<&Arc<dyn Agent>> {
+        self.owner.as_ref().map(|o| &o.agent)
+    }
 }
 
 /// An owner that has (had) a job: its cleanup hook and its admission bucket.
 pub(crate) struct OwnerEntry {
-    pub(crate) agent: Arc<dyn Agent>,
+    pub(crate) info: Arc<OwnerInfo>,
     pub(crate) hook: HookId,
-    /// The owner's scope chain, read once (an agent's chain does not change).
-    pub(crate) chain: Arc<[ScopeKey]>,
     /// Live (`running` / `stopping`) jobs plus admission reservations.
     pub(crate) live: u64,
 }
@@ -125,38 +154,115 @@ pub(crate) struct Layered<T> {
 /// iterate after releasing it, without allocating.
 pub(crate) type Layers<T> = Arc<Vec<Layered<T>>>;
 
-/// The records, stored inline in a slab (freed slots are reused) with an index by job id,
-/// plus per-owner-id lists of slots in registration order. `list` for a caller walks only the
-/// caller's list and the unowned one, merged by sequence number, so its cost does not depend
-/// on other owners' records.
+/// The records, stored inline in a slab (freed slots are reused), plus per-owner-id lists of
+/// slots in registration order. `list` for a caller walks only the caller's list and the
+/// unowned one, merged by sequence number, so its cost does not depend on other owners'
+/// records.
+///
+/// Job ids are looked up without hashing them: an id is `<kind>-<n>` with `n` the kind's
+/// counter, so each kind keeps a dense table from `n` to slot (see [`KindIndex`]).
 #[derive(Default)]
 pub(crate) struct Records {
     slots: Vec<Option<Record>>,
     free: Vec<usize>,
-    index: FastMap<JobId, usize>,
+    kinds: FastMap<JobKind, KindIndex>,
     owned: FastMap<AgentId, Vec<usize>>,
     unowned: Vec<usize>,
+    len: usize,
+}
+
+/// One kind's id counter and its `n → slot` table (todo-jobs §4.3 step 8: ids are
+/// `<kind>-<n>`, per-kind counters starting at 1, never reused).
+///
+/// `slots[i]` is the slot of job `n = first + i`, or [`KindIndex::GONE`]. Entries of removed
+/// jobs at the front are dropped, so the table spans from the oldest held job of the kind to
+/// the newest: one word per job id issued since then.
+#[derive(Default)]
+pub(crate) struct KindIndex {
+    counter: u64,
+    first: u64,
+    slots: VecDeque<usize>,
+}
+
+impl KindIndex {
+    const GONE: usize = usize::MAX;
+
+    fn position(&self, n: u64) -> Option<usize> {
+        usize::try_from(n.checked_sub(self.first)?).ok()
+    }
+
+    fn get(&self, n: u64) -> Option<usize> {
+        let slot = *self.slots.get(self.position(n)?)?;
+        (slot != Self::GONE).then_some(slot)
+    }
+
+    fn remove(&mut self, n: u64) {
+        if let Some(entry) = self.position(n).and_then(|i| self.slots.get_mut(i)) {
+            *entry = Self::GONE;
+        }
+        while self.slots.front() == Some(&Self::GONE) {
+            self.slots.pop_front();
+            self.first += 1;
+        }
+    }
+}
+
+/// Splits a job id into its kind and counter (`<kind>-<n>`, split at the last `-`).
+fn split_id(id: &str) -> Option<(&str, u64)> {
+    let (kind, n) = id.rsplit_once('-')?;
+    Some((kind, n.parse().ok()?))
 }
 
 impl Records {
-    fn at(&self, slot: usize) -> Option<&Record> {
+    pub(crate) fn at(&self, slot: usize) -> Option<&Record> {
         self.slots.get(slot).and_then(Option::as_ref)
+    }
+
+    /// The record in `slot` if it is still the one registered as `seq`.
+    pub(crate) fn at_mut(&mut self, slot: usize, seq: u64) -> Option<&mut Record> {
+        self.slots
+            .get_mut(slot)
+            .and_then(Option::as_mut)
+            .filter(|r| r.seq == seq)
     }
 
     fn in_order<'a>(&'a self, bucket: &'a [usize]) -> impl Iterator<Item = &'a Record> + 'a {
         bucket.iter().filter_map(|&slot| self.at(slot))
     }
 
+    /// The slot of job `id`. Ids the registry did not issue (or no longer holds) are `None`;
+    /// a non-canonical spelling of a held id (`bash-01`) is rejected by the final comparison.
+    pub(crate) fn slot_of(&self, id: &JobId) -> Option<usize> {
+        let (kind, n) = split_id(id.as_str())?;
+        let slot = self.kinds.get(kind)?.get(n)?;
+        self.at(slot).filter(|r| r.id == *id).map(|_| slot)
+    }
+
     pub(crate) fn get(&self, id: &JobId) -> Option<&Record> {
-        self.at(*self.index.get(id)?)
+        self.at(self.slot_of(id)?)
     }
 
     pub(crate) fn get_mut(&mut self, id: &JobId) -> Option<&mut Record> {
-        let slot = *self.index.get(id)?;
+        let slot = self.slot_of(id)?;
         self.slots.get_mut(slot).and_then(Option::as_mut)
     }
 
-    pub(crate) fn insert(&mut self, record: Record) {
+    /// Issues the next id of `kind` (`<kind>-<n>`, §4.3 step 8) and stores the record
+    /// `build` makes for it. Returns the id and the record's slot.
+    pub(crate) fn issue(
+        &mut self,
+        kind: JobKind,
+        build: impl FnOnce(JobId, JobKind) -> Record,
+    ) -> (JobId, usize) {
+        let index = match self.kinds.get_mut(kind.as_str()) {
+            Some(index) => index,
+            None => self.kinds.entry(kind.clone()).or_default(),
+        };
+        index.counter += 1;
+        if index.slots.is_empty() {
+            index.first = index.counter;
+        }
+        let id = job_id(kind.as_str(), index.counter);
         let slot = match self.free.pop() {
             Some(slot) => slot,
             None => {
@@ -164,17 +270,21 @@ impl Records {
                 self.slots.len() - 1
             }
         };
-        self.index.insert(record.id.clone(), slot);
+        // Numbers are issued one by one under the lock, so the new one is the table's next.
+        index.slots.push_back(slot);
+        let record = build(id.clone(), kind);
         match &record.owner {
             None => self.unowned.push(slot),
-            Some(owner) => match self.owned.get_mut(owner.id()) {
+            Some(owner) => match self.owned.get_mut(&owner.id) {
                 Some(bucket) => bucket.push(slot),
                 None => {
-                    self.owned.insert(owner.id().clone(), vec![slot]);
+                    self.owned.insert(owner.id.clone(), vec![slot]);
                 }
             },
         }
         self.slots[slot] = Some(record);
+        self.len += 1;
+        (id, slot)
     }
 
     /// Removes the records of `ids` (unknown ids are skipped), returning them in `ids` order.
@@ -182,14 +292,20 @@ impl Records {
         let mut removed = Vec::new();
         let mut owners: Vec<Option<AgentId>> = Vec::new();
         for id in ids {
-            let Some(slot) = self.index.remove(id) else {
+            let Some(slot) = self.slot_of(id) else {
                 continue;
             };
             let Some(record) = self.slots.get_mut(slot).and_then(Option::take) else {
                 continue;
             };
+            if let Some((kind, n)) = split_id(id.as_str())
+                && let Some(index) = self.kinds.get_mut(kind)
+            {
+                index.remove(n);
+            }
             self.free.push(slot);
-            let owner = record.owner.as_ref().map(|o| o.id().clone());
+            self.len -= 1;
+            let owner = record.owner.as_ref().map(|o| o.id.clone());
             if !owners.contains(&owner) {
                 owners.push(owner);
             }
@@ -215,15 +331,19 @@ impl Records {
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.index.len()
+        self.len
     }
 
+    /// Drops every record (the per-kind counters stay: ids are never reused).
     pub(crate) fn clear(&mut self) {
         self.slots.clear();
         self.free.clear();
         self.owned.clear();
         self.unowned.clear();
-        self.index.clear();
+        for index in self.kinds.values_mut() {
+            index.slots.clear();
+        }
+        self.len = 0;
     }
 
     /// Every record, in registration order.
@@ -273,7 +393,6 @@ pub(crate) struct State {
     pub(crate) records: Records,
     pub(crate) unowned_live: u64,
     pub(crate) owners: FastMap<OwnerKey, OwnerEntry>,
-    pub(crate) counters: FastMap<JobKind, u64>,
     pub(crate) next_seq: u64,
     pub(crate) next_id: u64,
     pub(crate) controllers: Layers<Arc<str>>,
@@ -299,7 +418,7 @@ impl State {
             .get_mut(id)
             .ok_or_else(|| JobError::UnknownJob(id.clone()))?;
         if let Some(owner) = &record.owner
-            && caller != Some(owner.id())
+            && caller != Some(&owner.id)
         {
             return Err(JobError::Foreign(id.clone()));
         }
@@ -349,4 +468,37 @@ pub(crate) fn for_each_route<T>(
 /// Whether any registration of `layers` serves `chain` (`None`: unowned, global only).
 pub(crate) fn serves<T>(layers: &[Layered<T>], chain: Option<&[ScopeKey]>) -> bool {
     layers.iter().any(|l| l.scope.serves(chain))
+}
+
+/// `<kind>-<n>` as a job id, built without a heap allocation for ordinary kinds (an id of up
+/// to 23 bytes is stored inline).
+fn job_id(kind: &str, n: u64) -> JobId {
+    let mut buffer = [0u8; 64];
+    let mut digits = [0u8; 20];
+    let mut len = 0;
+    let mut rest = n;
+    loop {
+        digits[len] = b'0' + (rest % 10) as u8;
+        len += 1;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let total = kind.len() + 1 + len;
+    if total > buffer.len() {
+        return JobId::new(format!("{kind}-{n}"));
+    }
+    buffer[..kind.len()].copy_from_slice(kind.as_bytes());
+    buffer[kind.len()] = b'-';
+    for (slot, digit) in buffer[kind.len() + 1..total]
+        .iter_mut()
+        .zip(digits[..len].iter().rev())
+    {
+        *slot = *digit;
+    }
+    match std::str::from_utf8(&buffer[..total]) {
+        Ok(text) => JobId::new(text),
+        Err(_) => JobId::new(format!("{kind}-{n}")),
+    }
 }
