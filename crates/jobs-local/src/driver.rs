@@ -163,8 +163,9 @@ struct Driver {
 }
 
 impl Driver {
-    /// Polls `job` once with `waker`; settles it when ready.
-    fn poll_job(&self, job: &mut Settling, waker: &Waker) -> Poll<()> {
+    /// Polls `job` once with `waker`; settles it when ready (through `shared`, the registry
+    /// if it still exists).
+    fn poll_job(shared: Option<&Shared>, job: &mut Settling, waker: &Waker) -> Poll<()> {
         let mut cx = Context::from_waker(waker);
         let result = match catch_unwind(AssertUnwindSafe(|| job.done.as_mut().poll(&mut cx))) {
             Ok(Poll::Pending) => return Poll::Pending,
@@ -176,7 +177,7 @@ impl Driver {
             Ok(Err(error)) => rejected(&job.id, &error_text(&error)),
             Err(()) => rejected(&job.id, "Error: producer done future panicked"),
         };
-        if let Some(shared) = self.shared.upgrade() {
+        if let Some(shared) = shared {
             // Contained so one job cannot take the other jobs' driver down with it
             // (listeners are already contained inside `settle`).
             let settled = catch_unwind(AssertUnwindSafe(|| {
@@ -189,7 +190,7 @@ impl Driver {
         Poll::Ready(())
     }
 
-    fn park(&mut self, job: Settling) {
+    fn park(&mut self, shared: Option<&Shared>, job: Settling) {
         let slot = self.free.pop().unwrap_or(self.slots.len());
         let waker = Waker::from(Arc::new(SlotWaker {
             hub: Arc::downgrade(&self.hub),
@@ -199,7 +200,7 @@ impl Driver {
         let mut entry = Slot { job, waker };
         // Polled again with its own waker: a wake-up between the no-op poll and now
         // would otherwise be lost.
-        if self.poll_job(&mut entry.job, &entry.waker).is_ready() {
+        if Self::poll_job(shared, &mut entry.job, &entry.waker).is_ready() {
             self.free.push(slot);
             return;
         }
@@ -211,11 +212,11 @@ impl Driver {
         self.pending += 1;
     }
 
-    fn run_event(&mut self, event: Event) {
+    fn run_event(&mut self, shared: Option<&Shared>, event: Event) {
         match event {
             Event::Fresh(mut job) => {
-                if self.poll_job(&mut job, Waker::noop()).is_pending() {
-                    self.park(job);
+                if Self::poll_job(shared, &mut job, Waker::noop()).is_pending() {
+                    self.park(shared, job);
                 }
             }
             Event::Woken { generation, slot } => {
@@ -225,7 +226,7 @@ impl Driver {
                 let Some(mut entry) = self.slots.get_mut(slot).and_then(Option::take) else {
                     return;
                 };
-                if self.poll_job(&mut entry.job, &entry.waker).is_ready() {
+                if Self::poll_job(shared, &mut entry.job, &entry.waker).is_ready() {
                     self.pending -= 1;
                     self.free.push(slot);
                 } else {
@@ -255,9 +256,11 @@ impl Future for Driver {
             mem::swap(&mut this.batch, &mut state.queue);
         }
         // Settlement calls listeners, which may start jobs (and submit): no hub lock here.
+        let shared = this.shared.upgrade();
         while let Some(event) = this.batch.pop_front() {
-            this.run_event(event);
+            this.run_event(shared.as_deref(), event);
         }
+        drop(shared);
         // One batch per poll, then let other tasks run.
         cx.waker().wake_by_ref();
         Poll::Pending

@@ -19,8 +19,8 @@ use harness_core::{
     same_agent,
 };
 use harness_jobs::{
-    BoxError, JobDoneListener, JobError, JobHooks, JobId, JobKind, JobOutcome, JobRead, JobReadAt,
-    JobRegistry, JobSnapshot, JobStart, JobStatus, JobsChangedListener, KillOutcome,
+    BoxError, JobDoneListener, JobError, JobHooks, JobId, JobKind, JobLabel, JobOutcome, JobRead,
+    JobReadAt, JobRegistry, JobSnapshot, JobStart, JobStatus, JobsChangedListener, KillOutcome,
 };
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
@@ -246,7 +246,7 @@ impl Shared {
         &self,
         owner: Option<Arc<dyn Agent>>,
         kind: &JobKind,
-        label: &str,
+        label: &JobLabel,
         limit: Option<u64>,
     ) -> Result<(Option<Arc<OwnerInfo>>, Handle), JobError> {
         let cap = self.limits.max_concurrent_jobs_per_owner;
@@ -388,20 +388,20 @@ impl Shared {
             }
             let target = record.route_target();
             state.release(target.owner.as_ref().map(|o| o.key()));
-            (
-                snapshot,
-                target,
-                state.observers.clone(),
-                state.done_listeners.clone(),
-            )
+            // Cloned only when there is somebody to call (an empty layer costs nothing).
+            let observers = (!state.observers.is_empty()).then(|| state.observers.clone());
+            let listeners =
+                (!state.done_listeners.is_empty()).then(|| state.done_listeners.clone());
+            (snapshot, target, observers, listeners)
         };
         if self.draining.load(Ordering::SeqCst) > 0 {
             self.settled.notify_waiters();
         }
-        if !observers.is_empty() {
+        if let Some(observers) = observers {
             self.call_observers(&observers, &target);
         }
-        if self.listeners_closed.load(Ordering::SeqCst) || listeners.is_empty() {
+        let Some(listeners) = listeners else { return };
+        if self.listeners_closed.load(Ordering::SeqCst) {
             return;
         }
         for_each_route(&listeners, target.chain(), |listener| {
@@ -588,11 +588,11 @@ fn check_open(state: &State) -> Result<(), JobError> {
 }
 
 /// Steps 2–4 of §4.3: kind, label, output limit.
-fn check_fields(kind: &JobKind, label: &str, limit: Option<u64>) -> Result<(), JobError> {
+fn check_fields(kind: &JobKind, label: &JobLabel, limit: Option<u64>) -> Result<(), JobError> {
     if kind.as_str().is_empty() {
         return Err(JobError::InvalidKind);
     }
-    if label.is_empty() {
+    if label.as_str().is_empty() {
         return Err(JobError::InvalidLabel);
     }
     if let Some(limit) = limit
@@ -698,7 +698,6 @@ impl JobRegistry for LocalJobRegistry {
             progress,
         } = hooks;
         let started_at = sh.now_millis();
-        let label: Arc<str> = Arc::from(label);
         let cancel: Arc<CancelFn> = Arc::from(cancel);
         let stream = read_output.map(|read| {
             Arc::new(Mutex::new(Stream {

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use futures::channel::oneshot;
 use harness_core::{Agent, AgentId, HookId, RegistrationScope, ScopeKey, SessionId};
 use harness_jobs::{
-    BoxError, JobDoneListener, JobError, JobId, JobKind, JobProgress, JobSnapshot, JobStatus,
-    JobsChangedListener, ReadOutputHook,
+    BoxError, JobDoneListener, JobError, JobId, JobKind, JobLabel, JobProgress, JobSnapshot,
+    JobStatus, JobsChangedListener, ReadOutputHook,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -49,7 +49,7 @@ pub(crate) struct Record {
     pub(crate) seq: u64,
     pub(crate) id: JobId,
     pub(crate) kind: JobKind,
-    pub(crate) label: Arc<str>,
+    pub(crate) label: JobLabel,
     pub(crate) limit: Option<u64>,
     /// The exact owner instance, with what routing needs of it.
     pub(crate) owner: Option<Arc<OwnerInfo>>,
@@ -163,12 +163,81 @@ pub(crate) type Layers<T> = Arc<Vec<Layered<T>>>;
 /// counter, so each kind keeps a dense table from `n` to slot (see [`KindIndex`]).
 #[derive(Default)]
 pub(crate) struct Records {
-    slots: Vec<Option<Record>>,
+    slots: Slots,
     free: Vec<usize>,
     kinds: FastMap<JobKind, KindIndex>,
     owned: FastMap<AgentId, Vec<usize>>,
     unowned: Vec<usize>,
     len: usize,
+}
+
+/// Slab storage for records: fixed-size chunks, so growing never moves the records already
+/// stored (a record is a few hundred bytes; a 100,000-record store would otherwise be copied
+/// on every doubling).
+#[derive(Default)]
+struct Slots {
+    chunks: Vec<Vec<Option<Record>>>,
+}
+
+impl Slots {
+    /// Records per chunk.
+    const CHUNK: usize = 1024;
+
+    /// The number of slots (occupied or free).
+    fn len(&self) -> usize {
+        self.chunks
+            .last()
+            .map_or(0, |last| (self.chunks.len() - 1) * Self::CHUNK + last.len())
+    }
+
+    fn entry(&self, slot: usize) -> Option<&Option<Record>> {
+        self.chunks.get(slot / Self::CHUNK)?.get(slot % Self::CHUNK)
+    }
+
+    fn entry_mut(&mut self, slot: usize) -> Option<&mut Option<Record>> {
+        self.chunks
+            .get_mut(slot / Self::CHUNK)?
+            .get_mut(slot % Self::CHUNK)
+    }
+
+    fn get(&self, slot: usize) -> Option<&Record> {
+        self.entry(slot)?.as_ref()
+    }
+
+    fn get_mut(&mut self, slot: usize) -> Option<&mut Record> {
+        self.entry_mut(slot)?.as_mut()
+    }
+
+    fn take(&mut self, slot: usize) -> Option<Record> {
+        self.entry_mut(slot)?.take()
+    }
+
+    /// Stores `record` in a free slot.
+    fn put(&mut self, slot: usize, record: Record) {
+        if let Some(entry) = self.entry_mut(slot) {
+            *entry = Some(record);
+        }
+    }
+
+    /// Stores `record` in a new slot at the end (numbered [`Slots::len`] before the call).
+    fn push(&mut self, record: Record) {
+        match self.chunks.last_mut() {
+            Some(last) if last.len() < Self::CHUNK => last.push(Some(record)),
+            _ => {
+                let mut chunk = Vec::with_capacity(Self::CHUNK);
+                chunk.push(Some(record));
+                self.chunks.push(chunk);
+            }
+        }
+    }
+
+    fn clear(&mut self) {
+        self.chunks.clear();
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &Record> {
+        self.chunks.iter().flatten().flatten()
+    }
 }
 
 /// One kind's id counter and its `n → slot` table (todo-jobs §4.3 step 8: ids are
@@ -215,15 +284,12 @@ fn split_id(id: &str) -> Option<(&str, u64)> {
 
 impl Records {
     pub(crate) fn at(&self, slot: usize) -> Option<&Record> {
-        self.slots.get(slot).and_then(Option::as_ref)
+        self.slots.get(slot)
     }
 
     /// The record in `slot` if it is still the one registered as `seq`.
     pub(crate) fn at_mut(&mut self, slot: usize, seq: u64) -> Option<&mut Record> {
-        self.slots
-            .get_mut(slot)
-            .and_then(Option::as_mut)
-            .filter(|r| r.seq == seq)
+        self.slots.get_mut(slot).filter(|r| r.seq == seq)
     }
 
     fn in_order<'a>(&'a self, bucket: &'a [usize]) -> impl Iterator<Item = &'a Record> + 'a {
@@ -244,7 +310,7 @@ impl Records {
 
     pub(crate) fn get_mut(&mut self, id: &JobId) -> Option<&mut Record> {
         let slot = self.slot_of(id)?;
-        self.slots.get_mut(slot).and_then(Option::as_mut)
+        self.slots.get_mut(slot)
     }
 
     /// Issues the next id of `kind` (`<kind>-<n>`, §4.3 step 8) and stores the record
@@ -263,13 +329,8 @@ impl Records {
             index.first = index.counter;
         }
         let id = job_id(kind.as_str(), index.counter);
-        let slot = match self.free.pop() {
-            Some(slot) => slot,
-            None => {
-                self.slots.push(None);
-                self.slots.len() - 1
-            }
-        };
+        let free = self.free.pop();
+        let slot = free.unwrap_or(self.slots.len());
         // Numbers are issued one by one under the lock, so the new one is the table's next.
         index.slots.push_back(slot);
         let record = build(id.clone(), kind);
@@ -282,7 +343,10 @@ impl Records {
                 }
             },
         }
-        self.slots[slot] = Some(record);
+        match free {
+            Some(slot) => self.slots.put(slot, record),
+            None => self.slots.push(record),
+        }
         self.len += 1;
         (id, slot)
     }
@@ -295,7 +359,7 @@ impl Records {
             let Some(slot) = self.slot_of(id) else {
                 continue;
             };
-            let Some(record) = self.slots.get_mut(slot).and_then(Option::take) else {
+            let Some(record) = self.slots.take(slot) else {
                 continue;
             };
             if let Some((kind, n)) = split_id(id.as_str())
@@ -316,10 +380,10 @@ impl Records {
         let slots = &self.slots;
         for owner in owners {
             match owner {
-                None => self.unowned.retain(|&s| slots[s].is_some()),
+                None => self.unowned.retain(|&s| slots.get(s).is_some()),
                 Some(owner) => {
                     if let Some(bucket) = self.owned.get_mut(&owner) {
-                        bucket.retain(|&s| slots[s].is_some());
+                        bucket.retain(|&s| slots.get(s).is_some());
                         if bucket.is_empty() {
                             self.owned.remove(&owner);
                         }
@@ -348,7 +412,7 @@ impl Records {
 
     /// Every record, in registration order.
     pub(crate) fn values(&self) -> Vec<&Record> {
-        let mut all: Vec<&Record> = self.slots.iter().flatten().collect();
+        let mut all: Vec<&Record> = self.slots.iter().collect();
         all.sort_by_key(|r| r.seq);
         all
     }

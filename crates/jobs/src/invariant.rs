@@ -44,7 +44,7 @@ pub fn check_snapshot(
             "job snapshot id {id} must be \"{kind}-\" followed by a positive ordinal"
         )));
     }
-    if snapshot.label.is_empty() {
+    if snapshot.label.as_str().is_empty() {
         return Err(InvariantViolation(format!(
             "job {id} label must be non-empty"
         )));

@@ -15,7 +15,7 @@ pub use producer::{
 };
 pub use registry::{JobDoneListener, JobRegistry, JobsChangedListener, ListenerFuture};
 pub use snapshot::{JobRead, JobReadAt, JobSnapshot};
-pub use types::{JobId, JobKind, JobOutcome, JobStatus, KillOutcome, TerminalStatus};
+pub use types::{JobId, JobKind, JobLabel, JobOutcome, JobStatus, KillOutcome, TerminalStatus};
 
 /// Re-exported so producers and controllers name one version of it.
 pub use tokio_util::sync::CancellationToken;

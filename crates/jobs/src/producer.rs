@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures::future::BoxFuture;
 use harness_core::Agent;
 
-use crate::{JobKind, JobOutcome};
+use crate::{JobKind, JobLabel, JobOutcome};
 
 /// An error from a producer hook or a listener. Its `Display` is what callers see: a
 /// propagated error renders as `Error: <Display>` in a tool result (decision 10).
@@ -50,7 +50,7 @@ pub struct JobStart {
     pub kind: JobKind,
     /// A one-line, model-facing label (the command, the delegation description); must be
     /// non-empty (whitespace-only is accepted).
-    pub label: String,
+    pub label: JobLabel,
     /// Caps each complete model-facing read or notice, in UTF-8 bytes, including the
     /// controller's status text. Must be a positive safe integer (1 ..= 2^53−1); the registry
     /// rejects other values with `invalid outputLimitBytes: expected a positive safe integer,
@@ -68,7 +68,7 @@ impl JobStart {
     /// An unowned start request without an output limit.
     pub fn new(
         kind: impl Into<JobKind>,
-        label: impl Into<String>,
+        label: impl Into<JobLabel>,
         run: impl FnOnce() -> Result<JobHooks, BoxError> + Send + 'static,
     ) -> Self {
         Self {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use harness_core::SessionId;
 use serde::{Deserialize, Serialize};
 
-use crate::{JobId, JobKind, JobStatus};
+use crate::{JobId, JobKind, JobLabel, JobStatus};
 
 /// A fresh, read-only copy of a job record (todo-jobs §3.1 `JobSnapshot`).
 ///
@@ -20,7 +20,7 @@ pub struct JobSnapshot {
     /// The job kind.
     pub kind: JobKind,
     /// The producer's one-line label.
-    pub label: Arc<str>,
+    pub label: JobLabel,
     /// The producer's output limit in bytes, only if it gave one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_limit_bytes: Option<u64>,

@@ -20,6 +20,14 @@ harness_core::string_newtype!(
     JobKind
 );
 
+harness_core::string_newtype!(
+    /// A job's one-line, model-facing label (the command, the delegation description;
+    /// todo-jobs §3.1). The registry rejects an empty label at `start` with
+    /// `invalid job label: expected a non-empty string`; whitespace-only is accepted. Labels
+    /// of up to 23 bytes are stored inline.
+    JobLabel
+);
+
 impl JobKind {
     /// The kind of background shell commands (harness-bash).
     pub fn bash() -> Self {

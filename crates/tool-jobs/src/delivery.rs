@@ -27,7 +27,7 @@ pub fn notice_message(snapshot: &JobSnapshot) -> UserMessage {
     let parts = NoticeParts {
         id: &job.id,
         kind: &job.kind,
-        label: &job.label,
+        label: job.label.as_str(),
         status_line: &line,
     };
     let text = fit_notice(&parts, snapshot.output_limit_bytes);

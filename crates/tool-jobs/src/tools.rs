@@ -164,7 +164,7 @@ impl Tool for JobListTool {
             NO_JOBS.to_owned()
         } else {
             jobs.iter()
-                .map(|job| list_line(&job.id, &job.kind, job.status.as_str(), &job.label))
+                .map(|job| list_line(&job.id, &job.kind, job.status.as_str(), job.label.as_str()))
                 .collect::<Vec<_>>()
                 .join("\n")
         };
