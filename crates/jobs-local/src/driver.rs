@@ -20,7 +20,6 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use futures::task::AtomicWaker;
 use harness_jobs::{BoxError, DoneFuture, JobId, JobOutcome};
-use tokio::runtime::Handle;
 
 use crate::registry::Shared;
 
@@ -64,11 +63,11 @@ impl Hub {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// Queues job `id` (in `slot`, registered as `seq`) for settlement, spawning a driver on `runtime` when none is running.
+    /// Queues job `id` (in `slot`, registered as `seq`) for settlement, spawning a driver on
+    /// the registry's runtime (see [`Shared::runtime`]) when none is running.
     pub(crate) fn submit(
         self: &Arc<Self>,
-        shared: &Weak<Shared>,
-        runtime: &Handle,
+        shared: &Shared,
         id: JobId,
         slot: usize,
         seq: u64,
@@ -92,8 +91,14 @@ impl Hub {
             }
         };
         if let Some(generation) = spawn {
+            let Some(runtime) = shared.runtime() else {
+                // `start` checked for a runtime; it can only have gone since.
+                tracing::warn!("jobs: no tokio runtime is available to drive job settlement");
+                self.lock().running = false;
+                return;
+            };
             let driver = Driver {
-                shared: shared.clone(),
+                shared: shared.weak(),
                 hub: self.clone(),
                 generation,
                 slots: Vec::new(),

@@ -192,7 +192,13 @@ impl Shared {
         self.clock.now().timestamp_millis()
     }
 
-    fn runtime(&self) -> Option<Handle> {
+    /// A weak handle to this registry, for tasks and hooks that must not keep it alive.
+    pub(crate) fn weak(&self) -> Weak<Shared> {
+        self.me.clone()
+    }
+
+    /// The runtime to spawn on: the caller's, else the one the registry was made on.
+    pub(crate) fn runtime(&self) -> Option<Handle> {
         Handle::try_current().ok().or_else(|| self.runtime.clone())
     }
 
@@ -237,7 +243,7 @@ impl Shared {
 
     /// Steps 1–6 of §4.3, in order: controller fence, fields, owner, admission. On success
     /// one place in the owner's (or the unowned) bucket is reserved; the caller releases it if
-    /// `run` fails. Returns the owner as recorded and the runtime that will drive settlement.
+    /// `run` fails. Returns the owner as recorded.
     ///
     /// An owner that already has an entry is admitted under one lock; its first job also reads
     /// its scope chain and attaches its cleanup hook. The agent lookup (a host call) runs
@@ -248,7 +254,7 @@ impl Shared {
         kind: &JobKind,
         label: &JobLabel,
         limit: Option<u64>,
-    ) -> Result<(Option<Arc<OwnerInfo>>, Handle), JobError> {
+    ) -> Result<Option<Arc<OwnerInfo>>, JobError> {
         let cap = self.limits.max_concurrent_jobs_per_owner;
         let Some(owner) = owner else {
             let mut state = self.lock();
@@ -256,10 +262,10 @@ impl Shared {
             if !serves(&state.controllers, None) {
                 return Err(JobError::NoController);
             }
-            let runtime = self.settlement_runtime()?;
+            self.check_runtime()?;
             check_fields(kind, label, limit)?;
             reserve(&mut state.unowned_live, cap)?;
-            return Ok((None, runtime));
+            return Ok(None);
         };
         let key = owner_key(&owner);
         let live = self.check_live(&owner);
@@ -271,11 +277,11 @@ impl Shared {
                 if !serves(&state.controllers, Some(&entry.info.chain)) {
                     return Err(JobError::NoController);
                 }
-                let runtime = self.settlement_runtime()?;
+                self.check_runtime()?;
                 check_fields(kind, label, limit)?;
                 live?;
                 reserve(&mut entry.live, cap)?;
-                return Ok((Some(entry.info.clone()), runtime));
+                return Ok(Some(entry.info.clone()));
             }
         }
         // The first job of this owner instance.
@@ -283,7 +289,7 @@ impl Shared {
         if !serves(&self.lock().controllers, Some(&chain)) {
             return Err(JobError::NoController);
         }
-        let runtime = self.settlement_runtime()?;
+        self.check_runtime()?;
         check_fields(kind, label, limit)?;
         live?;
         let id = owner.id().clone();
@@ -294,7 +300,7 @@ impl Shared {
             return Err(JobError::Owner(AgentError::Disposed(id)));
         };
         reserve(&mut entry.live, cap)?;
-        Ok((Some(entry.info.clone()), runtime))
+        Ok(Some(entry.info.clone()))
     }
 
     /// Steps 5.1–5.2 of §4.3: the agent registry exists and `owner` is the instance it holds.
@@ -312,13 +318,16 @@ impl Shared {
         }
     }
 
-    /// The runtime that will drive settlement (`start` needs one).
-    fn settlement_runtime(&self) -> Result<Handle, JobError> {
-        self.runtime().ok_or_else(|| {
-            JobError::Unavailable(
+    /// Whether a runtime can drive settlement (`start` needs one): the one the registry was
+    /// made on, or the caller's.
+    fn check_runtime(&self) -> Result<(), JobError> {
+        if self.runtime.is_some() || Handle::try_current().is_ok() {
+            Ok(())
+        } else {
+            Err(JobError::Unavailable(
                 "no tokio runtime is available to drive job settlement".to_owned(),
-            )
-        })
+            ))
+        }
     }
 
     /// Calls the change observers that serve `target` (§4.7), each contained.
@@ -677,7 +686,7 @@ impl JobRegistry for LocalJobRegistry {
             run,
         } = spec;
         // 1.–6. Preflight; on success one place in the owner's bucket is reserved.
-        let (info, runtime) = sh.admit(owner, &kind, &label, output_limit_bytes)?;
+        let info = sh.admit(owner, &kind, &label, output_limit_bytes)?;
         let key = info.as_ref().map(|i| i.key());
         // 7. Run.
         let hooks = match catch_unwind(AssertUnwindSafe(run)) {
@@ -706,13 +715,19 @@ impl JobRegistry for LocalJobRegistry {
             }))
         });
         // 8.–9. Id and record.
-        let target = Target { owner: info };
         let (id, slot, seq, disposed, orphaned, observers) = {
             let mut state = sh.lock();
             let state = &mut *state;
             state.next_seq += 1;
             let seq = state.next_seq;
-            let owner = target.owner.clone();
+            // The change observers to call, with the owner they are about (§4.7).
+            let observers = (!state.observers.is_empty()).then(|| {
+                let target = Target {
+                    owner: info.clone(),
+                };
+                (state.observers.clone(), target)
+            });
+            let owner = info;
             let (id, slot) = state.records.issue(kind, |id, kind| Record {
                 seq,
                 id,
@@ -743,19 +758,12 @@ impl JobRegistry for LocalJobRegistry {
             // The owner's cleanup may have run while `run` was executing (another thread
             // disposed it): then nothing else would ever tear this job down.
             let orphaned = key.is_some_and(|k| !state.owners.contains_key(&k));
-            (
-                id,
-                slot,
-                seq,
-                state.disposed,
-                orphaned,
-                state.observers.clone(),
-            )
+            (id, slot, seq, state.disposed, orphaned, observers)
         };
         // 10. Settlement continuation (always asynchronous).
-        sh.hub.submit(&sh.me, &runtime, id.clone(), slot, seq, done);
+        sh.hub.submit(sh, id.clone(), slot, seq, done);
         // 11. Observers.
-        if !observers.is_empty() {
+        if let Some((observers, target)) = observers {
             sh.call_observers(&observers, &target);
         }
         if disposed {
@@ -764,9 +772,12 @@ impl JobRegistry for LocalJobRegistry {
         } else if orphaned {
             let shared = sh.clone();
             let job = id.clone();
-            drop(runtime.spawn(async move {
+            let drain = async move {
                 shared.drain(&[job], OWNER_DISPOSED_REASON).await;
-            }));
+            };
+            if let Some(runtime) = sh.runtime() {
+                drop(runtime.spawn(drain));
+            }
         }
         Ok(id)
     }
