@@ -5,8 +5,9 @@
 //! - `jobs_list/10k_own`: `list` for an owner with 10,000 records while 0 or 90,000 records
 //!   belong to 9 other owners; the two must cost the same (linear in the caller's records).
 //!
-//! After the criterion groups, one 100,000-job run reports jobs/s and the resident memory per
-//! terminal record (target ≤ 1 KiB) to stderr.
+//! After the criterion groups, seven 100,000-job runs report jobs/s (best and median), the
+//! share of the fake producer's own work, and the resident memory per terminal record
+//! (target ≤ 1 KiB) to stderr.
 #![expect(
     clippy::print_stderr,
     clippy::unwrap_used,
@@ -222,6 +223,10 @@ fn memory_report() -> f64 {
     after.saturating_sub(before) as f64 / REPORT_JOBS as f64
 }
 
+/// Runs of the 100,000-job report; the best and the median are printed (the machines are
+/// shared 2-core VMs whose speed drifts by ±30 % between runs).
+const REPORT_RUNS: usize = 7;
+
 fn report(per_record: f64) {
     let rt = runtime();
     // Warm the allocator and the code paths once.
@@ -229,18 +234,62 @@ fn report(per_record: f64) {
     rt.block_on(cycle(&warm, BATCH));
     drop(warm);
 
-    let fixture = fixture(&rt, OWNERS);
-    let started = Instant::now();
-    let (terminal, phases) = rt.block_on(cycle_phases(&fixture, REPORT_JOBS));
-    let elapsed = started.elapsed();
-    assert_eq!(terminal, REPORT_JOBS);
-    let per_second = REPORT_JOBS as f64 / elapsed.as_secs_f64();
+    let mut runs: Vec<(Duration, [Duration; 3])> = (0..REPORT_RUNS)
+        .map(|_| {
+            let fixture = fixture(&rt, OWNERS);
+            let started = Instant::now();
+            let (terminal, phases) = rt.block_on(cycle_phases(&fixture, REPORT_JOBS));
+            let elapsed = started.elapsed();
+            assert_eq!(terminal, REPORT_JOBS);
+            (elapsed, phases)
+        })
+        .collect();
+    runs.sort_by_key(|run| run.0);
+    let floor = producer_floor(&rt);
+    for (name, (elapsed, phases)) in [("best", runs[0]), ("median", runs[REPORT_RUNS / 2])] {
+        let per_second = REPORT_JOBS as f64 / elapsed.as_secs_f64();
+        eprintln!(
+            "jobs report ({name} of {REPORT_RUNS}): {REPORT_JOBS} jobs start→settle→read in \
+             {elapsed:?} = {per_second:.0} jobs/s (target ≥ 1000000; phases start {:?}, settle \
+             {:?}, read {:?})",
+            phases[0], phases[1], phases[2]
+        );
+    }
     eprintln!(
-        "jobs report: {REPORT_JOBS} jobs start→settle→read in {elapsed:?} = {per_second:.0} jobs/s \
-         (target ≥ 1000000; phases start {:?}, settle {:?}, read {:?}); resident memory per \
-         terminal record ≤ {per_record:.0} bytes (target ≤ 1024)",
-        phases[0], phases[1], phases[2]
+        "jobs report: the fake producer's own work (channel, boxed run and done, output) for \
+         {REPORT_JOBS} jobs without a registry takes {floor:?} (best of {REPORT_RUNS}); \
+         resident memory per terminal record ≤ {per_record:.0} bytes (target ≤ 1024)"
     );
+}
+
+/// The part of a cycle that is the fake producer's, not the registry's: making
+/// `REPORT_JOBS` start requests, running them, settling and polling their `done` futures.
+fn producer_floor(rt: &Runtime) -> Duration {
+    let _guard = rt.enter();
+    let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
+    let owner = host
+        .create_session(SessionHeader::new("owner"))
+        .unwrap()
+        .as_dyn();
+    let kind = JobKind::new("bench");
+    (0..REPORT_RUNS)
+        .map(|_| {
+            rt.block_on(async {
+                let started = Instant::now();
+                let mut jobs = Vec::with_capacity(REPORT_JOBS);
+                for _ in 0..REPORT_JOBS {
+                    let (start, settle) = job(&kind, &owner);
+                    jobs.push(((start.run)().unwrap(), settle));
+                }
+                for (hooks, settle) in jobs {
+                    let _ = settle.send(JobOutcome::completed().with_output("ok"));
+                    black_box(hooks.done.await.unwrap());
+                }
+                started.elapsed()
+            })
+        })
+        .min()
+        .unwrap_or_default()
 }
 
 criterion_group!(benches, bench_cycle, bench_list);
@@ -251,3 +300,4 @@ fn main() {
     report(per_record);
     Criterion::default().configure_from_args().final_summary();
 }
+

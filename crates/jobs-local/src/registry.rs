@@ -29,8 +29,8 @@ use tokio_util::sync::CancellationToken;
 use crate::driver::{Hub, error_text};
 use crate::history::History;
 use crate::state::{
-    CancelFn, Layered, Layers, OwnerEntry, OwnerInfo, OwnerKey, Record, Records, State, Stream,
-    Target, Waiter, for_each_route, owner_key, serves,
+    Cancel, CancelFn, Layered, Layers, OwnerEntry, OwnerInfo, OwnerKey, Record, Records, State,
+    Stream, Target, Waiter, for_each_route, owner_key, serves,
 };
 use crate::{AgentLookup, JobLimits};
 
@@ -485,7 +485,7 @@ impl Shared {
                     continue;
                 }
                 record.reported = true;
-                record.cancel.clone()
+                record.shared_cancel()
             };
             let Some(cancel) = cancel else { continue };
             match call_cancel(&cancel, Some(reason)) {
@@ -707,7 +707,6 @@ impl JobRegistry for LocalJobRegistry {
             progress,
         } = hooks;
         let started_at = sh.now_millis();
-        let cancel: Arc<CancelFn> = Arc::from(cancel);
         let stream = read_output.map(|read| {
             Arc::new(Mutex::new(Stream {
                 read,
@@ -735,7 +734,7 @@ impl JobRegistry for LocalJobRegistry {
                 label,
                 limit: output_limit_bytes,
                 owner,
-                cancel: Some(cancel),
+                cancel: Some(Cancel::Owned(cancel)),
                 stream,
                 progress,
                 status: JobStatus::Running,
@@ -896,7 +895,7 @@ impl JobRegistry for LocalJobRegistry {
             // notice for a job the caller killed (C-131).
             let was_reported = record.reported;
             record.reported = true;
-            (record.cancel.clone(), was_reported)
+            (record.shared_cancel(), was_reported)
         };
         if let Some(cancel) = cancel
             && let Err(error) = call_cancel(&cancel, reason)

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use futures::channel::oneshot;
 use harness_core::{Agent, AgentId, HookId, RegistrationScope, ScopeKey, SessionId};
 use harness_jobs::{
-    BoxError, JobDoneListener, JobError, JobId, JobKind, JobLabel, JobProgress, JobSnapshot,
-    JobStatus, JobsChangedListener, ReadOutputHook,
+    BoxError, CancelHook, JobDoneListener, JobError, JobId, JobKind, JobLabel, JobProgress,
+    JobSnapshot, JobStatus, JobsChangedListener, ReadOutputHook,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -16,6 +16,13 @@ use crate::history::History;
 
 /// The producer's cancel hook, shareable so it can be called without the lock.
 pub(crate) type CancelFn = dyn Fn(Option<&str>) -> Result<(), BoxError> + Send + Sync;
+
+/// A record's cancel hook: kept as the producer's box until somebody needs to call it (most
+/// jobs are never cancelled), then moved into an `Arc` so it can be called without the lock.
+pub(crate) enum Cancel {
+    Owned(CancelHook),
+    Shared(Arc<CancelFn>),
+}
 
 /// A hash map with a fast, non-cryptographic hasher: every key is registry-generated (job
 /// ids, sequence numbers, pointer identities) or host-provided (agent ids, kinds).
@@ -54,7 +61,7 @@ pub(crate) struct Record {
     /// The exact owner instance, with what routing needs of it.
     pub(crate) owner: Option<Arc<OwnerInfo>>,
     /// `None` once terminal: the producer's hooks are released.
-    pub(crate) cancel: Option<Arc<CancelFn>>,
+    pub(crate) cancel: Option<Cancel>,
     pub(crate) stream: Option<Arc<Mutex<Stream>>>,
     pub(crate) progress: Option<JobProgress>,
     pub(crate) status: JobStatus,
@@ -67,6 +74,16 @@ pub(crate) struct Record {
 }
 
 impl Record {
+    /// The cancel hook in a form callable without the lock (`None` once terminal).
+    pub(crate) fn shared_cancel(&mut self) -> Option<Arc<CancelFn>> {
+        let shared: Arc<CancelFn> = match self.cancel.take()? {
+            Cancel::Owned(hook) => Arc::from(hook),
+            Cancel::Shared(hook) => hook,
+        };
+        self.cancel = Some(Cancel::Shared(shared.clone()));
+        Some(shared)
+    }
+
     pub(crate) fn snapshot(&self) -> JobSnapshot {
         let detail = if self.status.is_terminal() {
             self.detail.clone()
