@@ -300,4 +300,3 @@ fn main() {
     report(per_record);
     Criterion::default().configure_from_args().final_summary();
 }
-

@@ -6,6 +6,7 @@
 //! order of §4.6 / §7.
 
 use std::collections::hash_map::Entry;
+use std::num::NonZeroU64;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -192,6 +193,11 @@ impl Shared {
         self.clock.now().timestamp_millis()
     }
 
+    /// The id of the record in `slot` registered as `seq`, if it is still held.
+    pub(crate) fn id_at(&self, slot: usize, seq: u64) -> Option<JobId> {
+        self.lock().records.at_mut(slot, seq).map(|r| r.id.clone())
+    }
+
     /// A weak handle to this registry, for tasks and hooks that must not keep it alive.
     pub(crate) fn weak(&self) -> Weak<Shared> {
         self.me.clone()
@@ -356,6 +362,7 @@ impl Shared {
         locate: impl FnOnce(&mut Records) -> Option<&mut Record>,
     ) {
         let now = self.now_millis();
+        let released_hooks;
         let (snapshot, target, observers, listeners) = {
             let mut state = self.lock();
             let state = &mut *state;
@@ -369,16 +376,17 @@ impl Shared {
             record.detail = outcome.detail.map(Arc::from);
             record.output = match record.stream {
                 Some(_) => None,
-                None => outcome.output,
+                None => outcome.output.map(String::into_boxed_str),
             };
             // A wall clock moved back never makes a record finish before it started.
-            record.finished_at = Some(now.max(record.started_at));
-            record.cancel = None;
+            record.finished_at = now.max(record.started_at);
+            // Released after the lock: dropping producer code never runs under it.
+            released_hooks = record.cancel.take();
             if let Some(progress) = record.progress.take() {
                 progress.set_observer(None);
             }
             let mut counted = false;
-            let waiters = std::mem::take(&mut record.waiters);
+            let waiters = record.waiters.take().map_or_else(Vec::new, |w| *w);
             let mut released = Vec::new();
             for waiter in waiters {
                 // An aborted wait does not count, even if its task has not run yet (§4.5).
@@ -403,6 +411,7 @@ impl Shared {
                 (!state.done_listeners.is_empty()).then(|| state.done_listeners.clone());
             (snapshot, target, observers, listeners)
         };
+        drop(released_hooks);
         if self.draining.load(Ordering::SeqCst) > 0 {
             self.settled.notify_waiters();
         }
@@ -732,7 +741,7 @@ impl JobRegistry for LocalJobRegistry {
                 id,
                 kind,
                 label,
-                limit: output_limit_bytes,
+                limit: output_limit_bytes.and_then(NonZeroU64::new),
                 owner,
                 cancel: Some(Cancel::Owned(cancel)),
                 stream,
@@ -741,9 +750,9 @@ impl JobRegistry for LocalJobRegistry {
                 detail: None,
                 output: None,
                 started_at,
-                finished_at: None,
+                finished_at: 0,
                 reported: false,
-                waiters: Vec::new(),
+                waiters: None,
             });
             if let Some(progress) = state.records.at(slot).and_then(|r| r.progress.as_ref()) {
                 let weak = sh.me.clone();
@@ -760,7 +769,7 @@ impl JobRegistry for LocalJobRegistry {
             (id, slot, seq, state.disposed, orphaned, observers)
         };
         // 10. Settlement continuation (always asynchronous).
-        sh.hub.submit(sh, id.clone(), slot, seq, done);
+        sh.hub.submit(sh, slot, seq, done);
         // 11. Observers.
         if let Some((observers, target)) = observers {
             sh.call_observers(&observers, &target);
@@ -805,7 +814,7 @@ impl JobRegistry for LocalJobRegistry {
                 None => {
                     let terminal = record.status.is_terminal();
                     let text = match (&record.output, terminal) {
-                        (Some(output), true) => output.clone(),
+                        (Some(output), true) => String::from(&**output),
                         _ => String::new(),
                     };
                     if terminal {
@@ -846,7 +855,7 @@ impl JobRegistry for LocalJobRegistry {
                 Some(stream) => stream.clone(),
                 None => {
                     let output = match (&record.output, record.status.is_terminal()) {
-                        (Some(output), true) => output.as_str(),
+                        (Some(output), true) => &**output,
                         _ => "",
                     };
                     let start = usize::try_from(cursor)
@@ -953,7 +962,7 @@ impl JobRegistry for LocalJobRegistry {
                 return Err(JobError::WaitAborted);
             }
             let (resolve, resolved) = oneshot::channel();
-            record.waiters.push(Waiter {
+            record.waiters.get_or_insert_default().push(Waiter {
                 id: waiter_id,
                 cancel: cancel.clone(),
                 resolve,
@@ -983,11 +992,14 @@ impl JobRegistry for LocalJobRegistry {
                 let still_waiting = {
                     let mut state = sh.lock();
                     match state.records.get_mut(id) {
-                        Some(record) => {
-                            let before = record.waiters.len();
-                            record.waiters.retain(|w| w.id != waiter_id);
-                            record.waiters.len() != before
-                        }
+                        Some(record) => match &mut record.waiters {
+                            Some(waiters) => {
+                                let before = waiters.len();
+                                waiters.retain(|w| w.id != waiter_id);
+                                waiters.len() != before
+                            }
+                            None => false,
+                        },
                         None => false,
                     }
                 };

@@ -2,6 +2,7 @@
 //! entries, per-kind counters and the registration layers, plus routing by scope (§1.3).
 
 use std::collections::{HashMap, VecDeque};
+use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex};
 
 use futures::channel::oneshot;
@@ -57,7 +58,7 @@ pub(crate) struct Record {
     pub(crate) id: JobId,
     pub(crate) kind: JobKind,
     pub(crate) label: JobLabel,
-    pub(crate) limit: Option<u64>,
+    pub(crate) limit: Option<NonZeroU64>,
     /// The exact owner instance, with what routing needs of it.
     pub(crate) owner: Option<Arc<OwnerInfo>>,
     /// `None` once terminal: the producer's hooks are released.
@@ -66,11 +67,17 @@ pub(crate) struct Record {
     pub(crate) progress: Option<JobProgress>,
     pub(crate) status: JobStatus,
     pub(crate) detail: Option<Arc<str>>,
-    pub(crate) output: Option<String>,
+    pub(crate) output: Option<Box<str>>,
     pub(crate) started_at: i64,
-    pub(crate) finished_at: Option<i64>,
+    /// Epoch milliseconds at settlement; meaningful once the status is terminal.
+    pub(crate) finished_at: i64,
     pub(crate) reported: bool,
-    pub(crate) waiters: Vec<Waiter>,
+    /// Live waits.
+    #[expect(
+        clippy::box_collection,
+        reason = "one word in every record instead of three; most jobs are never waited on"
+    )]
+    pub(crate) waiters: Option<Box<Vec<Waiter>>>,
 }
 
 impl Record {
@@ -94,12 +101,12 @@ impl Record {
             id: self.id.clone(),
             kind: self.kind.clone(),
             label: self.label.clone(),
-            output_limit_bytes: self.limit,
+            output_limit_bytes: self.limit.map(NonZeroU64::get),
             owner_session: self.owner.as_ref().map(|o| SessionId::from(&o.id)),
             status: self.status,
             detail,
             started_at: self.started_at,
-            finished_at: self.finished_at,
+            finished_at: self.status.is_terminal().then_some(self.finished_at),
             reported: self.reported,
         }
     }
