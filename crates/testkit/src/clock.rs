@@ -1,6 +1,7 @@
 //! [`ManualClock`]: a wall clock and a monotonic clock that move only when told to.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering, fence};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -20,6 +21,54 @@ struct Inner {
     fail_next: Option<String>,
 }
 
+impl Inner {
+    fn now(&self) -> DateTime<Utc> {
+        let mono = TimeDelta::from_std(self.mono).unwrap_or(TimeDelta::MAX);
+        // Saturates at chrono's range instead of overflowing.
+        self.wall_base
+            .checked_add_signed(mono)
+            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+    }
+}
+
+/// The current reading, published after every change (under the `Inner` lock) so `now()`
+/// never takes the lock: a sequence lock whose version is odd while a change is written.
+#[derive(Default)]
+struct Reading {
+    version: AtomicU64,
+    secs: AtomicI64,
+    nanos: AtomicU32,
+}
+
+impl Reading {
+    /// Called with the `Inner` lock held (one writer at a time).
+    fn publish(&self, now: DateTime<Utc>) {
+        let version = self.version.load(Ordering::Relaxed);
+        self.version
+            .store(version.wrapping_add(1), Ordering::Relaxed);
+        fence(Ordering::Release);
+        self.secs.store(now.timestamp(), Ordering::Relaxed);
+        self.nanos
+            .store(now.timestamp_subsec_nanos(), Ordering::Relaxed);
+        self.version
+            .store(version.wrapping_add(2), Ordering::Release);
+    }
+
+    fn read(&self) -> DateTime<Utc> {
+        loop {
+            let before = self.version.load(Ordering::Acquire);
+            let secs = self.secs.load(Ordering::Relaxed);
+            let nanos = self.nanos.load(Ordering::Relaxed);
+            fence(Ordering::Acquire);
+            let after = self.version.load(Ordering::Relaxed);
+            if before == after && before.is_multiple_of(2) {
+                return DateTime::from_timestamp(secs, nanos).unwrap_or(DateTime::<Utc>::MAX_UTC);
+            }
+            std::hint::spin_loop();
+        }
+    }
+}
+
 /// A deterministic [`Clock`] for tests and scenarios (DESIGN.md "Time and determinism").
 ///
 /// * [`ManualClock::advance`] moves wall and monotonic time forward together and fires the
@@ -33,6 +82,7 @@ struct Inner {
 #[derive(Clone)]
 pub struct ManualClock {
     inner: Arc<Mutex<Inner>>,
+    reading: Arc<Reading>,
 }
 
 impl std::fmt::Debug for ManualClock {
@@ -55,14 +105,18 @@ pub async fn settle() {
 impl ManualClock {
     /// A clock reading `start`.
     pub fn new(start: DateTime<Utc>) -> Self {
+        let inner = Inner {
+            mono: Duration::ZERO,
+            wall_base: truncate_to_millis(start),
+            next_id: 0,
+            sleeps: BTreeMap::new(),
+            fail_next: None,
+        };
+        let reading = Reading::default();
+        reading.publish(inner.now());
         Self {
-            inner: Arc::new(Mutex::new(Inner {
-                mono: Duration::ZERO,
-                wall_base: truncate_to_millis(start),
-                next_id: 0,
-                sleeps: BTreeMap::new(),
-                fail_next: None,
-            })),
+            inner: Arc::new(Mutex::new(inner)),
+            reading: Arc::new(reading),
         }
     }
 
@@ -91,6 +145,7 @@ impl ManualClock {
                 match first {
                     Some(key) if key.0 <= target => {
                         inner.mono = inner.mono.max(key.0);
+                        self.reading.publish(inner.now());
                         inner.sleeps.remove(&key)
                     }
                     _ => None,
@@ -100,7 +155,11 @@ impl ManualClock {
             let _ = sender.send(());
             settle().await;
         }
-        self.lock().mono = target;
+        {
+            let mut inner = self.lock();
+            inner.mono = target;
+            self.reading.publish(inner.now());
+        }
         settle().await;
     }
 
@@ -112,6 +171,7 @@ impl ManualClock {
         inner.wall_base = truncate_to_millis(at)
             .checked_sub_signed(mono)
             .unwrap_or(DateTime::<Utc>::MIN_UTC);
+        self.reading.publish(inner.now());
     }
 
     /// Whether moving forward by `by` keeps the wall clock within chrono's range
@@ -143,13 +203,7 @@ impl ManualClock {
 
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
-        let inner = self.lock();
-        let mono = TimeDelta::from_std(inner.mono).unwrap_or(TimeDelta::MAX);
-        // Saturates at chrono's range instead of overflowing.
-        inner
-            .wall_base
-            .checked_add_signed(mono)
-            .unwrap_or(DateTime::<Utc>::MAX_UTC)
+        self.reading.read()
     }
 
     fn try_now(&self) -> Result<DateTime<Utc>, ClockError> {

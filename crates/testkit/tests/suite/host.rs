@@ -279,3 +279,39 @@ async fn manual_clock_fires_sleeps_in_order_and_set_fires_nothing() {
     assert!(clock.try_now().is_err());
     assert!(clock.try_now().is_ok());
 }
+
+/// `now()` reads without the clock's lock; a reader on another thread must only ever see a
+/// time that was set, never half of one and half of another.
+#[test]
+fn manual_clock_readers_never_see_a_torn_time() {
+    let parse = |text: &str| -> chrono::DateTime<chrono::Utc> {
+        chrono::DateTime::parse_from_rfc3339(text).unwrap().into()
+    };
+    let a = parse("2026-08-05T12:00:00.000Z");
+    let b = parse("1999-01-01T00:00:00.123Z");
+    let clock = ManualClock::new(a);
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let readers: Vec<_> = (0..2)
+        .map(|_| {
+            let clock = clock.clone();
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut reads = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    let now = clock.now();
+                    assert!(now == a || now == b, "torn read: {now}");
+                    reads += 1;
+                }
+                reads
+            })
+        })
+        .collect();
+    for i in 0..200_000 {
+        clock.set(if i % 2 == 0 { b } else { a });
+    }
+    stop.store(true, Ordering::Relaxed);
+    for reader in readers {
+        assert!(reader.join().unwrap() > 0);
+    }
+    assert_eq!(clock.now(), a);
+}
