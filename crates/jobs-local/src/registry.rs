@@ -226,13 +226,16 @@ impl Shared {
                 }
             })
         }))?;
+        let id = owner.id().clone();
         let lost_race = {
             let mut state = self.lock();
+            let state = &mut *state;
             match state.owners.entry(key) {
                 Entry::Occupied(_) => true,
                 Entry::Vacant(vacant) => {
+                    let info = OwnerInfo::new(owner.clone(), id, chain, &mut state.records);
                     vacant.insert(OwnerEntry {
-                        info: Arc::new(OwnerInfo::new(owner.clone(), chain)),
+                        info: Arc::new(info),
                         hook: hook_id,
                         live: 0,
                     });

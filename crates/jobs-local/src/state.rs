@@ -127,12 +127,26 @@ pub(crate) struct OwnerInfo {
     pub(crate) id: AgentId,
     /// The owner's scope chain, read once (an agent's chain does not change).
     pub(crate) chain: Arc<[ScopeKey]>,
+    /// The owner id's slot list in [`Records`] (see [`Records::bucket_for`]).
+    pub(crate) bucket: usize,
 }
 
 impl OwnerInfo {
-    pub(crate) fn new(agent: Arc<dyn Agent>, chain: Arc<[ScopeKey]>) -> Self {
-        let id = agent.id().clone();
-        Self { agent, id, chain }
+    /// `id` is `agent.id()`, read by the caller before taking the lock; the slot list comes
+    /// from `records`.
+    pub(crate) fn new(
+        agent: Arc<dyn Agent>,
+        id: AgentId,
+        chain: Arc<[ScopeKey]>,
+        records: &mut Records,
+    ) -> Self {
+        let bucket = records.bucket_for(&id);
+        Self {
+            agent,
+            id,
+            chain,
+            bucket,
+        }
     }
 
     pub(crate) fn key(&self) -> OwnerKey {
@@ -189,8 +203,15 @@ pub(crate) type Layers<T> = Arc<Vec<Layered<T>>>;
 pub(crate) struct Records {
     slots: Slots,
     free: Vec<usize>,
-    kinds: FastMap<JobKind, KindIndex>,
-    owned: FastMap<AgentId, Vec<usize>>,
+    kinds: Vec<KindIndex>,
+    kind_of: FastMap<JobKind, usize>,
+    /// The kind of the latest start: most starts and reads repeat it, so it is checked
+    /// before hashing.
+    last_kind: usize,
+    /// Per-owner-id slot lists, by the index [`Records::bucket_for`] gave the id (kept for
+    /// good, even when empty: [`OwnerInfo::bucket`] refers to it).
+    buckets: Vec<Vec<usize>>,
+    bucket_of: FastMap<AgentId, usize>,
     unowned: Vec<usize>,
     len: usize,
 }
@@ -270,8 +291,8 @@ impl Slots {
 /// `slots[i]` is the slot of job `n = first + i`, or [`KindIndex::GONE`]. Entries of removed
 /// jobs at the front are dropped, so the table spans from the oldest held job of the kind to
 /// the newest: one word per job id issued since then.
-#[derive(Default)]
 pub(crate) struct KindIndex {
+    kind: JobKind,
     counter: u64,
     first: u64,
     slots: VecDeque<usize>,
@@ -320,12 +341,32 @@ impl Records {
         bucket.iter().filter_map(|&slot| self.at(slot))
     }
 
+    /// The index of `kind`'s table, if the kind has issued an id.
+    fn kind_index(&self, kind: &str) -> Option<usize> {
+        match self.kinds.get(self.last_kind) {
+            Some(index) if index.kind == kind => Some(self.last_kind),
+            _ => self.kind_of.get(kind).copied(),
+        }
+    }
+
     /// The slot of job `id`. Ids the registry did not issue (or no longer holds) are `None`;
-    /// a non-canonical spelling of a held id (`bash-01`) is rejected by the final comparison.
+    /// a non-canonical spelling of a held id (`bash-01`) is rejected by the final comparison,
+    /// so lookups match the id string exactly (§4.4).
     pub(crate) fn slot_of(&self, id: &JobId) -> Option<usize> {
         let (kind, n) = split_id(id.as_str())?;
-        let slot = self.kinds.get(kind)?.get(n)?;
+        let slot = self.kinds.get(self.kind_index(kind)?)?.get(n)?;
         self.at(slot).filter(|r| r.id == *id).map(|_| slot)
+    }
+
+    /// The slot-list index of owner id `id`, made on first use.
+    pub(crate) fn bucket_for(&mut self, id: &AgentId) -> usize {
+        if let Some(&bucket) = self.bucket_of.get(id) {
+            return bucket;
+        }
+        self.buckets.push(Vec::new());
+        let bucket = self.buckets.len() - 1;
+        self.bucket_of.insert(id.clone(), bucket);
+        bucket
     }
 
     pub(crate) fn get(&self, id: &JobId) -> Option<&Record> {
@@ -344,10 +385,21 @@ impl Records {
         kind: JobKind,
         build: impl FnOnce(JobId, JobKind) -> Record,
     ) -> (JobId, usize) {
-        let index = match self.kinds.get_mut(kind.as_str()) {
-            Some(index) => index,
-            None => self.kinds.entry(kind.clone()).or_default(),
+        let k = match self.kind_index(kind.as_str()) {
+            Some(k) => k,
+            None => {
+                self.kinds.push(KindIndex {
+                    kind: kind.clone(),
+                    counter: 0,
+                    first: 0,
+                    slots: VecDeque::new(),
+                });
+                self.kind_of.insert(kind.clone(), self.kinds.len() - 1);
+                self.kinds.len() - 1
+            }
         };
+        self.last_kind = k;
+        let index = &mut self.kinds[k];
         index.counter += 1;
         if index.slots.is_empty() {
             index.first = index.counter;
@@ -358,14 +410,12 @@ impl Records {
         // Numbers are issued one by one under the lock, so the new one is the table's next.
         index.slots.push_back(slot);
         let record = build(id.clone(), kind);
-        match &record.owner {
-            None => self.unowned.push(slot),
-            Some(owner) => match self.owned.get_mut(&owner.id) {
-                Some(bucket) => bucket.push(slot),
-                None => {
-                    self.owned.insert(owner.id.clone(), vec![slot]);
-                }
-            },
+        let bucket = match &record.owner {
+            None => Some(&mut self.unowned),
+            Some(owner) => self.buckets.get_mut(owner.bucket),
+        };
+        if let Some(bucket) = bucket {
+            bucket.push(slot);
         }
         match free {
             Some(slot) => self.slots.put(slot, record),
@@ -378,7 +428,7 @@ impl Records {
     /// Removes the records of `ids` (unknown ids are skipped), returning them in `ids` order.
     pub(crate) fn remove_all(&mut self, ids: &[JobId]) -> Vec<Record> {
         let mut removed = Vec::new();
-        let mut owners: Vec<Option<AgentId>> = Vec::new();
+        let mut owners: Vec<Option<usize>> = Vec::new();
         for id in ids {
             let Some(slot) = self.slot_of(id) else {
                 continue;
@@ -387,13 +437,13 @@ impl Records {
                 continue;
             };
             if let Some((kind, n)) = split_id(id.as_str())
-                && let Some(index) = self.kinds.get_mut(kind)
+                && let Some(k) = self.kind_index(kind)
             {
-                index.remove(n);
+                self.kinds[k].remove(n);
             }
             self.free.push(slot);
             self.len -= 1;
-            let owner = record.owner.as_ref().map(|o| o.id.clone());
+            let owner = record.owner.as_ref().map(|o| o.bucket);
             if !owners.contains(&owner) {
                 owners.push(owner);
             }
@@ -406,11 +456,8 @@ impl Records {
             match owner {
                 None => self.unowned.retain(|&s| slots.get(s).is_some()),
                 Some(owner) => {
-                    if let Some(bucket) = self.owned.get_mut(&owner) {
+                    if let Some(bucket) = self.buckets.get_mut(owner) {
                         bucket.retain(|&s| slots.get(s).is_some());
-                        if bucket.is_empty() {
-                            self.owned.remove(&owner);
-                        }
                     }
                 }
             }
@@ -426,9 +473,11 @@ impl Records {
     pub(crate) fn clear(&mut self) {
         self.slots.clear();
         self.free.clear();
-        self.owned.clear();
+        for bucket in &mut self.buckets {
+            bucket.clear();
+        }
         self.unowned.clear();
-        for index in self.kinds.values_mut() {
+        for index in &mut self.kinds {
             index.slots.clear();
         }
         self.len = 0;
@@ -448,16 +497,21 @@ impl Records {
 
     /// The records of session `owner` (every instance), in registration order.
     pub(crate) fn owned_by(&self, owner: &AgentId) -> impl Iterator<Item = &Record> {
-        let bucket = self.owned.get(owner).map_or(&[][..], Vec::as_slice);
-        self.in_order(bucket)
+        self.in_order(self.bucket(owner))
+    }
+
+    /// The slots of owner id `owner`'s records, in registration order.
+    fn bucket(&self, owner: &AgentId) -> &[usize] {
+        self.bucket_of
+            .get(owner)
+            .and_then(|&b| self.buckets.get(b))
+            .map_or(&[][..], Vec::as_slice)
     }
 
     /// What `list(caller)` shows: the caller's records and the unowned ones, merged in
     /// registration order.
     pub(crate) fn visible(&self, caller: Option<&AgentId>) -> Vec<&Record> {
-        let own = caller
-            .and_then(|c| self.owned.get(c))
-            .map_or(&[][..], Vec::as_slice);
+        let own = caller.map_or(&[][..], |c| self.bucket(c));
         let mut owned = self.in_order(own).peekable();
         let mut unowned = self.in_order(&self.unowned).peekable();
         let mut out = Vec::with_capacity(own.len() + self.unowned.len());
