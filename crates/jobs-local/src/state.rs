@@ -644,3 +644,7 @@ fn job_id(kind: &str, n: u64) -> JobId {
         Err(_) => JobId::new(format!("{kind}-{n}")),
     }
 }
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;

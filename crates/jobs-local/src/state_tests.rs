@@ -1,0 +1,162 @@
+use pretty_assertions::assert_eq;
+
+use super::*;
+
+/// A running, unowned record as `issue` stores it.
+fn record(seq: u64, id: JobId, kind: JobKind) -> Record {
+    Record {
+        seq,
+        id,
+        kind,
+        label: JobLabel::new("label"),
+        limit: None,
+        owner: None,
+        cancel: None,
+        stream: None,
+        progress: None,
+        status: JobStatus::Running,
+        detail: None,
+        output: None,
+        started_at: 0,
+        finished_at: 0,
+        reported: false,
+        waiters: None,
+    }
+}
+
+/// Issues one unowned record of `kind` (the registry's sequence counter is not part of
+/// `Records`: a global one stands in for it).
+fn issue(records: &mut Records, kind: &str) -> (JobId, usize) {
+    static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+    records.issue(JobKind::new(kind), |id, kind| record(seq, id, kind))
+}
+
+fn found(records: &Records, id: &str) -> Option<String> {
+    records
+        .get(&JobId::new(id))
+        .map(|record| record.id.to_string())
+}
+
+#[test]
+fn ids_are_per_kind_counters_and_found_by_exact_string() {
+    let mut records = Records::default();
+    let issued: Vec<String> = ["bash", "bash", "pty-send", "a-1", "bash", "a-1"]
+        .into_iter()
+        .map(|kind| issue(&mut records, kind).0.to_string())
+        .collect();
+    assert_eq!(
+        issued,
+        ["bash-1", "bash-2", "pty-send-1", "a-1-1", "bash-3", "a-1-2"]
+    );
+    for id in &issued {
+        assert_eq!(found(&records, id).as_deref(), Some(id.as_str()));
+    }
+    // Spellings that parse to a held number but are not the issued string, and ids never issued.
+    for id in [
+        "bash-01",
+        "bash-+1",
+        "bash-1 ",
+        " bash-1",
+        "bash-4",
+        "bash-0",
+        "bash",
+        "bash-",
+        "-1",
+        "",
+        "a-1",
+        "a-2-1",
+        "pty-1",
+        "send-1",
+        "bash-18446744073709551616",
+        "BASH-1",
+    ] {
+        assert_eq!(found(&records, id), None, "{id:?}");
+    }
+}
+
+#[test]
+fn removed_ids_are_unknown_and_their_slots_are_reused_under_a_new_sequence() {
+    let mut records = Records::default();
+    let (first, _) = issue(&mut records, "bash");
+    let (second, _) = issue(&mut records, "bash");
+    let (third, third_slot) = issue(&mut records, "bash");
+    let removed = records.remove_all(&[first, JobId::new("bash-9"), third]);
+    assert_eq!(
+        removed.iter().map(|r| r.id.to_string()).collect::<Vec<_>>(),
+        ["bash-1", "bash-3"]
+    );
+    assert_eq!(records.len(), 1);
+    assert_eq!(found(&records, "bash-1"), None);
+    assert_eq!(found(&records, "bash-2").as_deref(), Some("bash-2"));
+    assert_eq!(found(&records, "bash-3"), None);
+    // The table forgets the removed front entry; the removed tail entry stays a hole.
+    let index = &records.kinds[records.kind_of["bash"]];
+    assert_eq!((index.first, index.slots.len()), (2, 2));
+    // The last freed slot holds the next record; the old (slot, seq) pair no longer reaches it.
+    let (fourth, fourth_slot) = issue(&mut records, "bash");
+    assert_eq!((fourth.as_str(), fourth_slot), ("bash-4", third_slot));
+    let third_seq = removed[1].seq;
+    assert!(records.at_mut(third_slot, third_seq).is_none());
+    let fourth_seq = records.values()[1].seq;
+    assert!(fourth_seq > third_seq);
+    assert_eq!(
+        records
+            .at_mut(third_slot, fourth_seq)
+            .map(|r| r.id.to_string()),
+        Some("bash-4".to_owned())
+    );
+    assert_eq!(
+        records
+            .values()
+            .iter()
+            .map(|r| r.id.to_string())
+            .collect::<Vec<_>>(),
+        [second.to_string(), fourth.to_string()]
+    );
+}
+
+#[test]
+fn clearing_keeps_the_counters() {
+    let mut records = Records::default();
+    issue(&mut records, "bash");
+    issue(&mut records, "bash");
+    records.clear();
+    assert_eq!(records.len(), 0);
+    assert_eq!(found(&records, "bash-1"), None);
+    let (next, _) = issue(&mut records, "bash");
+    assert_eq!(next.as_str(), "bash-3");
+    assert_eq!(found(&records, "bash-3").as_deref(), Some("bash-3"));
+    assert_eq!(found(&records, "bash-2"), None);
+}
+
+#[test]
+fn a_table_emptied_from_the_front_restarts_at_the_next_number() {
+    let mut records = Records::default();
+    let ids: Vec<JobId> = (0..5).map(|_| issue(&mut records, "k").0).collect();
+    records.remove_all(&ids);
+    let index = &records.kinds[records.kind_of["k"]];
+    assert_eq!((index.first, index.slots.len()), (6, 0));
+    let (next, _) = issue(&mut records, "k");
+    assert_eq!(next.as_str(), "k-6");
+    assert_eq!(found(&records, "k-6").as_deref(), Some("k-6"));
+    assert_eq!(found(&records, "k-5"), None);
+}
+
+#[test]
+fn slots_grow_in_chunks_without_moving_records() {
+    let mut records = Records::default();
+    let count = Slots::CHUNK * 2 + 3;
+    let ids: Vec<JobId> = (0..count).map(|_| issue(&mut records, "x").0).collect();
+    assert_eq!(records.slots.chunks.len(), 3);
+    assert!(
+        records
+            .slots
+            .chunks
+            .iter()
+            .all(|c| c.capacity() == Slots::CHUNK)
+    );
+    for id in [&ids[0], &ids[Slots::CHUNK], &ids[count - 1]] {
+        assert_eq!(found(&records, id.as_str()).as_deref(), Some(id.as_str()));
+    }
+}
