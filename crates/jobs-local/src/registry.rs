@@ -190,7 +190,7 @@ impl Shared {
     }
 
     fn now_millis(&self) -> i64 {
-        self.clock.now().timestamp_millis()
+        self.clock.now_millis()
     }
 
     /// The id of the record in `slot` registered as `seq`, if it is still held.

@@ -55,6 +55,12 @@ impl Reading {
     }
 
     fn read(&self) -> DateTime<Utc> {
+        let (secs, nanos) = self.parts();
+        DateTime::from_timestamp(secs, nanos).unwrap_or(DateTime::<Utc>::MAX_UTC)
+    }
+
+    /// The published (seconds, nanoseconds) since the epoch.
+    fn parts(&self) -> (i64, u32) {
         loop {
             let before = self.version.load(Ordering::Acquire);
             let secs = self.secs.load(Ordering::Relaxed);
@@ -62,7 +68,7 @@ impl Reading {
             fence(Ordering::Acquire);
             let after = self.version.load(Ordering::Relaxed);
             if before == after && before.is_multiple_of(2) {
-                return DateTime::from_timestamp(secs, nanos).unwrap_or(DateTime::<Utc>::MAX_UTC);
+                return (secs, nanos);
             }
             std::hint::spin_loop();
         }
@@ -204,6 +210,12 @@ impl ManualClock {
 impl Clock for ManualClock {
     fn now(&self) -> DateTime<Utc> {
         self.reading.read()
+    }
+
+    fn now_millis(&self) -> i64 {
+        let (secs, nanos) = self.reading.parts();
+        secs.saturating_mul(1000)
+            .saturating_add(i64::from(nanos / 1_000_000))
     }
 
     fn try_now(&self) -> Result<DateTime<Utc>, ClockError> {

@@ -315,3 +315,18 @@ fn manual_clock_readers_never_see_a_torn_time() {
     }
     assert_eq!(clock.now(), a);
 }
+
+#[tokio::test(start_paused = true)]
+async fn manual_clock_millis_agree_with_now_before_and_after_the_epoch() {
+    let parse = |text: &str| -> chrono::DateTime<chrono::Utc> {
+        chrono::DateTime::parse_from_rfc3339(text).unwrap().into()
+    };
+    let clock = ManualClock::new(parse("1969-12-31T23:59:59.500Z"));
+    assert_eq!(clock.now_millis(), -500);
+    clock.advance(Duration::from_micros(1_250)).await;
+    assert_eq!(clock.now_millis(), -499);
+    assert_eq!(clock.now_millis(), clock.now().timestamp_millis());
+    clock.set(parse("2026-08-05T12:00:00.007Z"));
+    assert_eq!(clock.now_millis(), 1_785_931_200_007);
+    assert_eq!(clock.now_millis(), clock.now().timestamp_millis());
+}
