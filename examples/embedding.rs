@@ -51,6 +51,11 @@ impl Harness for Host {
         self.agents.get(id)
     }
 
+    // Optional: lets the job registry skip re-checking an owner on every start.
+    fn agents_generation(&self) -> Option<u64> {
+        Some(self.agents.generation())
+    }
+
     fn agents(&self) -> Vec<Arc<dyn Agent>> {
         self.agents.all()
     }

@@ -1,5 +1,6 @@
 //! The [`Harness`] seam the host implements, and the [`AgentDirectory`] building block.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::{
@@ -57,6 +58,18 @@ pub trait Harness: Send + Sync {
     /// The live agent registered under `id`, if any.
     fn agent(&self, id: &AgentId) -> Option<Arc<dyn Agent>>;
 
+    /// A number that changes every time the set of live agents changes (an agent published,
+    /// replaced or removed), or `None` when the host does not keep one (the default).
+    ///
+    /// With it, callers may remember an answer of [`Harness::agent`] and reuse it while the
+    /// number stays the same: the job registry checks a job owner's liveness (todo-jobs §4.3
+    /// step 5.2) once per generation instead of on every start. A host that returns `Some`
+    /// must change the number no later than the change becomes visible through
+    /// [`Harness::agent`]. [`AgentDirectory::generation`] keeps one.
+    fn agents_generation(&self) -> Option<u64> {
+        None
+    }
+
     /// Every live agent, in publication order.
     fn agents(&self) -> Vec<Arc<dyn Agent>>;
 
@@ -79,6 +92,8 @@ struct DirectoryInner {
 #[derive(Clone, Default)]
 pub struct AgentDirectory {
     inner: Arc<Mutex<DirectoryInner>>,
+    /// Bumped (under the lock) by every change of `agents`.
+    generation: Arc<AtomicU64>,
 }
 
 impl AgentDirectory {
@@ -99,6 +114,7 @@ impl AgentDirectory {
             let mut inner = self.lock();
             inner.agents.retain(|a| a.id() != agent.id());
             inner.agents.push(agent.clone());
+            self.generation.fetch_add(1, Ordering::SeqCst);
             inner.listeners.clone()
         };
         let event = LifecycleEvent::Created(agent);
@@ -116,12 +132,20 @@ impl AgentDirectory {
             if inner.agents.len() == before {
                 return;
             }
+            self.generation.fetch_add(1, Ordering::SeqCst);
             inner.listeners.clone()
         };
         let event = LifecycleEvent::Disposed(agent.clone());
         for (_, listener) in listeners {
             listener(&event);
         }
+    }
+
+    /// The number of changes to the set of agents so far (see [`Harness::agents_generation`]):
+    /// every [`AgentDirectory::publish`] and every effective [`AgentDirectory::remove`] bumps
+    /// it before [`AgentDirectory::get`] can observe the change.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
     }
 
     /// The agent registered under `id`.

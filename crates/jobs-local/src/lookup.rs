@@ -17,6 +17,14 @@ pub trait AgentLookup: Send + Sync {
     fn is_available(&self) -> bool {
         true
     }
+
+    /// A number that changes whenever the answer of [`AgentLookup::live_agent`] may change
+    /// (see [`harness_core::Harness::agents_generation`]), or `None` (the default) when the
+    /// lookup keeps none. While it stays the same, the registry reuses an owner's last
+    /// successful liveness check instead of calling `live_agent` on every start.
+    fn generation(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// The agents of a [`Harness`], held weakly so the registry never keeps its host alive. Once
@@ -39,10 +47,18 @@ impl AgentLookup for HarnessAgents {
     fn is_available(&self) -> bool {
         self.0.strong_count() > 0
     }
+
+    fn generation(&self) -> Option<u64> {
+        self.0.upgrade()?.agents_generation()
+    }
 }
 
 impl AgentLookup for AgentDirectory {
     fn live_agent(&self, id: &AgentId) -> Option<Arc<dyn Agent>> {
         self.get(id)
+    }
+
+    fn generation(&self) -> Option<u64> {
+        Some(AgentDirectory::generation(self))
     }
 }

@@ -236,6 +236,7 @@ impl Shared {
                     let info = OwnerInfo::new(owner.clone(), id, chain, &mut state.records);
                     vacant.insert(OwnerEntry {
                         info: Arc::new(info),
+                        verified: None,
                         hook: hook_id,
                         live: 0,
                     });
@@ -277,6 +278,29 @@ impl Shared {
             return Ok(None);
         };
         let key = owner_key(&owner);
+        // The owner's liveness (steps 5.1–5.2) needs a host lookup, made without the lock. An
+        // owner verified at the agent registry's current generation skips it.
+        let generation = self
+            .agents
+            .as_ref()
+            .filter(|a| a.is_available())
+            .and_then(|a| a.generation());
+        if generation.is_some() {
+            let mut state = self.lock();
+            let state = &mut *state;
+            check_open(state)?;
+            if let Some(entry) = state.owners.get_mut(&key)
+                && entry.verified == generation
+            {
+                if !serves(&state.controllers, Some(&entry.info.chain)) {
+                    return Err(JobError::NoController);
+                }
+                self.check_runtime()?;
+                check_fields(kind, label, limit)?;
+                reserve(&mut entry.live, cap)?;
+                return Ok(Some(entry.info.clone()));
+            }
+        }
         let live = self.check_live(&owner);
         {
             let mut state = self.lock();
@@ -289,6 +313,7 @@ impl Shared {
                 self.check_runtime()?;
                 check_fields(kind, label, limit)?;
                 live?;
+                entry.verified = generation;
                 reserve(&mut entry.live, cap)?;
                 return Ok(Some(entry.info.clone()));
             }
@@ -308,6 +333,7 @@ impl Shared {
             // The owner's cleanup ran since its hook was attached: it is disposing.
             return Err(JobError::Owner(AgentError::Disposed(id)));
         };
+        entry.verified = generation;
         reserve(&mut entry.live, cap)?;
         Ok(Some(entry.info.clone()))
     }

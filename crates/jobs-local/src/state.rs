@@ -175,6 +175,9 @@ impl Target {
 /// An owner that has (had) a job: its cleanup hook and its admission bucket.
 pub(crate) struct OwnerEntry {
     pub(crate) info: Arc<OwnerInfo>,
+    /// The agent registry's generation at this owner's last successful liveness check
+    /// (`None`: never checked at a known generation).
+    pub(crate) verified: Option<u64>,
     pub(crate) hook: HookId,
     /// Live (`running` / `stopping`) jobs plus admission reservations.
     pub(crate) live: u64,

@@ -278,6 +278,10 @@ impl Harness for MemoryHarness {
         self.shared.directory.get(id)
     }
 
+    fn agents_generation(&self) -> Option<u64> {
+        Some(self.shared.directory.generation())
+    }
+
     fn agents(&self) -> Vec<Arc<dyn Agent>> {
         self.shared.directory.all()
     }

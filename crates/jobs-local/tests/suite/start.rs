@@ -289,3 +289,22 @@ async fn install_checks_owners_against_the_hosts_agents() {
         .is_err()
     );
 }
+
+/// An owner checked once is re-checked after the agent registry changes: removed from the
+/// directory (without being disposed), its next start is refused.
+#[tokio::test(start_paused = true)]
+async fn an_owner_removed_from_the_registry_after_a_start_is_refused() {
+    let host = Host::new();
+    let owner = host.agent("owner");
+    host.start_ok(bash().owner(owner.as_dyn()));
+    host.start_ok(bash().owner(owner.as_dyn()));
+    host.directory.remove(&owner.as_dyn());
+    let (result, job) = host.start(bash().owner(owner.as_dyn()));
+    assert_eq!(
+        message(result),
+        "agent \"owner\" is not the registered agent instance (background job owner must be live)"
+    );
+    assert!(!job.was_run());
+    host.directory.publish(owner.as_dyn());
+    assert_eq!(host.start_ok(bash().owner(owner.as_dyn())).0, "bash-3");
+}

@@ -330,3 +330,29 @@ async fn manual_clock_millis_agree_with_now_before_and_after_the_epoch() {
     assert_eq!(clock.now_millis(), 1_785_931_200_007);
     assert_eq!(clock.now_millis(), clock.now().timestamp_millis());
 }
+
+/// The agent registry's generation moves with every published, replaced or removed agent and
+/// with nothing else (the job registry trusts an owner check while it stays put).
+#[tokio::test(start_paused = true)]
+async fn the_agents_generation_moves_with_every_change_of_the_live_agents() {
+    let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
+    let harness = host.as_dyn();
+    let generation = || harness.agents_generation().unwrap();
+    let start = generation();
+    host.create_session(SessionHeader::new("a")).unwrap();
+    assert_eq!(generation(), start + 1);
+    let first = host.create_session(SessionHeader::new("b")).unwrap();
+    assert_eq!(generation(), start + 2);
+    let _ = harness.agent(&"a".into());
+    let _ = harness.agents();
+    assert_eq!(generation(), start + 2);
+    let replacement = host.resume(&"b".into()).unwrap();
+    assert!(!Arc::ptr_eq(&first, &replacement));
+    assert_eq!(generation(), start + 3);
+    assert!(host.dispose_agent(&"b".into()).await);
+    assert_eq!(generation(), start + 4);
+    // Disposing the replaced instance, which the registry no longer holds, changes nothing.
+    assert!(host.dispose_agent(&"b".into()).await);
+    assert!(first.is_disposed());
+    assert_eq!(generation(), start + 4);
+}
