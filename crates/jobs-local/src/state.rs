@@ -407,7 +407,7 @@ impl Records {
         if index.slots.is_empty() {
             index.first = index.counter;
         }
-        let id = job_id(kind.as_str(), index.counter);
+        let id = JobId::issued(&kind, index.counter);
         let free = self.free.pop();
         let slot = free.unwrap_or(self.slots.len());
         // Numbers are issued one by one under the lock, so the new one is the table's next.
@@ -613,39 +613,6 @@ pub(crate) fn for_each_route<T>(
 /// Whether any registration of `layers` serves `chain` (`None`: unowned, global only).
 pub(crate) fn serves<T>(layers: &[Layered<T>], chain: Option<&[ScopeKey]>) -> bool {
     layers.iter().any(|l| l.scope.serves(chain))
-}
-
-/// `<kind>-<n>` as a job id, built without a heap allocation for ordinary kinds (an id of up
-/// to 23 bytes is stored inline).
-fn job_id(kind: &str, n: u64) -> JobId {
-    let mut buffer = [0u8; 64];
-    let mut digits = [0u8; 20];
-    let mut len = 0;
-    let mut rest = n;
-    loop {
-        digits[len] = b'0' + (rest % 10) as u8;
-        len += 1;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    let total = kind.len() + 1 + len;
-    if total > buffer.len() {
-        return JobId::new(format!("{kind}-{n}"));
-    }
-    buffer[..kind.len()].copy_from_slice(kind.as_bytes());
-    buffer[kind.len()] = b'-';
-    for (slot, digit) in buffer[kind.len() + 1..total]
-        .iter_mut()
-        .zip(digits[..len].iter().rev())
-    {
-        *slot = *digit;
-    }
-    match std::str::from_utf8(&buffer[..total]) {
-        Ok(text) => JobId::new(text),
-        Err(_) => JobId::new(format!("{kind}-{n}")),
-    }
 }
 
 #[cfg(test)]

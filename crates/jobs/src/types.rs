@@ -13,6 +13,43 @@ harness_core::string_newtype!(
     JobId
 );
 
+impl JobId {
+    /// The id of the `n`-th job of `kind`: `<kind>-<n>` (todo-jobs §4.4), as the local
+    /// registry issues it. Built in place, without a heap allocation when it fits inline
+    /// (23 bytes: every ordinary kind).
+    ///
+    /// ```
+    /// use harness_jobs::{JobId, JobKind};
+    /// assert_eq!(JobId::issued(&JobKind::new("pty-send"), 100), "pty-send-100");
+    /// assert_eq!(JobId::issued(&JobKind::bash(), 0), "bash-0");
+    /// let long = JobKind::new("a-kind-name-longer-than-23-bytes");
+    /// assert_eq!(
+    ///     JobId::issued(&long, u64::MAX),
+    ///     "a-kind-name-longer-than-23-bytes-18446744073709551615"
+    /// );
+    /// ```
+    pub fn issued(kind: &JobKind, n: u64) -> Self {
+        let mut digits = [0u8; 20];
+        let mut start = digits.len();
+        let mut rest = n;
+        loop {
+            start -= 1;
+            digits[start] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        let mut id = smol_str::SmolStrBuilder::new();
+        id.push_str(kind.as_str());
+        id.push('-');
+        for &digit in &digits[start..] {
+            id.push(char::from(digit));
+        }
+        Self(id.finish())
+    }
+}
+
 harness_core::string_newtype!(
     /// A job kind: an open set of strings used as an id namespace (`bash`, `subagent`,
     /// `pty-send`, `workflow`). The registry rejects an empty kind at `start` with
