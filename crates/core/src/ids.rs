@@ -1,7 +1,8 @@
 //! Identifier newtypes: [`SessionId`], [`AgentId`] and [`ScopeKey`].
 
 /// Defines a cheap-to-clone string newtype: `new`, `as_str`, `Display`,
-/// `Debug` (`Name("value")`), `From<&str>`, `From<String>`, `AsRef<str>`, `Borrow<str>`,
+/// `Debug` (`Name("value")`), `From` of `&str`, `String`, `&String`, `Box<str>`, `Arc<str>`
+/// and `Cow<str>`, `AsRef<str>`, `Borrow<str>`,
 /// comparisons with `str`, and serde as a plain JSON string. Used for the ids of every crate
 /// (`SessionId` here, `JobId` in harness-jobs) so they behave alike.
 ///
@@ -18,6 +19,9 @@
 /// let name = WidgetName::from("w-1");
 /// assert_eq!(name, "w-1");
 /// assert_eq!(serde_json::to_string(&name).unwrap(), "\"w-1\"");
+/// let text = String::from("a widget name longer than twenty-three bytes");
+/// assert_eq!(WidgetName::from(&text), WidgetName::from(std::sync::Arc::<str>::from(&*text)));
+/// assert_eq!(WidgetName::new(&text).as_str(), text);
 /// ```
 #[macro_export]
 macro_rules! string_newtype {
@@ -59,6 +63,30 @@ macro_rules! string_newtype {
 
         impl ::std::convert::From<String> for $name {
             fn from(value: String) -> Self {
+                Self::new(value)
+            }
+        }
+
+        impl ::std::convert::From<&String> for $name {
+            fn from(value: &String) -> Self {
+                Self::new(value)
+            }
+        }
+
+        impl ::std::convert::From<::std::boxed::Box<str>> for $name {
+            fn from(value: ::std::boxed::Box<str>) -> Self {
+                Self::new(value)
+            }
+        }
+
+        impl ::std::convert::From<::std::sync::Arc<str>> for $name {
+            fn from(value: ::std::sync::Arc<str>) -> Self {
+                Self::new(value)
+            }
+        }
+
+        impl ::std::convert::From<::std::borrow::Cow<'_, str>> for $name {
+            fn from(value: ::std::borrow::Cow<'_, str>) -> Self {
                 Self::new(value)
             }
         }

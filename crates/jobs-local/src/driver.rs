@@ -25,8 +25,9 @@ use crate::registry::Shared;
 
 /// A job whose `done` the driver polls.
 pub(crate) struct Settling {
-    /// Where the record sits, and its registration number (a freed slot may be reused). The
-    /// id is looked up only for a warning: a queued job is kept small.
+    /// For warnings, which must name the job even once its record is gone.
+    id: JobId,
+    /// Where the record sits, and its registration number (a freed slot may be reused).
     slot: usize,
     seq: u64,
     done: DoneFuture,
@@ -63,11 +64,12 @@ impl Hub {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// Queues the job in `slot` (registered as `seq`) for settlement, spawning a driver on
+    /// Queues job `id` (in `slot`, registered as `seq`) for settlement, spawning a driver on
     /// the registry's runtime (see [`Shared::runtime`]) when none is running.
     pub(crate) fn submit(
         self: &Arc<Self>,
         shared: &Shared,
+        id: JobId,
         slot: usize,
         seq: u64,
         done: DoneFuture,
@@ -75,9 +77,12 @@ impl Hub {
         let (wake, spawn) = {
             let mut state = self.lock();
             let was_empty = state.queue.is_empty();
-            state
-                .queue
-                .push_back(Event::Fresh(Settling { slot, seq, done }));
+            state.queue.push_back(Event::Fresh(Settling {
+                id,
+                slot,
+                seq,
+                done,
+            }));
             if state.running {
                 (was_empty, None)
             } else {
@@ -173,19 +178,14 @@ impl Driver {
             Ok(Poll::Ready(result)) => Ok(result),
             Err(_) => Err(()),
         };
-        // A registry that is gone has nobody to tell.
-        let Some(shared) = shared else {
-            return Poll::Ready(());
-        };
-        let id = || {
-            shared
-                .id_at(job.slot, job.seq)
-                .unwrap_or_else(|| JobId::new("?"))
-        };
         let outcome = match result {
             Ok(Ok(outcome)) => outcome,
-            Ok(Err(error)) => rejected(&id(), &error_text(&error)),
-            Err(()) => rejected(&id(), "Error: producer done future panicked"),
+            Ok(Err(error)) => rejected(&job.id, &error_text(&error)),
+            Err(()) => rejected(&job.id, "Error: producer done future panicked"),
+        };
+        // A registry that is gone has nobody else to tell.
+        let Some(shared) = shared else {
+            return Poll::Ready(());
         };
         // Contained so one job cannot take the other jobs' driver down with it (listeners
         // are already contained inside `settle`).
@@ -193,7 +193,7 @@ impl Driver {
             shared.settle_at(job.slot, job.seq, outcome);
         }));
         if settled.is_err() {
-            tracing::warn!("jobs: settlement of {} panicked", id());
+            tracing::warn!("jobs: settlement of {} panicked", job.id);
         }
         Poll::Ready(())
     }

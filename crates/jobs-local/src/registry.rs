@@ -154,7 +154,7 @@ impl LocalJobRegistry {
                 break;
             }
         }
-        let (targets, entries) = {
+        let (targets, entries, removed) = {
             let mut state = sh.lock();
             let records: Vec<&Record> = state.records.values();
             let mut targets: Vec<Target> = Vec::new();
@@ -166,11 +166,13 @@ impl LocalJobRegistry {
                     targets.push(record.route_target());
                 }
             }
-            state.records.clear();
+            // Dropped after the lock: records hold producer hooks and agents.
+            let removed = state.records.take_all();
             state.unowned_live = 0;
             let entries: Vec<OwnerEntry> = state.owners.drain().map(|(_, e)| e).collect();
-            (targets, entries)
+            (targets, entries, removed)
         };
+        drop(removed);
         for target in &targets {
             sh.notify_changed(target);
         }
@@ -191,11 +193,6 @@ impl Shared {
 
     fn now_millis(&self) -> i64 {
         self.clock.now_millis()
-    }
-
-    /// The id of the record in `slot` registered as `seq`, if it is still held.
-    pub(crate) fn id_at(&self, slot: usize, seq: u64) -> Option<JobId> {
-        self.lock().records.at_mut(slot, seq).map(|r| r.id.clone())
     }
 
     /// A weak handle to this registry, for tasks and hooks that must not keep it alive.
@@ -229,11 +226,10 @@ impl Shared {
         let id = owner.id().clone();
         let lost_race = {
             let mut state = self.lock();
-            let state = &mut *state;
             match state.owners.entry(key) {
                 Entry::Occupied(_) => true,
                 Entry::Vacant(vacant) => {
-                    let info = OwnerInfo::new(owner.clone(), id, chain, &mut state.records);
+                    let info = OwnerInfo::new(owner.clone(), id, chain);
                     vacant.insert(OwnerEntry {
                         info: Arc::new(info),
                         verified: None,
@@ -581,18 +577,21 @@ impl Shared {
 
     /// The owner's cleanup (§4.8), run and awaited by the agent's disposal.
     async fn owner_disposed(&self, key: OwnerKey) {
-        let ids: Vec<JobId> = {
+        let (ids, entry) = {
             let mut state = self.lock();
             let Some(entry) = state.owners.remove(&key) else {
                 return;
             };
-            state
+            let ids: Vec<JobId> = state
                 .records
                 .owned_by(&entry.info.id)
                 .filter(|r| r.owner.as_ref().is_some_and(|o| o.key() == key))
                 .map(|r| r.id.clone())
-                .collect()
+                .collect();
+            (ids, entry)
         };
+        // The entry holds the agent: released after the lock.
+        drop(entry);
         self.drain(&ids, OWNER_DISPOSED_REASON).await;
     }
 
@@ -798,7 +797,7 @@ impl JobRegistry for LocalJobRegistry {
             (id, slot, seq, state.disposed, orphaned, observers)
         };
         // 10. Settlement continuation (always asynchronous).
-        sh.hub.submit(sh, slot, seq, done);
+        sh.hub.submit(sh, id.clone(), slot, seq, done);
         // 11. Observers.
         if let Some((observers, target)) = observers {
             sh.call_observers(&observers, &target);

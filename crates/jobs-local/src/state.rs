@@ -26,7 +26,7 @@ pub(crate) enum Cancel {
 }
 
 /// A hash map with a fast, non-cryptographic hasher: every key is registry-generated (job
-/// ids, sequence numbers, pointer identities) or host-provided (agent ids, kinds).
+/// numbers, pointer identities) or host-provided (agent ids, kinds).
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The identity of an exact agent instance (its allocation address). Stable while any `Arc`
@@ -127,26 +127,12 @@ pub(crate) struct OwnerInfo {
     pub(crate) id: AgentId,
     /// The owner's scope chain, read once (an agent's chain does not change).
     pub(crate) chain: Arc<[ScopeKey]>,
-    /// The owner id's slot list in [`Records`] (see [`Records::bucket_for`]).
-    pub(crate) bucket: usize,
 }
 
 impl OwnerInfo {
-    /// `id` is `agent.id()`, read by the caller before taking the lock; the slot list comes
-    /// from `records`.
-    pub(crate) fn new(
-        agent: Arc<dyn Agent>,
-        id: AgentId,
-        chain: Arc<[ScopeKey]>,
-        records: &mut Records,
-    ) -> Self {
-        let bucket = records.bucket_for(&id);
-        Self {
-            agent,
-            id,
-            chain,
-            bucket,
-        }
+    /// `id` is `agent.id()`, read by the caller (never under the registry's lock).
+    pub(crate) fn new(agent: Arc<dyn Agent>, id: AgentId, chain: Arc<[ScopeKey]>) -> Self {
+        Self { agent, id, chain }
     }
 
     pub(crate) fn key(&self) -> OwnerKey {
@@ -211,10 +197,8 @@ pub(crate) struct Records {
     /// The kind of the latest start: most starts and reads repeat it, so it is checked
     /// before hashing.
     last_kind: usize,
-    /// Per-owner-id slot lists, by the index [`Records::bucket_for`] gave the id (kept for
-    /// good, even when empty: [`OwnerInfo::bucket`] refers to it).
-    buckets: Vec<Vec<usize>>,
-    bucket_of: FastMap<AgentId, usize>,
+    /// Per-owner-id slot lists, in registration order (an emptied list is dropped).
+    owned: FastMap<AgentId, Vec<usize>>,
     unowned: Vec<usize>,
     len: usize,
 }
@@ -279,8 +263,9 @@ impl Slots {
         }
     }
 
-    fn clear(&mut self) {
-        self.chunks.clear();
+    /// Every record, the slab consumed.
+    fn into_records(self) -> impl Iterator<Item = Record> {
+        self.chunks.into_iter().flatten().flatten()
     }
 
     fn iter(&self) -> impl Iterator<Item = &Record> {
@@ -290,37 +275,123 @@ impl Slots {
 
 /// One kind's id counter and its `n → slot` table (todo-jobs §4.3 step 8: ids are
 /// `<kind>-<n>`, per-kind counters starting at 1, never reused).
-///
-/// `slots[i]` is the slot of job `n = first + i`, or [`KindIndex::GONE`]. Entries of removed
-/// jobs at the front are dropped, so the table spans from the oldest held job of the kind to
-/// the newest: one word per job id issued since then.
 pub(crate) struct KindIndex {
     kind: JobKind,
     counter: u64,
-    first: u64,
-    slots: VecDeque<usize>,
+    table: Table,
+    /// Entries held (records of this kind in the store).
+    held: usize,
+}
+
+/// A kind's `n → slot` table.
+enum Table {
+    /// `slots[i]` is the slot of job `n = first + i`, or [`Table::GONE`]. Removed entries at
+    /// the front are dropped, so this spans the oldest held job of the kind to the newest.
+    Dense { first: u64, slots: VecDeque<usize> },
+    /// Used once a dense table is mostly holes (a long-held old job with many removed
+    /// after it): memory then follows the records held, not the ids issued.
+    Sparse(FastMap<u64, usize>),
+}
+
+impl Table {
+    const GONE: usize = usize::MAX;
+
+    /// A dense table of at least this many entries becomes sparse when fewer than a quarter
+    /// of them are held.
+    const SPARSE_AFTER: usize = 1024;
 }
 
 impl KindIndex {
-    const GONE: usize = usize::MAX;
+    fn new(kind: JobKind) -> Self {
+        Self {
+            kind,
+            counter: 0,
+            table: Table::Dense {
+                first: 1,
+                slots: VecDeque::new(),
+            },
+            held: 0,
+        }
+    }
 
-    fn position(&self, n: u64) -> Option<usize> {
-        usize::try_from(n.checked_sub(self.first)?).ok()
+    /// Issues the next number, held in `slot`.
+    fn issue(&mut self, slot: usize) -> u64 {
+        self.counter += 1;
+        let n = self.counter;
+        match &mut self.table {
+            Table::Dense { first, slots } => {
+                if slots.is_empty() {
+                    *first = n;
+                }
+                // Numbers are issued one by one, so `n` is the table's next entry.
+                slots.push_back(slot);
+            }
+            Table::Sparse(map) => {
+                map.insert(n, slot);
+            }
+        }
+        self.held += 1;
+        n
     }
 
     fn get(&self, n: u64) -> Option<usize> {
-        let slot = *self.slots.get(self.position(n)?)?;
-        (slot != Self::GONE).then_some(slot)
+        match &self.table {
+            Table::Dense { first, slots } => {
+                let i = usize::try_from(n.checked_sub(*first)?).ok()?;
+                let slot = *slots.get(i)?;
+                (slot != Table::GONE).then_some(slot)
+            }
+            Table::Sparse(map) => map.get(&n).copied(),
+        }
     }
 
     fn remove(&mut self, n: u64) {
-        if let Some(entry) = self.position(n).and_then(|i| self.slots.get_mut(i)) {
-            *entry = Self::GONE;
+        let removed = match &mut self.table {
+            Table::Dense { first, slots } => {
+                let entry = n
+                    .checked_sub(*first)
+                    .and_then(|i| usize::try_from(i).ok())
+                    .and_then(|i| slots.get_mut(i))
+                    .filter(|slot| **slot != Table::GONE);
+                let removed = entry.map(|slot| *slot = Table::GONE).is_some();
+                while slots.front() == Some(&Table::GONE) {
+                    slots.pop_front();
+                    *first += 1;
+                }
+                removed
+            }
+            Table::Sparse(map) => map.remove(&n).is_some(),
+        };
+        if removed {
+            self.held -= 1;
         }
-        while self.slots.front() == Some(&Self::GONE) {
-            self.slots.pop_front();
-            self.first += 1;
+        self.compact();
+    }
+
+    /// Switches a mostly-empty dense table to a sparse one, and an emptied sparse table back.
+    fn compact(&mut self) {
+        match &self.table {
+            Table::Dense { first, slots }
+                if slots.len() >= Table::SPARSE_AFTER && self.held * 4 < slots.len() =>
+            {
+                let map = (*first..)
+                    .zip(slots.iter().copied())
+                    .filter(|&(_, slot)| slot != Table::GONE)
+                    .collect();
+                self.table = Table::Sparse(map);
+            }
+            Table::Sparse(map) if map.is_empty() => self.clear(),
+            _ => {}
         }
+    }
+
+    /// Forgets every entry (the counter stays).
+    fn clear(&mut self) {
+        self.table = Table::Dense {
+            first: self.counter + 1,
+            slots: VecDeque::new(),
+        };
+        self.held = 0;
     }
 }
 
@@ -361,17 +432,6 @@ impl Records {
         self.at(slot).filter(|r| r.id == *id).map(|_| slot)
     }
 
-    /// The slot-list index of owner id `id`, made on first use.
-    pub(crate) fn bucket_for(&mut self, id: &AgentId) -> usize {
-        if let Some(&bucket) = self.bucket_of.get(id) {
-            return bucket;
-        }
-        self.buckets.push(Vec::new());
-        let bucket = self.buckets.len() - 1;
-        self.bucket_of.insert(id.clone(), bucket);
-        bucket
-    }
-
     pub(crate) fn get(&self, id: &JobId) -> Option<&Record> {
         self.at(self.slot_of(id)?)
     }
@@ -391,34 +451,25 @@ impl Records {
         let k = match self.kind_index(kind.as_str()) {
             Some(k) => k,
             None => {
-                self.kinds.push(KindIndex {
-                    kind: kind.clone(),
-                    counter: 0,
-                    first: 0,
-                    slots: VecDeque::new(),
-                });
+                self.kinds.push(KindIndex::new(kind.clone()));
                 self.kind_of.insert(kind.clone(), self.kinds.len() - 1);
                 self.kinds.len() - 1
             }
         };
         self.last_kind = k;
-        let index = &mut self.kinds[k];
-        index.counter += 1;
-        if index.slots.is_empty() {
-            index.first = index.counter;
-        }
-        let id = JobId::issued(&kind, index.counter);
         let free = self.free.pop();
         let slot = free.unwrap_or(self.slots.len());
-        // Numbers are issued one by one under the lock, so the new one is the table's next.
-        index.slots.push_back(slot);
+        let n = self.kinds[k].issue(slot);
+        let id = JobId::issued(&kind, n);
         let record = build(id.clone(), kind);
-        let bucket = match &record.owner {
-            None => Some(&mut self.unowned),
-            Some(owner) => self.buckets.get_mut(owner.bucket),
-        };
-        if let Some(bucket) = bucket {
-            bucket.push(slot);
+        match &record.owner {
+            None => self.unowned.push(slot),
+            Some(owner) => match self.owned.get_mut(&owner.id) {
+                Some(bucket) => bucket.push(slot),
+                None => {
+                    self.owned.insert(owner.id.clone(), vec![slot]);
+                }
+            },
         }
         match free {
             Some(slot) => self.slots.put(slot, record),
@@ -431,7 +482,7 @@ impl Records {
     /// Removes the records of `ids` (unknown ids are skipped), returning them in `ids` order.
     pub(crate) fn remove_all(&mut self, ids: &[JobId]) -> Vec<Record> {
         let mut removed = Vec::new();
-        let mut owners: Vec<Option<usize>> = Vec::new();
+        let mut owners: Vec<Option<AgentId>> = Vec::new();
         for id in ids {
             let Some(slot) = self.slot_of(id) else {
                 continue;
@@ -446,7 +497,7 @@ impl Records {
             }
             self.free.push(slot);
             self.len -= 1;
-            let owner = record.owner.as_ref().map(|o| o.bucket);
+            let owner = record.owner.as_ref().map(|o| o.id.clone());
             if !owners.contains(&owner) {
                 owners.push(owner);
             }
@@ -459,8 +510,11 @@ impl Records {
             match owner {
                 None => self.unowned.retain(|&s| slots.get(s).is_some()),
                 Some(owner) => {
-                    if let Some(bucket) = self.buckets.get_mut(owner) {
+                    if let Some(bucket) = self.owned.get_mut(&owner) {
                         bucket.retain(|&s| slots.get(s).is_some());
+                        if bucket.is_empty() {
+                            self.owned.remove(&owner);
+                        }
                     }
                 }
             }
@@ -472,18 +526,18 @@ impl Records {
         self.len
     }
 
-    /// Drops every record (the per-kind counters stay: ids are never reused).
-    pub(crate) fn clear(&mut self) {
-        self.slots.clear();
+    /// Removes every record and returns them, for the caller to drop after releasing the
+    /// lock (the per-kind counters stay: ids are never reused).
+    pub(crate) fn take_all(&mut self) -> Vec<Record> {
+        let taken: Vec<Record> = std::mem::take(&mut self.slots).into_records().collect();
         self.free.clear();
-        for bucket in &mut self.buckets {
-            bucket.clear();
-        }
+        self.owned.clear();
         self.unowned.clear();
         for index in &mut self.kinds {
-            index.slots.clear();
+            index.clear();
         }
         self.len = 0;
+        taken
     }
 
     /// Every record, in registration order.
@@ -505,10 +559,7 @@ impl Records {
 
     /// The slots of owner id `owner`'s records, in registration order.
     fn bucket(&self, owner: &AgentId) -> &[usize] {
-        self.bucket_of
-            .get(owner)
-            .and_then(|&b| self.buckets.get(b))
-            .map_or(&[][..], Vec::as_slice)
+        self.owned.get(owner).map_or(&[][..], Vec::as_slice)
     }
 
     /// What `list(caller)` shows: the caller's records and the unowned ones, merged in

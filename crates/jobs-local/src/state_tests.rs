@@ -32,6 +32,14 @@ fn issue(records: &mut Records, kind: &str) -> (JobId, usize) {
     records.issue(JobKind::new(kind), |id, kind| record(seq, id, kind))
 }
 
+/// `(first, entries)` of a kind's dense table, or `None` when it is sparse.
+fn dense(records: &Records, kind: &str) -> Option<(u64, usize)> {
+    match &records.kinds[records.kind_of[kind]].table {
+        Table::Dense { first, slots } => Some((*first, slots.len())),
+        Table::Sparse(_) => None,
+    }
+}
+
 fn found(records: &Records, id: &str) -> Option<String> {
     records
         .get(&JobId::new(id))
@@ -91,8 +99,7 @@ fn removed_ids_are_unknown_and_their_slots_are_reused_under_a_new_sequence() {
     assert_eq!(found(&records, "bash-2").as_deref(), Some("bash-2"));
     assert_eq!(found(&records, "bash-3"), None);
     // The table forgets the removed front entry; the removed tail entry stays a hole.
-    let index = &records.kinds[records.kind_of["bash"]];
-    assert_eq!((index.first, index.slots.len()), (2, 2));
+    assert_eq!(dense(&records, "bash"), Some((2, 2)));
     // The last freed slot holds the next record; the old (slot, seq) pair no longer reaches it.
     let (fourth, fourth_slot) = issue(&mut records, "bash");
     assert_eq!((fourth.as_str(), fourth_slot), ("bash-4", third_slot));
@@ -121,7 +128,8 @@ fn clearing_keeps_the_counters() {
     let mut records = Records::default();
     issue(&mut records, "bash");
     issue(&mut records, "bash");
-    records.clear();
+    let taken = records.take_all();
+    assert_eq!(taken.len(), 2);
     assert_eq!(records.len(), 0);
     assert_eq!(found(&records, "bash-1"), None);
     let (next, _) = issue(&mut records, "bash");
@@ -135,8 +143,7 @@ fn a_table_emptied_from_the_front_restarts_at_the_next_number() {
     let mut records = Records::default();
     let ids: Vec<JobId> = (0..5).map(|_| issue(&mut records, "k").0).collect();
     records.remove_all(&ids);
-    let index = &records.kinds[records.kind_of["k"]];
-    assert_eq!((index.first, index.slots.len()), (6, 0));
+    assert_eq!(dense(&records, "k"), Some((6, 0)));
     let (next, _) = issue(&mut records, "k");
     assert_eq!(next.as_str(), "k-6");
     assert_eq!(found(&records, "k-6").as_deref(), Some("k-6"));
@@ -159,4 +166,29 @@ fn slots_grow_in_chunks_without_moving_records() {
     for id in [&ids[0], &ids[Slots::CHUNK], &ids[count - 1]] {
         assert_eq!(found(&records, id.as_str()).as_deref(), Some(id.as_str()));
     }
+}
+
+#[test]
+fn a_mostly_removed_table_turns_sparse_and_back() {
+    let mut records = Records::default();
+    let ids: Vec<JobId> = (0..2000).map(|_| issue(&mut records, "k").0).collect();
+    assert_eq!(dense(&records, "k"), Some((1, 2000)));
+    // The first job stays; removing most of the rest leaves a table of holes.
+    records.remove_all(&ids[1..1600]);
+    assert_eq!(dense(&records, "k"), None);
+    assert_eq!(records.kinds[records.kind_of["k"]].held, 401);
+    assert_eq!(found(&records, "k-1").as_deref(), Some("k-1"));
+    assert_eq!(found(&records, "k-2"), None);
+    assert_eq!(found(&records, "k-2000").as_deref(), Some("k-2000"));
+    let (next, _) = issue(&mut records, "k");
+    assert_eq!(next.as_str(), "k-2001");
+    assert_eq!(found(&records, "k-2001").as_deref(), Some("k-2001"));
+    // Emptied, it is dense again and starts at the next number.
+    let mut rest = vec![ids[0].clone(), next];
+    rest.extend_from_slice(&ids[1600..]);
+    records.remove_all(&rest);
+    assert_eq!(records.len(), 0);
+    assert_eq!(dense(&records, "k"), Some((2002, 0)));
+    assert_eq!(issue(&mut records, "k").0.as_str(), "k-2002");
+    assert_eq!(found(&records, "k-2002").as_deref(), Some("k-2002"));
 }

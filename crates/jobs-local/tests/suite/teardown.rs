@@ -260,3 +260,62 @@ async fn dropping_the_installed_registry_disposes_it() {
     assert!(registry.is_disposed());
     assert_eq!(registry.record_count(), 0);
 }
+
+/// A producer whose `done` rejects after teardown force-failed and removed its job is still
+/// named in the §4.12 warning.
+#[tokio::test(start_paused = true)]
+async fn a_late_rejection_after_removal_still_names_the_job() {
+    let logs = Logs::capture();
+    let host = Host::new();
+    let (_, job) = host.start_ok(bash().on_cancel(OnCancel::Throw("stuck".to_owned())));
+    host.registry.dispose().await;
+    assert_eq!(host.registry.record_count(), 0);
+    job.reject("late failure");
+    tick().await;
+    assert!(logs.text().contains(
+        "jobs: job bash-1 producer done promise rejected (producer contract violation): Error: late failure"
+    ), "{}", logs.text());
+}
+
+/// Service disposal releases the records' producer hooks after its lock: a hook whose drop
+/// calls back into the registry must not deadlock it.
+#[test]
+fn disposal_drops_producer_hooks_outside_the_lock() {
+    struct CallsBack(harness_jobs_local::LocalJobRegistry);
+    impl Drop for CallsBack {
+        fn drop(&mut self) {
+            let _ = self.0.record_count();
+        }
+    }
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let host = Host::new();
+            let hook = CallsBack(host.registry.clone());
+            let start = harness_jobs::JobStart::new("bash", "tail -f log", move || {
+                Ok(
+                    harness_jobs::JobHooks::new(|_| Ok(()), async { Ok(JobOutcome::completed()) })
+                        .with_read_output(move || {
+                            let _ = &hook;
+                            Ok(String::new())
+                        }),
+                )
+            });
+            host.registry.start(start).unwrap();
+            tick().await;
+            host.registry.dispose().await;
+            assert_eq!(host.registry.record_count(), 0);
+        });
+        let _ = done.send(());
+    });
+    // A bound on a failure (a deadlock), not a synchronisation: success arrives at once.
+    assert!(
+        finished.recv_timeout(Duration::from_secs(30)).is_ok(),
+        "dispose deadlocked"
+    );
+}
