@@ -41,9 +41,51 @@ enum Event {
     Woken { generation: u64, slot: usize },
 }
 
+/// A FIFO of events in fixed-size chunks: queueing never moves the events already queued (a
+/// burst of starts may queue 100,000 of them), and a few emptied chunks are kept for reuse.
+#[derive(Default)]
+struct Queue {
+    chunks: VecDeque<Vec<Event>>,
+    spare: Vec<Vec<Event>>,
+}
+
+impl Queue {
+    /// Events per chunk.
+    const CHUNK: usize = 1024;
+    /// Emptied chunks kept for reuse.
+    const SPARE: usize = 8;
+
+    /// Whether nothing is queued (a queued chunk is never empty).
+    fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
+    }
+
+    fn push(&mut self, event: Event) {
+        match self.chunks.back_mut() {
+            Some(last) if last.len() < Self::CHUNK => last.push(event),
+            _ => {
+                let mut chunk = self
+                    .spare
+                    .pop()
+                    .unwrap_or_else(|| Vec::with_capacity(Self::CHUNK));
+                chunk.push(event);
+                self.chunks.push_back(chunk);
+            }
+        }
+    }
+
+    /// Keeps an emptied chunk for reuse, up to [`Queue::SPARE`].
+    fn recycle(&mut self, mut chunk: Vec<Event>) {
+        if self.spare.len() < Self::SPARE && chunk.capacity() == Self::CHUNK {
+            chunk.clear();
+            self.spare.push(chunk);
+        }
+    }
+}
+
 #[derive(Default)]
 struct HubState {
-    queue: VecDeque<Event>,
+    queue: Queue,
     /// Whether a driver task exists (spawned and not finished or dropped).
     running: bool,
     /// The generation of the current driver: `Woken` events of older drivers are stale.
@@ -77,7 +119,7 @@ impl Hub {
         let (wake, spawn) = {
             let mut state = self.lock();
             let was_empty = state.queue.is_empty();
-            state.queue.push_back(Event::Fresh(Settling {
+            state.queue.push(Event::Fresh(Settling {
                 id,
                 slot,
                 seq,
@@ -106,6 +148,7 @@ impl Hub {
                 free: Vec::new(),
                 pending: 0,
                 batch: VecDeque::new(),
+                spent: Vec::new(),
                 finished: false,
             };
             // Unconstrained: each `done` is polled once per event, as its own task would
@@ -121,7 +164,7 @@ impl Hub {
         let was_empty = {
             let mut state = self.lock();
             let was_empty = state.queue.is_empty();
-            state.queue.push_back(Event::Woken { generation, slot });
+            state.queue.push(Event::Woken { generation, slot });
             was_empty
         };
         if was_empty {
@@ -164,7 +207,9 @@ struct Driver {
     /// Occupied slots.
     pending: usize,
     /// The events taken from the hub and not processed yet (reused between polls).
-    batch: VecDeque<Event>,
+    batch: VecDeque<Vec<Event>>,
+    /// Chunks of the last batch, emptied, to hand back to the hub.
+    spent: Vec<Vec<Event>>,
     finished: bool,
 }
 
@@ -253,6 +298,9 @@ impl Future for Driver {
         this.hub.waker.register(cx.waker());
         {
             let mut state = this.hub.lock();
+            for chunk in this.spent.drain(..) {
+                state.queue.recycle(chunk);
+            }
             if state.queue.is_empty() {
                 if this.pending == 0 {
                     state.running = false;
@@ -261,12 +309,15 @@ impl Future for Driver {
                 }
                 return Poll::Pending;
             }
-            mem::swap(&mut this.batch, &mut state.queue);
+            mem::swap(&mut this.batch, &mut state.queue.chunks);
         }
         // Settlement calls listeners, which may start jobs (and submit): no hub lock here.
         let shared = this.shared.upgrade();
-        while let Some(event) = this.batch.pop_front() {
-            this.run_event(shared.as_deref(), event);
+        while let Some(mut chunk) = this.batch.pop_front() {
+            for event in chunk.drain(..) {
+                this.run_event(shared.as_deref(), event);
+            }
+            this.spent.push(chunk);
         }
         drop(shared);
         // One batch per poll, then let other tasks run.

@@ -43,9 +43,8 @@ impl JobId {
         let mut id = smol_str::SmolStrBuilder::new();
         id.push_str(kind.as_str());
         id.push('-');
-        for &digit in &digits[start..] {
-            id.push(char::from(digit));
-        }
+        // ASCII digits: the check cannot fail.
+        id.push_str(std::str::from_utf8(&digits[start..]).unwrap_or_default());
         Self(id.finish())
     }
 }
