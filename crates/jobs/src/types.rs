@@ -29,6 +29,8 @@ impl JobId {
     /// );
     /// ```
     pub fn issued(kind: &JobKind, n: u64) -> Self {
+        // The inline capacity of the string type.
+        const INLINE: usize = 23;
         let mut digits = [0u8; 20];
         let mut start = digits.len();
         let mut rest = n;
@@ -40,12 +42,19 @@ impl JobId {
                 break;
             }
         }
-        let mut id = smol_str::SmolStrBuilder::new();
-        id.push_str(kind.as_str());
-        id.push('-');
-        // ASCII digits: the check cannot fail.
-        id.push_str(std::str::from_utf8(&digits[start..]).unwrap_or_default());
-        Self(id.finish())
+        let (name, digits) = (kind.as_str().as_bytes(), &digits[start..]);
+        let len = name.len() + 1 + digits.len();
+        if len <= INLINE {
+            let mut buffer = [0u8; INLINE];
+            buffer[..name.len()].copy_from_slice(name);
+            buffer[name.len()] = b'-';
+            buffer[name.len() + 1..len].copy_from_slice(digits);
+            // A kind is UTF-8 and the rest is ASCII: the check cannot fail.
+            if let Ok(text) = std::str::from_utf8(&buffer[..len]) {
+                return Self(smol_str::SmolStr::new_inline(text));
+            }
+        }
+        Self::new(format!("{kind}-{n}"))
     }
 }
 
