@@ -58,14 +58,17 @@ pub trait Harness: Send + Sync {
     /// The live agent registered under `id`, if any.
     fn agent(&self, id: &AgentId) -> Option<Arc<dyn Agent>>;
 
-    /// A number that changes every time the set of live agents changes (an agent published,
-    /// replaced or removed), or `None` when the host does not keep one (the default).
+    /// A counter of changes to the set of live agents, or `None` when the host does not keep
+    /// one (the default).
     ///
     /// With it, callers may remember an answer of [`Harness::agent`] and reuse it while the
     /// number stays the same: the job registry checks a job owner's liveness (todo-jobs §4.3
     /// step 5.2) once per generation instead of on every start. A host that returns `Some`
-    /// must change the number no later than the change becomes visible through
-    /// [`Harness::agent`]. [`AgentDirectory::generation`] keeps one.
+    /// must keep two promises, or stale owners may be admitted:
+    /// 1. the number only ever increases, by at least one for every agent published,
+    ///    replaced or removed (it never returns to an earlier value);
+    /// 2. whoever reads a new number also sees the change through [`Harness::agent`] — bump
+    ///    it under the same lock as the change, as [`AgentDirectory`] does.
     fn agents_generation(&self) -> Option<u64> {
         None
     }

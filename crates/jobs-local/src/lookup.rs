@@ -18,10 +18,12 @@ pub trait AgentLookup: Send + Sync {
         true
     }
 
-    /// A number that changes whenever the answer of [`AgentLookup::live_agent`] may change
-    /// (see [`harness_core::Harness::agents_generation`]), or `None` (the default) when the
-    /// lookup keeps none. While it stays the same, the registry reuses an owner's last
-    /// successful liveness check instead of calling `live_agent` on every start.
+    /// A counter of changes to what [`AgentLookup::live_agent`] answers, or `None` (the
+    /// default) when the lookup keeps none. While it stays the same, the registry reuses an
+    /// owner's last successful liveness check instead of calling `live_agent` on every start.
+    /// It must keep the promises of [`harness_core::Harness::agents_generation`]: it only
+    /// ever increases (at least once per change), and a reader of a new value sees the
+    /// change through `live_agent`.
     fn generation(&self) -> Option<u64> {
         None
     }

@@ -388,6 +388,7 @@ impl Shared {
     ) {
         let now = self.now_millis();
         let released_hooks;
+        let released_progress;
         let (snapshot, target, observers, listeners) = {
             let mut state = self.lock();
             let state = &mut *state;
@@ -407,9 +408,7 @@ impl Shared {
             record.finished_at = now.max(record.started_at);
             // Released after the lock: dropping producer code never runs under it.
             released_hooks = record.cancel.take();
-            if let Some(progress) = record.progress.take() {
-                progress.set_observer(None);
-            }
+            released_progress = record.progress.take();
             let mut counted = false;
             let waiters = record.waiters.take().map_or_else(Vec::new, |w| *w);
             let mut released = Vec::new();
@@ -437,6 +436,10 @@ impl Shared {
             (snapshot, target, observers, listeners)
         };
         drop(released_hooks);
+        // The progress line stops notifying; its observer is dropped here, after the lock.
+        if let Some(progress) = released_progress {
+            drop(progress.replace_observer(None));
+        }
         if self.draining.load(Ordering::SeqCst) > 0 {
             self.settled.notify_waiters();
         }
@@ -743,6 +746,7 @@ impl JobRegistry for LocalJobRegistry {
             read_output,
             progress,
         } = hooks;
+        let progress_handle = progress.clone();
         let started_at = sh.now_millis();
         let stream = read_output.map(|read| {
             Arc::new(Mutex::new(Stream {
@@ -782,20 +786,23 @@ impl JobRegistry for LocalJobRegistry {
                 reported: false,
                 waiters: None,
             });
-            if let Some(progress) = state.records.at(slot).and_then(|r| r.progress.as_ref()) {
-                let weak = sh.me.clone();
-                let job = id.clone();
-                progress.set_observer(Some(Arc::new(move || {
-                    if let Some(shared) = weak.upgrade() {
-                        shared.progress_changed(&job);
-                    }
-                })));
-            }
             // The owner's cleanup may have run while `run` was executing (another thread
             // disposed it): then nothing else would ever tear this job down.
             let orphaned = key.is_some_and(|k| !state.owners.contains_key(&k));
             (id, slot, seq, state.disposed, orphaned, observers)
         };
+        // A progress change shows in `list`, so observers hear of it. Installed after the
+        // lock (the producer's own observer, if any, is dropped here) and before step 11's
+        // notification, which covers any change made before.
+        if let Some(progress) = progress_handle {
+            let weak = sh.me.clone();
+            let job = id.clone();
+            drop(progress.replace_observer(Some(Arc::new(move || {
+                if let Some(shared) = weak.upgrade() {
+                    shared.progress_changed(&job);
+                }
+            }))));
+        }
         // 10. Settlement continuation (always asynchronous).
         sh.hub.submit(sh, id.clone(), slot, seq, done);
         // 11. Observers.

@@ -244,7 +244,13 @@ impl JobProgress {
     /// Installs (or, with `None`, removes) the observer called after every change. Meant for
     /// the registry that holds the job; a later call replaces an earlier observer.
     pub fn set_observer(&self, observer: Option<ProgressObserver>) {
-        self.lock().observer = observer;
+        drop(self.replace_observer(observer));
+    }
+
+    /// [`JobProgress::set_observer`], returning the observer it replaces so the caller can
+    /// drop it where it chooses (a registry drops it after releasing its own lock).
+    pub fn replace_observer(&self, observer: Option<ProgressObserver>) -> Option<ProgressObserver> {
+        std::mem::replace(&mut self.lock().observer, observer)
     }
 }
 

@@ -319,3 +319,60 @@ fn disposal_drops_producer_hooks_outside_the_lock() {
         "dispose deadlocked"
     );
 }
+
+/// A producer's own progress observer is replaced at start and released at settlement, both
+/// after the registry's lock: an observer whose drop calls back into the registry must not
+/// deadlock it.
+#[test]
+fn progress_observers_are_dropped_outside_the_lock() {
+    struct CallsBack(harness_jobs_local::LocalJobRegistry);
+    impl Drop for CallsBack {
+        fn drop(&mut self) {
+            let _ = self.0.record_count();
+        }
+    }
+    let observer =
+        |registry: &harness_jobs_local::LocalJobRegistry| -> harness_jobs::ProgressObserver {
+            let guard = CallsBack(registry.clone());
+            std::sync::Arc::new(move || {
+                let _ = &guard;
+            })
+        };
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let host = Host::new();
+            let progress = harness_jobs::JobProgress::new();
+            progress.set_observer(Some(observer(&host.registry)));
+            let (settle, settled) = tokio::sync::oneshot::channel::<()>();
+            let handle = progress.clone();
+            let start = harness_jobs::JobStart::new("bash", "make", move || {
+                Ok(harness_jobs::JobHooks::new(|_| Ok(()), async move {
+                    let _ = settled.await;
+                    Ok(JobOutcome::completed())
+                })
+                .with_progress(handle))
+            });
+            let id = host.registry.start(start).unwrap();
+            // The producer takes the observer slot back; settlement releases it.
+            progress.set_observer(Some(observer(&host.registry)));
+            let _ = settle.send(());
+            tick().await;
+            assert_eq!(
+                host.registry.get(&id, None).unwrap().status,
+                harness_jobs::JobStatus::Completed
+            );
+        });
+        let _ = done.send(());
+    });
+    // A bound on a failure (a deadlock), not a synchronisation: success arrives at once.
+    assert!(
+        finished.recv_timeout(Duration::from_secs(30)).is_ok(),
+        "an observer's drop deadlocked the registry"
+    );
+}
