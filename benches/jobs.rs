@@ -112,18 +112,19 @@ async fn cycle_phases(fixture: &Fixture, n: usize) -> (usize, [Duration; 3]) {
     let t0 = Instant::now();
     let kind = JobKind::new("bench");
     let ids: Vec<AgentId> = fixture.owners.iter().map(|o| o.id().clone()).collect();
-    let mut started: Vec<(JobId, usize, Settle)> = Vec::with_capacity(n);
+    // One vector for the whole cycle: the harness's own bookkeeping stays small.
+    let mut started: Vec<(JobId, usize, Option<Settle>)> = Vec::with_capacity(n);
     for i in 0..n {
         let owner = i % fixture.owners.len();
         let (start, settle) = job(&kind, &fixture.owners[owner]);
         let id = fixture.registry.start(start).unwrap();
-        started.push((id, owner, settle));
+        started.push((id, owner, Some(settle)));
     }
     let t1 = Instant::now();
-    let mut reads = Vec::with_capacity(n);
-    for (id, owner, settle) in started {
-        let _ = settle.send(JobOutcome::completed().with_output("ok"));
-        reads.push((id, owner));
+    for (_, _, settle) in &mut started {
+        if let Some(settle) = settle.take() {
+            let _ = settle.send(JobOutcome::completed().with_output("ok"));
+        }
     }
     // Let every settlement task run.
     let target = fixture.settled.load(Ordering::Relaxed) + n;
@@ -132,7 +133,7 @@ async fn cycle_phases(fixture: &Fixture, n: usize) -> (usize, [Duration; 3]) {
     }
     let t2 = Instant::now();
     let mut terminal = 0;
-    for (id, owner) in &reads {
+    for (id, owner, _) in &started {
         let read = fixture.registry.read(id, Some(&ids[*owner])).unwrap();
         if read.snapshot.status.is_terminal() {
             terminal += 1;

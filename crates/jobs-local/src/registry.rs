@@ -251,9 +251,10 @@ impl Shared {
     /// one place in the owner's (or the unowned) bucket is reserved; the caller releases it if
     /// `run` fails. Returns the owner as recorded.
     ///
-    /// An owner that already has an entry is admitted under one lock; its first job also reads
-    /// its scope chain and attaches its cleanup hook. The agent lookup (a host call) runs
-    /// before the lock and its result is checked at step 5.
+    /// An owner that already has an entry and was checked at the agent registry's current
+    /// generation is admitted under one lock. Otherwise the agent lookup (a host call) runs
+    /// without the lock, and its result is checked at step 5, after the earlier checks; an
+    /// owner's first job also reads its scope chain and attaches its cleanup hook.
     fn admit(
         &self,
         owner: Option<Arc<dyn Agent>>,
