@@ -572,8 +572,9 @@ impl Runner {
         Ok(())
     }
 
-    /// Polls the job in real time (processes run in real time; tokio's clock is paused, so
-    /// the pause between polls runs on a blocking thread), then lets the notice go out.
+    /// Waits, in real time, for the job to settle (processes run in real time; tokio's clock
+    /// is paused, so the time limit is kept by a watchdog thread), then lets the notice go
+    /// out.
     async fn await_job(&mut self, step: &Step) -> Result<(), String> {
         let id = string(step, "job")?.to_owned();
         let limit = Duration::from_millis(opt_u64(step, "timeoutMs")?.unwrap_or(30_000));
@@ -596,25 +597,45 @@ impl Runner {
                     .flatten()
             }
         };
-        let started = std::time::Instant::now();
-        loop {
-            let snapshot = registry
-                .get(&job_id, caller.as_ref())
-                .map_err(|e| format!("await_job {id:?}: {e}"))?;
-            if snapshot.status.is_terminal() {
-                break;
-            }
-            if started.elapsed() >= limit {
-                return Err(format!(
-                    "job {id:?} did not finish within {}ms",
-                    limit.as_millis()
-                ));
-            }
-            let pause = tokio::task::spawn_blocking(|| {
-                std::thread::sleep(Duration::from_millis(5));
+        // Woken by the job's completion (a listener registered before the first look, so
+        // no settlement is missed); a watchdog thread bounds the wait in real time.
+        let finished = Arc::new(tokio::sync::Notify::new());
+        let signal = finished.clone();
+        let target = job_id.clone();
+        let _listener = registry.on_job_done(
+            harness_core::RegistrationScope::Global,
+            Arc::new(move |snapshot, _| {
+                if snapshot.id == target {
+                    signal.notify_one();
+                }
+                Ok(None)
+            }),
+        );
+        let terminal = registry
+            .get(&job_id, caller.as_ref())
+            .map_err(|e| format!("await_job {id:?}: {e}"))?
+            .status
+            .is_terminal();
+        if !terminal {
+            let (_cancel, cancelled) = std::sync::mpsc::channel::<()>();
+            let (expire, expired) = futures::channel::oneshot::channel::<()>();
+            std::thread::spawn(move || {
+                // Returns at once when `_cancel` is dropped (the job finished first).
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    cancelled.recv_timeout(limit)
+                {
+                    let _ = expire.send(());
+                }
             });
-            pause.await.map_err(|e| e.to_string())?;
-            settle().await;
+            tokio::select! {
+                () = finished.notified() => {}
+                _ = expired => {
+                    return Err(format!(
+                        "job {id:?} did not finish within {}ms",
+                        limit.as_millis()
+                    ));
+                }
+            }
         }
         settle().await;
         Ok(())

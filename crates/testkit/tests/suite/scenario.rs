@@ -145,3 +145,27 @@ fn log_summary_counts_projects_and_flags_problems() {
         })
     );
 }
+
+/// `await_job` waits for the real process, bounded in real time: a job that outlives the
+/// limit is a scenario error naming the limit, and a job that finishes in time continues.
+#[test]
+fn await_job_is_bounded_in_real_time() {
+    let scenario = r#"{"do":"session","id":"s1"}
+{"do":"call","session":"s1","tool":"bash","args":{"command":"sleep 30","run_in_background":true}}
+{"do":"await_job","job":"bash-1","timeoutMs":50}
+"#;
+    let transcript = run_scenario(scenario);
+    assert!(transcript.failed);
+    assert_eq!(
+        transcript.lines.last().map(String::as_str),
+        Some(r#"{"kind":"error","line":3,"message":"job \"bash-1\" did not finish within 50ms"}"#)
+    );
+    let finished = run_scenario(
+        r#"{"do":"session","id":"s1"}
+{"do":"call","session":"s1","tool":"bash","args":{"command":"true","run_in_background":true}}
+{"do":"await_job","job":"bash-1","timeoutMs":10000}
+{"do":"call","session":"s1","tool":"job_list","args":{}}
+"#,
+    );
+    assert!(!finished.failed, "{}", finished.to_text());
+}
