@@ -266,11 +266,7 @@ impl Shared {
         let Some(owner) = owner else {
             let mut state = self.lock();
             check_open(&state)?;
-            if !serves(&state.controllers, None) {
-                return Err(JobError::NoController);
-            }
-            self.check_runtime()?;
-            check_fields(kind, label, limit)?;
+            self.preflight(serves(&state.controllers, None), kind, label, limit)?;
             reserve(&mut state.unowned_live, cap)?;
             return Ok(None);
         };
@@ -289,11 +285,8 @@ impl Shared {
             if let Some(entry) = state.owners.get_mut(&key)
                 && entry.verified == generation
             {
-                if !serves(&state.controllers, Some(&entry.info.chain)) {
-                    return Err(JobError::NoController);
-                }
-                self.check_runtime()?;
-                check_fields(kind, label, limit)?;
+                let served = serves(&state.controllers, Some(&entry.info.chain));
+                self.preflight(served, kind, label, limit)?;
                 reserve(&mut entry.live, cap)?;
                 return Ok(Some(entry.info.clone()));
             }
@@ -304,11 +297,8 @@ impl Shared {
             let state = &mut *state;
             check_open(state)?;
             if let Some(entry) = state.owners.get_mut(&key) {
-                if !serves(&state.controllers, Some(&entry.info.chain)) {
-                    return Err(JobError::NoController);
-                }
-                self.check_runtime()?;
-                check_fields(kind, label, limit)?;
+                let served = serves(&state.controllers, Some(&entry.info.chain));
+                self.preflight(served, kind, label, limit)?;
                 live?;
                 entry.verified = generation;
                 reserve(&mut entry.live, cap)?;
@@ -317,11 +307,8 @@ impl Shared {
         }
         // The first job of this owner instance.
         let chain: Arc<[ScopeKey]> = Arc::from(owner.scope_chain());
-        if !serves(&self.lock().controllers, Some(&chain)) {
-            return Err(JobError::NoController);
-        }
-        self.check_runtime()?;
-        check_fields(kind, label, limit)?;
+        let served = serves(&self.lock().controllers, Some(&chain));
+        self.preflight(served, kind, label, limit)?;
         live?;
         let id = owner.id().clone();
         self.ensure_owner_hook(&owner, key, chain)?;
@@ -348,6 +335,22 @@ impl Shared {
         } else {
             Err(JobError::NotRegisteredInstance(owner.id().clone()))
         }
+    }
+
+    /// Steps 1–4 of §4.3, in order, given whether a controller serves the owner: the
+    /// controller fence, a runtime to drive settlement, then kind, label and output limit.
+    fn preflight(
+        &self,
+        served: bool,
+        kind: &JobKind,
+        label: &JobLabel,
+        limit: Option<u64>,
+    ) -> Result<(), JobError> {
+        if !served {
+            return Err(JobError::NoController);
+        }
+        self.check_runtime()?;
+        check_fields(kind, label, limit)
     }
 
     /// Whether a runtime can drive settlement (`start` needs one): the one the registry was

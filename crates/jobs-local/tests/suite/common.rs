@@ -269,3 +269,37 @@ impl Agent for ScopedAgent {
         self.inner.is_disposed()
     }
 }
+
+/// Something whose drop calls back into the registry: dropped under the registry's lock, it
+/// would deadlock.
+pub(crate) struct CallsBack(pub(crate) LocalJobRegistry);
+
+impl Drop for CallsBack {
+    fn drop(&mut self) {
+        let _ = self.0.record_count();
+    }
+}
+
+/// Runs `test` on its own thread and paused runtime, failing (instead of hanging) if it
+/// deadlocks. The bound only catches a failure; success arrives at once.
+pub(crate) fn without_deadlock<F>(test: impl FnOnce() -> F + Send + 'static)
+where
+    F: std::future::Future<Output = ()>,
+{
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .start_paused(true)
+            .build()
+            .expect("a runtime");
+        runtime.block_on(test());
+        let _ = done.send(());
+    });
+    assert!(
+        finished
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .is_ok(),
+        "the registry deadlocked"
+    );
+}
