@@ -6,7 +6,7 @@
 //! gives the same `todos` and no pending reminders.
 #![expect(clippy::print_stdout, reason = "an example prints its transcript")]
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
@@ -52,10 +52,30 @@ fn show(record: &HostRecord) {
     }
 }
 
+/// What the agent claimed into its turns, as `(source, text)`, in order.
+type Claims = Arc<Mutex<Vec<(String, String)>>>;
+
 /// Runs one turn by hand, as a runtime's loop would: claim the queued input, let the model
-/// act, close the turn, and make the log durable.
-async fn turn(agent: &Arc<MemoryAgent>, act: impl AsyncFnOnce()) -> anyhow::Result<()> {
+/// act, close the turn, and make the log durable. Fails unless the turn opened on exactly one
+/// message, from `source`, whose text contains `expected` — the input this turn exists for.
+async fn turn(
+    agent: &Arc<MemoryAgent>,
+    claims: &Claims,
+    (source, expected): (&str, &str),
+    act: impl AsyncFnOnce(),
+) -> anyhow::Result<()> {
+    let before = claims.lock().map_or(0, |c| c.len());
     agent.start_turn();
+    let opened_on: Vec<(String, String)> = claims
+        .lock()
+        .map(|c| c.get(before..).unwrap_or_default().to_vec())
+        .unwrap_or_default();
+    match opened_on.as_slice() {
+        [(from, text)] if from == source && text.contains(expected) => {}
+        _ => bail!(
+            "the turn should have opened on one {source} message with {expected:?}, but it claimed {opened_on:?}"
+        ),
+    }
     act().await;
     agent.end_turn();
     agent
@@ -90,9 +110,19 @@ async fn main() -> anyhow::Result<()> {
     // This demo drives its turns by hand, like a runtime's own loop.
     host.set_auto_turns(false);
     let (wake_tx, mut wakes) = mpsc::unbounded_channel();
+    let claims = Claims::default();
+    let claimed = claims.clone();
     host.set_recorder(Arc::new(move |record: HostRecord| {
-        if let HostRecord::Followup { text, .. } = &record {
-            let _ = wake_tx.send(text.clone());
+        match &record {
+            HostRecord::Followup { text, .. } => {
+                let _ = wake_tx.send(text.clone());
+            }
+            HostRecord::Claimed { source, text, .. } => {
+                if let Ok(mut claimed) = claimed.lock() {
+                    claimed.push((source.clone(), text.clone()));
+                }
+            }
+            HostRecord::Turn { .. } | HostRecord::Inject { .. } => {}
         }
         show(&record);
     }));
@@ -132,7 +162,8 @@ async fn main() -> anyhow::Result<()> {
         "Run the release checks, then remind me to announce the release.",
         None,
     )?;
-    turn(&agent, async || {
+    let request = "Run the release checks, then remind me to announce the release.";
+    turn(&agent, &claims, ("user", request), async || {
         model
             .call(
                 "todo_write",
@@ -158,8 +189,10 @@ async fn main() -> anyhow::Result<()> {
 
     // Turn 2: woken by the completion notice; read the output, schedule the reminder.
     next_followup(&mut wakes, Duration::from_secs(10)).await?;
-    turn(&agent, async || {
-        model.call("job_output", json!({"job_id": "bash-1"})).await;
+    let mut output = Value::Null;
+    let notice = ("tool-jobs", "background job bash-1 (bash: ");
+    turn(&agent, &claims, notice, async || {
+        output = model.call("job_output", json!({"job_id": "bash-1"})).await;
         model
             .call(
                 "todo_write",
@@ -178,10 +211,15 @@ async fn main() -> anyhow::Result<()> {
             .await;
     })
     .await?;
+    if output["text"] != "build: ok\ntests: ok\ndocs: ok\n" {
+        bail!("job_output did not return the checks' output: {output}");
+    }
 
     // Turn 3: the reminder arrives as a woken turn; the plan is done.
     next_followup(&mut wakes, Duration::from_secs(10)).await?;
-    turn(&agent, async || {
+    let mut pending = Value::Null;
+    let reminder = ("schedule", "reminder_prompt_json: \"Announce the release\"");
+    turn(&agent, &claims, reminder, async || {
         model.say("Reminder: time to announce the release. All checks passed.");
         model
             .call(
@@ -193,9 +231,12 @@ async fn main() -> anyhow::Result<()> {
                 ]}),
             )
             .await;
-        model.call("schedule_list", json!({})).await;
+        pending = model.call("schedule_list", json!({})).await;
     })
     .await?;
+    if pending != json!([]) {
+        bail!("the delivered reminder should leave no pending reminders: {pending}");
+    }
 
     let live = host
         .projections()

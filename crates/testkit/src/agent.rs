@@ -165,13 +165,18 @@ impl MemoryAgent {
         self.enqueue(
             UserMessage::text(text, MessageSource::User),
             client_time_zone,
+            None,
         )
     }
 
+    /// Queues ordinary input, then reports `record` (the input is already queued when the
+    /// recorder sees it, so a runtime that opens a turn on that report claims it), then
+    /// wakes the driver.
     fn enqueue(
         &self,
         message: UserMessage,
         client_time_zone: Option<String>,
+        record: Option<HostRecord>,
     ) -> Result<(), AgentError> {
         {
             let mut state = self.lock();
@@ -182,6 +187,9 @@ impl MemoryAgent {
                 message,
                 client_time_zone,
             });
+        }
+        if let Some(record) = record {
+            self.record(record);
         }
         self.wake.notify_one();
         Ok(())
@@ -392,14 +400,15 @@ impl Agent for MemoryAgent {
     }
 
     fn followup(&self, message: UserMessage) -> Result<(), AgentError> {
-        if self.lock().disposing {
-            return Err(AgentError::Disposed(self.id.clone()));
-        }
-        self.record(HostRecord::Followup {
-            session: self.id.to_string(),
-            text: message.joined_text(),
-        });
-        self.enqueue(message, None)
+        let text = message.joined_text();
+        self.enqueue(
+            message,
+            None,
+            Some(HostRecord::Followup {
+                session: self.id.to_string(),
+                text,
+            }),
+        )
     }
 
     fn inject(&self, message: UserMessage) -> Result<(), AgentError> {

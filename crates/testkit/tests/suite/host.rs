@@ -356,3 +356,52 @@ async fn the_agents_generation_moves_with_every_change_of_the_live_agents() {
     assert!(first.is_disposed());
     assert_eq!(generation(), start + 4);
 }
+
+/// Every record describes state that is already true: when the recorder sees a followup or
+/// an injected message, the agent already holds it, so a runtime that opens a turn on that
+/// report claims it in that turn.
+#[tokio::test(start_paused = true)]
+async fn a_reported_followup_or_inject_is_already_queued() {
+    let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
+    host.set_auto_turns(false);
+    let agent = host.create_session(SessionHeader::new("s1")).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let (sink, watched) = (seen.clone(), Arc::downgrade(&agent));
+    host.set_recorder(Arc::new(move |record| {
+        let Some(agent) = watched.upgrade() else {
+            return;
+        };
+        match record {
+            HostRecord::Followup { text, .. } => {
+                sink.lock().unwrap().push(format!(
+                    "followup {text}: queued {:?}",
+                    agent.pending_input()
+                ));
+                // A runtime's loop opening the turn the moment it is told.
+                agent.start_turn();
+            }
+            HostRecord::Inject { text, .. } => sink.lock().unwrap().push(format!(
+                "inject {text}: inbox {:?}",
+                agent.pending_injected()
+            )),
+            HostRecord::Claimed { text, .. } => {
+                sink.lock().unwrap().push(format!("claimed {text}"));
+            }
+            HostRecord::Turn { .. } => {}
+        }
+    }));
+    agent.inject(notice("n1")).unwrap();
+    agent.followup(notice("f1")).unwrap();
+    agent.end_turn();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            r#"inject n1: inbox ["n1"]"#,
+            r#"followup f1: queued ["f1"]"#,
+            "claimed f1",
+            "claimed n1",
+        ]
+    );
+    assert_eq!(agent.turns(), 1);
+    assert_eq!(agent.pending_input(), Vec::<String>::new());
+}
