@@ -94,6 +94,19 @@ pub struct MemoryAgent {
     me: Weak<MemoryAgent>,
 }
 
+impl std::fmt::Debug for MemoryAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.lock();
+        f.debug_struct("MemoryAgent")
+            .field("id", &self.id)
+            .field("turn", &state.turn)
+            .field("turn_open", &state.turn_open)
+            .field("maintenance", &state.maintenance)
+            .field("disposing", &state.disposing)
+            .finish_non_exhaustive()
+    }
+}
+
 impl MemoryAgent {
     pub(crate) fn spawn(host_session: Arc<HostSession>, host: Arc<HostShared>) -> Arc<Self> {
         let session: Arc<dyn Session> = host_session.clone();

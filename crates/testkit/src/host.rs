@@ -147,6 +147,8 @@ impl MemoryHarness {
         &self.prompts
     }
 
+    /// Publishes a live agent; its turn loop runs as a task on the caller's tokio runtime,
+    /// which [`runtime_present`] checked.
     fn publish(&self, session: Arc<dyn harness_core::Session>) -> Arc<MemoryAgent> {
         let faults = self.faults(session.id());
         let host_session = Arc::new(HostSession::new(session, faults, self.projections.clone()));
@@ -160,8 +162,10 @@ impl MemoryHarness {
     /// Creates a session and publishes a live root agent for it.
     ///
     /// # Errors
-    /// The store's error (an existing id, an invalid id, I/O).
-    pub fn create_session(&self, header: SessionHeader) -> Result<Arc<MemoryAgent>, StoreError> {
+    /// [`HostError::NoRuntime`] outside a tokio runtime (nothing is created), else the
+    /// store's error (an existing id, an invalid id, I/O).
+    pub fn create_session(&self, header: SessionHeader) -> Result<Arc<MemoryAgent>, HostError> {
+        runtime_present()?;
         let session = self.store.create(header)?;
         Ok(self.publish(session))
     }
@@ -169,12 +173,14 @@ impl MemoryHarness {
     /// Forks `from` into `id` and publishes a root agent for the fork.
     ///
     /// # Errors
-    /// The store's error.
+    /// [`HostError::NoRuntime`] outside a tokio runtime (nothing is created), else the
+    /// store's error.
     pub fn fork_session(
         &self,
         id: SessionId,
         from: &SessionId,
-    ) -> Result<Arc<MemoryAgent>, StoreError> {
+    ) -> Result<Arc<MemoryAgent>, HostError> {
+        runtime_present()?;
         // The live log when an agent holds it (it may have unflushed events), else the store's.
         let parent = match self.memory_agent(from) {
             Some(agent) => agent.session(),
@@ -187,8 +193,10 @@ impl MemoryHarness {
     /// Opens a stored session and publishes a new live root agent for it.
     ///
     /// # Errors
-    /// The store's error.
-    pub fn resume(&self, id: &SessionId) -> Result<Arc<MemoryAgent>, StoreError> {
+    /// [`HostError::NoRuntime`] outside a tokio runtime (nothing is opened), else the
+    /// store's error.
+    pub fn resume(&self, id: &SessionId) -> Result<Arc<MemoryAgent>, HostError> {
+        runtime_present()?;
         let session = self.store.open(id)?;
         Ok(self.publish(session))
     }
@@ -293,4 +301,24 @@ impl Harness for MemoryHarness {
     fn clock(&self) -> Arc<dyn Clock> {
         self.clock.clone()
     }
+}
+
+/// Why the in-memory host could not publish an agent.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The store refused (an existing or invalid id, I/O, a malformed file).
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// Called outside a tokio runtime: an agent's turn loop runs as a task on the caller's
+    /// runtime, so there must be one.
+    #[error(
+        "the in-memory host runs each agent's turn loop on a tokio runtime: call this inside one"
+    )]
+    NoRuntime,
+}
+
+fn runtime_present() -> Result<(), HostError> {
+    tokio::runtime::Handle::try_current()
+        .map(drop)
+        .map_err(|_| HostError::NoRuntime)
 }

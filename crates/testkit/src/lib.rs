@@ -36,4 +36,4 @@ pub use agent::{HostRecord, MemoryAgent};
 pub use clock::{ManualClock, settle};
 pub use fake_job::{FakeJob, FakeProducer, OnCancel};
 pub use faults::{HostSession, SessionFaults};
-pub use host::{MemoryHarness, Recorder};
+pub use host::{HostError, MemoryHarness, Recorder};

@@ -8,24 +8,27 @@ use harness_core::{Agent, Session, SessionHeader, ToolDefinition};
 use serde_json::{Value, json};
 
 use super::plugins::{self, FamilyConfigs};
+use super::runtime::{RunFailure, block_on_paused};
 use crate::{ManualClock, MemoryHarness};
 
-fn with_default_host<T>(
-    body: impl AsyncFnOnce(&Arc<MemoryHarness>) -> Result<T, String>,
+/// Runs `body` against a host with every family installed at its defaults, on a fresh
+/// paused runtime (from synchronous code or inside any tokio runtime).
+fn with_default_host<T: Send>(
+    body: impl AsyncFnOnce(&Arc<MemoryHarness>) -> Result<T, String> + Send,
 ) -> Result<T, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-        .map_err(|e| format!("cannot start a runtime: {e}"))?;
-    runtime.block_on(async {
+    let outcome = block_on_paused(async move || {
         let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
         let installed = plugins::install(&host, &FamilyConfigs::default())?;
         let result = body(&host).await;
         host.dispose_all().await;
         installed.dispose().await;
         result
-    })
+    });
+    match outcome {
+        Ok(result) => result,
+        Err(RunFailure::Runtime(error)) => Err(format!("cannot start a runtime: {error}")),
+        Err(RunFailure::Panic(message)) => Err(format!("internal error: {message}")),
+    }
 }
 
 /// Every tool definition the families register with default configuration, as a root agent

@@ -16,6 +16,7 @@
 mod catalog;
 mod fields;
 mod plugins;
+mod runtime;
 
 pub use catalog::{catalog_markdown, summarize_log, tool_catalog};
 
@@ -35,6 +36,7 @@ use harness_jobs::{JobOutcome, TerminalStatus};
 
 use self::fields::{Step, object, only, opt_bool, opt_string, opt_u64, string, u64_field};
 use self::plugins::{FamilyConfigs, Installed};
+use self::runtime::{RunFailure, block_on_paused};
 use crate::{FakeJob, FakeProducer, HostRecord, ManualClock, MemoryHarness, OnCancel, settle};
 
 /// The outcome of a scenario run.
@@ -59,37 +61,26 @@ impl Transcript {
 }
 
 /// Runs a scenario on a fresh current-thread tokio runtime whose clock is paused (so "let
-/// all work that can proceed finish" is exact; DESIGN.md "Time and determinism"). Must not
-/// be called from inside a tokio runtime.
+/// all work that can proceed finish" is exact: a 1 ms tokio sleep completes only once every
+/// other task is blocked, and no library timer lives in tokio's clock). Works from synchronous code and from inside any tokio runtime (the
+/// scenario then runs on a thread of its own). A panic inside the run keeps the transcript
+/// printed so far and ends it with an `internal error` line.
 pub fn run_scenario(source: &str) -> Transcript {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .start_paused(true)
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            return Transcript {
-                lines: vec![error_line(0, &format!("cannot start a runtime: {error}"))],
-                failed: true,
-            };
-        }
-    };
     let lines = Arc::new(Mutex::new(Vec::new()));
-    let run = std::panic::AssertUnwindSafe(|| runtime.block_on(run_into(source, lines.clone())));
-    match std::panic::catch_unwind(run) {
+    let sink = lines.clone();
+    let outcome = block_on_paused(async move || run_into(source, sink).await);
+    let mut printed = take_lines(&lines);
+    match outcome {
         Ok(failed) => Transcript {
-            lines: take_lines(&lines),
+            lines: printed,
             failed,
         },
-        Err(panic) => {
+        Err(RunFailure::Runtime(error)) => Transcript {
+            lines: vec![error_line(0, &format!("cannot start a runtime: {error}"))],
+            failed: true,
+        },
+        Err(RunFailure::Panic(message)) => {
             // A bug, not a scenario error: keep what was printed and say where it stopped.
-            let message = panic
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_owned());
-            let mut printed = take_lines(&lines);
             printed.push(error_line(0, &format!("internal error: {message}")));
             Transcript {
                 lines: printed,
@@ -385,13 +376,20 @@ impl Runner {
             "await" => {
                 only(step, &["call"])?;
                 let id = string(step, "call")?;
-                let handle = self
+                let mut handle = self
                     .calls
                     .remove(id)
                     .ok_or_else(|| format!("no async call {id:?} is pending"))?;
-                handle
-                    .await
-                    .map_err(|e| format!("call {id:?} failed: {e}"))?;
+                let what = format!("the await of call {id:?}");
+                let hint = "advance the clock or settle the job before awaiting it";
+                match self.until_done(&what, hint, &mut handle).await {
+                    Ok(joined) => joined.map_err(|e| format!("call {id:?} failed: {e}"))?,
+                    Err(error) => {
+                        // The run stops here: the call must not print after the error.
+                        handle.abort();
+                        return Err(error);
+                    }
+                }
             }
             "advance" => {
                 only(step, &["ms"])?;
@@ -597,48 +595,76 @@ impl Runner {
                     .flatten()
             }
         };
-        // Woken by the job's completion (a listener registered before the first look, so
-        // no settlement is missed); a watchdog thread bounds the wait in real time.
-        let finished = Arc::new(tokio::sync::Notify::new());
-        let signal = finished.clone();
         let target = job_id.clone();
-        let _listener = registry.on_job_done(
-            harness_core::RegistrationScope::Global,
-            Arc::new(move |snapshot, _| {
-                if snapshot.id == target {
-                    signal.notify_one();
-                }
-                Ok(None)
-            }),
-        );
+        let settlement = Settlement::watch(registry.as_ref(), move |id| *id == target);
         let terminal = registry
             .get(&job_id, caller.as_ref())
             .map_err(|e| format!("await_job {id:?}: {e}"))?
             .status
             .is_terminal();
-        if !terminal {
-            let (_cancel, cancelled) = std::sync::mpsc::channel::<()>();
-            let (expire, expired) = futures::channel::oneshot::channel::<()>();
-            std::thread::spawn(move || {
-                // Returns at once when `_cancel` is dropped (the job finished first).
-                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
-                    cancelled.recv_timeout(limit)
-                {
-                    let _ = expire.send(());
-                }
-            });
-            tokio::select! {
-                () = finished.notified() => {}
-                _ = expired => {
-                    return Err(format!(
-                        "job {id:?} did not finish within {}ms",
-                        limit.as_millis()
-                    ));
-                }
-            }
+        if !terminal && !settlement.within(limit).await {
+            return Err(format!(
+                "job {id:?} did not finish within {}ms",
+                limit.as_millis()
+            ));
         }
         settle().await;
         Ok(())
+    }
+
+    /// Drives a step's pending work (a synchronous call, or the `await` of an async one) to
+    /// its end. On the manual clock, once every task that can run without time passing has
+    /// run, the work can only go on while a real process runs (processes run in real time):
+    /// it is given each running real job's settlement, for at most
+    /// [`REAL_TIME_LIMIT`] of real time at a stretch. With no real job running, nothing but
+    /// a later step or manual time can finish it, so waiting would hang the run: that is a
+    /// scenario error naming `what`, with `hint` saying how to write the step instead.
+    async fn until_done<T>(
+        &mut self,
+        what: &str,
+        hint: &str,
+        work: impl Future<Output = T>,
+    ) -> Result<T, String> {
+        let manual = matches!(self.setup()?.clock_mode, ClockMode::Manual(_));
+        tokio::pin!(work);
+        if !manual {
+            return Ok(work.await);
+        }
+        loop {
+            tokio::select! {
+                biased;
+                output = &mut work => return Ok(output),
+                () = settle() => {}
+            }
+            let Some(registry) = self.registry().ok() else {
+                return Err(blocked(what, hint));
+            };
+            let fakes: Vec<harness_jobs::JobId> = self
+                .jobs
+                .keys()
+                .map(|id| harness_jobs::JobId::from(id.as_str()))
+                .collect();
+            let real = move |id: &harness_jobs::JobId| !fakes.contains(id);
+            // Listen before looking, so a settlement between the two is not missed.
+            let settlement = Settlement::watch(registry.as_ref(), real.clone());
+            let callers = std::iter::once(None).chain(
+                self.live
+                    .iter()
+                    .map(|s| Some(harness_core::AgentId::from(s))),
+            );
+            let running = callers
+                .flat_map(|caller| registry.list(caller.as_ref()))
+                .any(|job| !job.status.is_terminal() && real(&job.id));
+            if !running {
+                return Err(blocked(what, hint));
+            }
+            if !settlement.within(REAL_TIME_LIMIT).await {
+                return Err(format!(
+                    "{what} did not finish: no real job settled within {}ms",
+                    REAL_TIME_LIMIT.as_millis()
+                ));
+            }
+        }
     }
 
     fn fake_job(&mut self, step: &Step) -> Result<(), String> {
@@ -706,7 +732,14 @@ impl Runner {
             return Ok(());
         }
         let mark = self.lines.lock().unwrap_or_else(|p| p.into_inner()).len();
-        let output = host.execute(&tool, args, session.as_ref()).await;
+        let what = format!("call {id:?} ({tool})");
+        let output = self
+            .until_done(
+                &what,
+                "make it \"async\":true, then advance the clock or settle the job",
+                host.execute(&tool, args, session.as_ref()),
+            )
+            .await?;
         let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
         let at = mark.min(lines.len());
         lines.insert(at, result_line(&id, &tool, &output));
@@ -740,6 +773,63 @@ impl Runner {
             if let Some(installed) = setup.installed.take() {
                 installed.dispose().await;
             }
+        }
+    }
+}
+
+/// How long a step may wait, in real time, for a running real job to settle while its work
+/// is pending on the manual clock.
+const REAL_TIME_LIMIT: Duration = Duration::from_secs(30);
+
+fn blocked(what: &str, hint: &str) -> String {
+    format!("{what} cannot finish until the manual clock moves or a later step runs; {hint}")
+}
+
+/// A wait for the next settlement of a job that `matches`, bounded in real time.
+///
+/// The listener is registered on creation, so a settlement that happens between creating
+/// this and awaiting [`Settlement::within`] is not missed. The bound is kept by a watchdog
+/// thread, since tokio's clock is paused under the runner.
+struct Settlement {
+    settled: Arc<tokio::sync::Notify>,
+    _listener: harness_core::Registration,
+}
+
+impl Settlement {
+    fn watch(
+        registry: &dyn harness_jobs::JobRegistry,
+        matches: impl Fn(&harness_jobs::JobId) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        let settled = Arc::new(tokio::sync::Notify::new());
+        let signal = settled.clone();
+        let listener = registry.on_job_done(
+            harness_core::RegistrationScope::Global,
+            Arc::new(move |snapshot, _| {
+                if matches(&snapshot.id) {
+                    signal.notify_one();
+                }
+                Ok(None)
+            }),
+        );
+        Self {
+            settled,
+            _listener: listener,
+        }
+    }
+
+    /// Whether a matching job settled within `limit` of real time.
+    async fn within(&self, limit: Duration) -> bool {
+        let (_cancel, cancelled) = std::sync::mpsc::channel::<()>();
+        let (expire, expired) = futures::channel::oneshot::channel::<()>();
+        std::thread::spawn(move || {
+            // Returns at once when `_cancel` is dropped (the wait ended first).
+            if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = cancelled.recv_timeout(limit) {
+                let _ = expire.send(());
+            }
+        });
+        tokio::select! {
+            () = self.settled.notified() => true,
+            _ = expired => false,
         }
     }
 }

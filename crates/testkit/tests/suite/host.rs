@@ -405,3 +405,18 @@ async fn a_reported_followup_or_inject_is_already_queued() {
     assert_eq!(agent.turns(), 1);
     assert_eq!(agent.pending_input(), Vec::<String>::new());
 }
+
+/// Outside a tokio runtime the in-memory host refuses to publish an agent (its turn loop is a
+/// task) with a clear error instead of panicking, and creates nothing.
+#[test]
+fn publishing_an_agent_outside_a_runtime_is_an_error_not_a_panic() {
+    let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
+    let error = host.create_session(SessionHeader::new("s1")).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "the in-memory host runs each agent's turn loop on a tokio runtime: call this inside one"
+    );
+    let error = host.resume(&SessionId::from("s1")).unwrap_err();
+    assert!(matches!(error, harness_testkit::HostError::NoRuntime));
+    assert!(host.memory_agent(&SessionId::from("s1")).is_none());
+}

@@ -169,3 +169,63 @@ fn await_job_is_bounded_in_real_time() {
     );
     assert!(!finished.failed, "{}", finished.to_text());
 }
+
+/// The runner, the catalog and the log summary work from inside a caller's runtime too
+/// (each runs its own paused runtime on a thread of its own there), on both runtime flavours.
+async fn public_functions_inside_a_runtime() {
+    let transcript = run_scenario(
+        "{\"do\":\"session\",\"id\":\"s1\"}\n{\"do\":\"user\",\"session\":\"s1\",\"text\":\"hi\"}\n",
+    );
+    assert_eq!(
+        transcript.lines,
+        [
+            r#"{"kind":"turn","session":"s1","phase":"start"}"#,
+            r#"{"kind":"claimed","session":"s1","source":"user","text":"hi"}"#,
+            r#"{"kind":"turn","session":"s1","phase":"end"}"#,
+        ]
+    );
+    assert!(!transcript.failed);
+    let names: Vec<String> = harness_testkit::scenario::tool_catalog()
+        .unwrap()
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "todo_write",
+            "job_output",
+            "job_list",
+            "job_kill",
+            "bash",
+            "schedule_create",
+            "schedule_list",
+            "schedule_delete"
+        ]
+    );
+    use harness_core::{MemoryStore, SessionHeader, SessionStore};
+    let store = MemoryStore::new(std::sync::Arc::new(
+        harness_testkit::ManualClock::at_default(),
+    ));
+    let session = store.create(SessionHeader::new("s1")).unwrap();
+    let todos = serde_json::json!({"todos": [{"content": "a", "status": "pending"}]});
+    session.append("todo/write", todos).unwrap();
+    let summary: serde_json::Value =
+        serde_json::from_str(&harness_testkit::scenario::summarize_log(session.as_ref()).unwrap())
+            .unwrap();
+    assert_eq!(summary["events"], 1);
+    assert_eq!(
+        summary["projections"]["todos"],
+        serde_json::json!([{"content": "a", "status": "pending"}])
+    );
+}
+
+#[tokio::test]
+async fn public_functions_work_inside_a_current_thread_runtime() {
+    public_functions_inside_a_runtime().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn public_functions_work_inside_a_multi_thread_runtime() {
+    public_functions_inside_a_runtime().await;
+}
