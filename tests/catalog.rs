@@ -26,3 +26,35 @@ fn tool_catalog_doc_is_current() {
         "docs/tool-catalog.md is stale: run `cargo run -p harness-cli -- tools --markdown > docs/tool-catalog.md`"
     );
 }
+
+/// Every tool declares its behaviour hints; these are the choices, one line per tool as
+/// `name: readOnly destructive idempotent openWorld`.
+#[test]
+fn every_tool_declares_its_annotations() {
+    let lines: Vec<String> = harness_testkit::scenario::tool_catalog()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let a = d
+                .annotations
+                .unwrap_or_else(|| panic!("{} has no annotations", d.name));
+            format!(
+                "{}: {} {} {} {}",
+                d.name, a.read_only, a.destructive, a.idempotent, a.open_world
+            )
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "todo_write: false false true false",
+            "job_output: false false false false",
+            "job_list: true false true false",
+            "job_kill: false true true false",
+            "bash: false true false true",
+            "schedule_create: false false false false",
+            "schedule_list: true false true false",
+            "schedule_delete: false true true false",
+        ]
+    );
+}

@@ -83,6 +83,13 @@ static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
     description: DESCRIPTION.to_owned(),
     input_schema: input_schema(),
     output_schema: Some(output_schema()),
+    // Runs an arbitrary command: it may change or destroy anything the host user can reach.
+    annotations: Some(harness_core::ToolAnnotations {
+        read_only: false,
+        destructive: true,
+        idempotent: false,
+        open_world: true,
+    }),
 });
 
 /// The arguments of `bash`. The root object is open (todo-jobs §1.4): other keys are

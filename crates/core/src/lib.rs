@@ -60,7 +60,9 @@ pub use text::{
     MAX_SAFE_INTEGER, as_safe_integer, is_js_whitespace, js_trim, summarize_chars, truncate_utf8,
 };
 pub use time::{Clock, ClockError, SystemClock, epoch_millis, format_instant, truncate_to_millis};
-pub use tool::{ContentBlock, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, join_text};
+pub use tool::{
+    ContentBlock, Tool, ToolAnnotations, ToolCall, ToolDefinition, ToolError, ToolOutput, join_text,
+};
 pub use validate::validate_arguments;
 
 /// Implementation details of exported macros; not part of the API.

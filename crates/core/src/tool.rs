@@ -23,6 +23,42 @@ pub struct ToolDefinition {
     /// JSON Schema of the canonical value, if declared.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
+    /// What calling the tool does to the world, for clients that decide on approval from it
+    /// (MCP's tool annotations). `None`: not declared, and a client assumes the worst.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+}
+
+/// Behaviour hints of a tool, in the terms of MCP's tool annotations (`readOnlyHint`,
+/// `destructiveHint`, `idempotentHint`, `openWorldHint`). They describe the tool to a client;
+/// nothing in this workspace enforces them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// The tool changes nothing: calling it only reads.
+    #[serde(rename = "readOnlyHint")]
+    pub read_only: bool,
+    /// The tool may destroy or stop something (a process, a reminder, data). Meaningful only
+    /// when `read_only` is false.
+    #[serde(rename = "destructiveHint")]
+    pub destructive: bool,
+    /// Calling it again with the same arguments has no further effect.
+    #[serde(rename = "idempotentHint")]
+    pub idempotent: bool,
+    /// The tool reaches beyond the session's own state (runs programs, touches files or the
+    /// network).
+    #[serde(rename = "openWorldHint")]
+    pub open_world: bool,
+}
+
+impl ToolAnnotations {
+    /// A tool that only reads the session's own state (`job_list`, `schedule_list`).
+    pub const READ_ONLY: Self = Self {
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+        open_world: false,
+    };
 }
 
 /// A content block of a tool result or message. Only text is used by these families.

@@ -112,5 +112,12 @@ pub fn definition(policy: InProgressPolicy) -> harness_core::ToolDefinition {
         description: description(policy),
         input_schema: input_schema(),
         output_schema: Some(output_schema()),
+        // Replaces the model's own checklist; the same list again leaves the same state.
+        annotations: Some(harness_core::ToolAnnotations {
+            read_only: false,
+            destructive: false,
+            idempotent: true,
+            open_world: false,
+        }),
     }
 }

@@ -69,6 +69,13 @@ impl JobOutputTool {
                 description: JOB_OUTPUT_DESCRIPTION.to_owned(),
                 input_schema: job_output_schema(),
                 output_schema: Some(job_output_value_schema()),
+                // Reads consume the job's unread output: not read-only, not idempotent.
+                annotations: Some(harness_core::ToolAnnotations {
+                    read_only: false,
+                    destructive: false,
+                    idempotent: false,
+                    open_world: false,
+                }),
             },
             registry,
             wait_timeout_ms: config.wait_timeout_ms,
@@ -141,6 +148,7 @@ impl JobListTool {
                 description: JOB_LIST_DESCRIPTION.to_owned(),
                 input_schema: job_list_schema(),
                 output_schema: Some(job_list_value_schema()),
+                annotations: Some(harness_core::ToolAnnotations::READ_ONLY),
             },
             registry,
         }
@@ -189,6 +197,13 @@ impl JobKillTool {
                 description: JOB_KILL_DESCRIPTION.to_owned(),
                 input_schema: job_kill_schema(),
                 output_schema: Some(job_kill_value_schema()),
+                // Stops a job's work; killing a terminal job changes nothing.
+                annotations: Some(harness_core::ToolAnnotations {
+                    read_only: false,
+                    destructive: true,
+                    idempotent: true,
+                    open_world: false,
+                }),
             },
             registry,
         }

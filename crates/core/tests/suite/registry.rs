@@ -31,6 +31,7 @@ fn echo(name: &str) -> Arc<dyn Tool> {
         description: "echo".to_owned(),
         input_schema: json!({"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}),
         output_schema: None,
+        annotations: None,
     }))
 }
 

@@ -221,18 +221,33 @@ pub fn definitions() -> [ToolDefinition; 3] {
             description: CREATE_DESCRIPTION.to_owned(),
             input_schema: create_input_schema(),
             output_schema: Some(create_output_schema()),
+            // Each call adds a reminder to the session's own log.
+            annotations: Some(harness_core::ToolAnnotations {
+                read_only: false,
+                destructive: false,
+                idempotent: false,
+                open_world: false,
+            }),
         },
         ToolDefinition {
             name: LIST_NAME.to_owned(),
             description: LIST_DESCRIPTION.to_owned(),
             input_schema: list_input_schema(),
             output_schema: Some(list_output_schema()),
+            annotations: Some(harness_core::ToolAnnotations::READ_ONLY),
         },
         ToolDefinition {
             name: DELETE_NAME.to_owned(),
             description: DELETE_DESCRIPTION.to_owned(),
             input_schema: delete_input_schema(),
             output_schema: Some(delete_output_schema()),
+            // Cancels a reminder; deleting it again changes nothing.
+            annotations: Some(harness_core::ToolAnnotations {
+                read_only: false,
+                destructive: true,
+                idempotent: true,
+                open_world: false,
+            }),
         },
     ]
 }

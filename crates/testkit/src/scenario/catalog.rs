@@ -56,9 +56,18 @@ pub fn catalog_markdown(definitions: &[ToolDefinition]) -> String {
         let schema = serde_json::to_string_pretty(&definition.input_schema).unwrap_or_default();
         let _ = write!(
             out,
-            "\n## `{}`\n\n{}\n\n```json\n{}\n```\n",
-            definition.name, definition.description, schema
+            "\n## `{}`\n\n{}\n",
+            definition.name, definition.description
         );
+        if let Some(a) = definition.annotations {
+            let _ = write!(
+                out,
+                "\nAnnotations: `readOnlyHint: {}`, `destructiveHint: {}`, `idempotentHint: {}`, \
+                 `openWorldHint: {}`.\n",
+                a.read_only, a.destructive, a.idempotent, a.open_world
+            );
+        }
+        let _ = write!(out, "\n```json\n{schema}\n```\n");
     }
     out
 }
