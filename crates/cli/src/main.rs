@@ -18,6 +18,19 @@ struct Cli {
     command: Command,
 }
 
+/// A tool format of `harness tools --format`.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Format {
+    /// OpenAI Chat Completions function tools.
+    Openai,
+    /// OpenAI Responses API function tools.
+    OpenaiResponses,
+    /// Anthropic Messages API tools.
+    Anthropic,
+    /// MCP tool definitions.
+    Mcp,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run a scenario file (or `-` for standard input) and print its transcript.
@@ -26,11 +39,22 @@ enum Command {
         /// The scenario file, or `-`.
         file: String,
     },
-    /// Print every tool definition as JSON (one array), or as Markdown with `--markdown`.
+    /// Print every tool definition as JSON (one array), in an LLM API's tool format with
+    /// `--format`, or as Markdown with `--markdown`.
     Tools {
         /// Print a Markdown catalog instead of JSON.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "format")]
         markdown: bool,
+        /// The tool shape of an LLM API: `openai` (Chat Completions), `openai-responses`,
+        /// `anthropic` or `mcp`. Without it, the definitions as the crates hold them.
+        #[arg(long, value_enum)]
+        format: Option<Format>,
+        /// OpenAI formats only: parameters in strict structured-outputs form.
+        #[arg(long)]
+        strict: bool,
+        /// MCP format only: include each tool's output schema (rooted at an object).
+        #[arg(long)]
+        output_schema: bool,
     },
     /// Summarize a JSONL session log: header, event counts by type, current projections.
     Log {
@@ -78,16 +102,46 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 ExitCode::SUCCESS
             })
         }
-        Command::Tools { markdown } => {
+        Command::Tools {
+            markdown,
+            format,
+            strict,
+            output_schema,
+        } => {
+            use harness_core::formats;
             let definitions =
                 harness_testkit::scenario::tool_catalog().map_err(anyhow::Error::msg)?;
+            if strict && !matches!(format, Some(Format::Openai | Format::OpenaiResponses)) {
+                anyhow::bail!("--strict applies to --format openai and openai-responses only");
+            }
+            if output_schema && !matches!(format, Some(Format::Mcp)) {
+                anyhow::bail!("--output-schema applies to --format mcp only");
+            }
             if markdown {
                 emit(&harness_testkit::scenario::catalog_markdown(&definitions))?;
-            } else {
-                emit(&format!(
-                    "{}\n",
-                    serde_json::to_string_pretty(&definitions)?
-                ))?;
+                return Ok(ExitCode::SUCCESS);
+            }
+            let shaped: Vec<serde_json::Value> = match format {
+                None => vec![serde_json::to_value(&definitions)?],
+                Some(Format::Openai) => definitions
+                    .iter()
+                    .map(|d| formats::openai_chat_tool(d, strict))
+                    .collect(),
+                Some(Format::OpenaiResponses) => definitions
+                    .iter()
+                    .map(|d| formats::openai_responses_tool(d, strict))
+                    .collect(),
+                Some(Format::Anthropic) => {
+                    definitions.iter().map(formats::anthropic_tool).collect()
+                }
+                Some(Format::Mcp) => definitions
+                    .iter()
+                    .map(|d| formats::mcp_tool(d, output_schema))
+                    .collect(),
+            };
+            match (format, shaped) {
+                (None, mut one) => emit_json(&one.remove(0))?,
+                (Some(_), shaped) => emit_json(&serde_json::Value::Array(shaped))?,
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -113,6 +167,11 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// Writes `value` as pretty JSON and a newline to standard output.
+fn emit_json(value: &serde_json::Value) -> anyhow::Result<()> {
+    emit(&format!("{}\n", serde_json::to_string_pretty(value)?))
 }
 
 /// Writes to standard output; a closed pipe (`harness tools | head`) is not an error.

@@ -27,6 +27,7 @@
 mod agent;
 mod config;
 mod event;
+pub mod formats;
 mod harness;
 mod ids;
 mod message;
@@ -47,6 +48,7 @@ pub use agent::{
 };
 pub use config::{ConfigError, decode_config};
 pub use event::{SessionEvent, SessionHeader};
+pub use formats::null_as_absent;
 pub use harness::{AgentDirectory, Harness, LifecycleEvent, LifecycleListener};
 pub use ids::{AgentId, ScopeKey, SessionId};
 pub use message::{MessageSource, UserMessage};

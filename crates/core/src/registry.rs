@@ -134,9 +134,11 @@ impl ToolRegistry {
             .map(|e| e.tool.clone())
     }
 
-    /// Runs the execution pipeline: find the tool for the caller, validate the arguments
-    /// against its input schema (decision 2), run the body, and render failures as
-    /// `Error: <message>` (todo-jobs §1.4). Never panics on any input.
+    /// Runs the execution pipeline: find the tool for the caller, drop every `null` that
+    /// stands for an optional argument ([`crate::null_as_absent`]: a model in OpenAI strict
+    /// mode sends one for each argument it leaves out), validate the arguments against its
+    /// input schema (decision 2), run the body, and render failures as `Error: <message>`
+    /// (todo-jobs §1.4). Never panics on any input.
     pub async fn execute(
         &self,
         name: &str,
@@ -148,8 +150,9 @@ impl ToolRegistry {
         let Some(tool) = self.find(name, chain.as_deref()) else {
             return ToolOutput::error(format!("unknown tool: {name}"));
         };
-        if let Err(message) = crate::validate_arguments(&tool.definition().input_schema, &arguments)
-        {
+        let schema = &tool.definition().input_schema;
+        let arguments = crate::null_as_absent(schema, arguments);
+        if let Err(message) = crate::validate_arguments(schema, &arguments) {
             return ToolOutput::error(message);
         }
         if cancel.is_cancelled() {

@@ -1,0 +1,272 @@
+//! Tool definitions in the shapes LLM APIs take, and OpenAI's strict structured-outputs form.
+//!
+//! Pure functions from a [`ToolDefinition`] to the JSON an API expects:
+//!
+//! | function | shape |
+//! |---|---|
+//! | [`openai_chat_tool`] | Chat Completions: `{"type":"function","function":{"name","description","parameters","strict"}}` |
+//! | [`openai_responses_tool`] | Responses: `{"type":"function","name","description","parameters","strict"}` |
+//! | [`anthropic_tool`] | Messages API: `{"name","description","input_schema"}` |
+//! | [`mcp_tool`] | MCP `Tool`: `{"name","description","inputSchema","annotations"?,"outputSchema"?}` |
+//!
+//! With `strict`, the parameters go through [`strict_schema`], which follows OpenAI's
+//! structured-outputs rules: every object is closed and lists all its properties as
+//! required, an optional property also accepts `null`, and `oneOf` becomes `anyOf`. A model
+//! in strict mode therefore sends `null` for every optional argument it leaves out; the
+//! [`crate::ToolRegistry`] treats such a `null` exactly like an absent field
+//! ([`null_as_absent`]), so the call's result is byte-identical to the same call without the
+//! nulls.
+
+use serde_json::{Map, Value, json};
+
+use crate::ToolDefinition;
+
+/// An OpenAI Chat Completions function tool. `strict` selects [`strict_schema`] for the
+/// parameters and is emitted as the `strict` key either way (the official SDK types require
+/// the key).
+pub fn openai_chat_tool(definition: &ToolDefinition, strict: bool) -> Value {
+    json!({
+        "type": "function",
+        "function": {
+            "name": definition.name,
+            "description": definition.description,
+            "parameters": openai_parameters(&definition.input_schema, strict),
+            "strict": strict,
+        }
+    })
+}
+
+/// An OpenAI Responses API function tool: the Chat Completions fields, flattened.
+pub fn openai_responses_tool(definition: &ToolDefinition, strict: bool) -> Value {
+    json!({
+        "type": "function",
+        "name": definition.name,
+        "description": definition.description,
+        "parameters": openai_parameters(&definition.input_schema, strict),
+        "strict": strict,
+    })
+}
+
+/// An Anthropic Messages API tool. The input schema is the definition's own.
+pub fn anthropic_tool(definition: &ToolDefinition) -> Value {
+    json!({
+        "name": definition.name,
+        "description": definition.description,
+        "input_schema": definition.input_schema,
+    })
+}
+
+/// An MCP tool definition: input schema, the definition's annotations (as `readOnlyHint`,
+/// `destructiveHint`, `idempotentHint`, `openWorldHint`) when declared, and — with
+/// `output_schema` — the output schema rooted at an object, as MCP requires
+/// ([`object_rooted`]).
+pub fn mcp_tool(definition: &ToolDefinition, output_schema: bool) -> Value {
+    let mut tool = Map::new();
+    tool.insert("name".to_owned(), json!(definition.name));
+    tool.insert("description".to_owned(), json!(definition.description));
+    tool.insert("inputSchema".to_owned(), definition.input_schema.clone());
+    if let Some(annotations) = definition.annotations {
+        tool.insert("annotations".to_owned(), json!(annotations));
+    }
+    if output_schema && let Some(schema) = &definition.output_schema {
+        tool.insert("outputSchema".to_owned(), object_rooted(schema).0);
+    }
+    Value::Object(tool)
+}
+
+/// The key under which [`object_rooted`] wraps a schema (and a value) whose root is not an
+/// object.
+pub const WRAPPED_VALUE_KEY: &str = "value";
+
+/// `schema` as is when its root is an object schema (`"type": "object"`), else wrapped as
+/// `{"type":"object","properties":{"value": schema},"required":["value"]}`; the flag says
+/// whether it was wrapped, so a value can be wrapped the same way (`{"value": value}`).
+pub fn object_rooted(schema: &Value) -> (Value, bool) {
+    if schema.get("type").and_then(Value::as_str) == Some("object") {
+        return (schema.clone(), false);
+    }
+    let wrapped = json!({
+        "type": "object",
+        "properties": { WRAPPED_VALUE_KEY: schema },
+        "required": [WRAPPED_VALUE_KEY],
+    });
+    (wrapped, true)
+}
+
+fn openai_parameters(schema: &Value, strict: bool) -> Value {
+    if strict {
+        return strict_schema(schema);
+    }
+    let mut schema = schema.clone();
+    // An object without properties still states that nothing is required.
+    if let Value::Object(map) = &mut schema
+        && map.get("type").and_then(Value::as_str) == Some("object")
+        && !map.contains_key("required")
+    {
+        map.insert("required".to_owned(), json!([]));
+    }
+    schema
+}
+
+/// `schema` rewritten to OpenAI's strict structured-outputs rules:
+///
+/// * every object schema gets `"additionalProperties": false` and `required` listing every
+///   property, in property order (`"required": []` when it has none);
+/// * a property that was optional also accepts `null`: a scalar or object `type` becomes
+///   `[type, "null"]` (an `enum` gains `null`), an `anyOf` gains a `{"type":"null"}` branch;
+/// * `oneOf` becomes `anyOf` (strict mode refuses `oneOf`).
+///
+/// Descriptions and every other keyword are kept in place.
+pub fn strict_schema(schema: &Value) -> Value {
+    strictify(schema, false)
+}
+
+fn strictify(schema: &Value, nullable: bool) -> Value {
+    let Value::Object(source) = schema else {
+        return schema.clone();
+    };
+    let mut out = Map::new();
+    let required: Vec<&str> = source
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let is_object = source.get("type").and_then(Value::as_str) == Some("object");
+    for (key, value) in source {
+        match key.as_str() {
+            "oneOf" | "anyOf" => {
+                let mut branches: Vec<Value> = value
+                    .as_array()
+                    .map(|b| b.iter().map(|b| strictify(b, false)).collect())
+                    .unwrap_or_default();
+                if nullable {
+                    branches.push(json!({"type": "null"}));
+                }
+                out.insert("anyOf".to_owned(), Value::Array(branches));
+            }
+            "type" if nullable => {
+                let types = match value {
+                    Value::Array(types) => {
+                        let mut types = types.clone();
+                        if !types.contains(&json!("null")) {
+                            types.push(json!("null"));
+                        }
+                        types
+                    }
+                    other => vec![other.clone(), json!("null")],
+                };
+                out.insert(key.clone(), Value::Array(types));
+            }
+            "enum" if nullable => {
+                let mut values = value.as_array().cloned().unwrap_or_default();
+                if !values.contains(&Value::Null) {
+                    values.push(Value::Null);
+                }
+                out.insert(key.clone(), Value::Array(values));
+            }
+            "properties" => {
+                let properties: Map<String, Value> = value
+                    .as_object()
+                    .map(|p| {
+                        p.iter()
+                            .map(|(name, property)| {
+                                let optional = !required.contains(&name.as_str());
+                                (name.clone(), strictify(property, optional))
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                out.insert(key.clone(), Value::Object(properties));
+            }
+            "items" => {
+                out.insert(key.clone(), strictify(value, false));
+            }
+            "required" | "additionalProperties" if is_object => {}
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    if is_object {
+        let all: Vec<Value> = source
+            .get("properties")
+            .and_then(Value::as_object)
+            .map(|p| p.keys().map(|k| json!(k)).collect())
+            .unwrap_or_default();
+        if !out.contains_key("properties") {
+            out.insert("properties".to_owned(), json!({}));
+        }
+        out.insert("required".to_owned(), Value::Array(all));
+        out.insert("additionalProperties".to_owned(), json!(false));
+    }
+    Value::Object(out)
+}
+
+/// `arguments` with every `null` that stands for an optional property removed, so an
+/// explicit `null` means exactly what an absent field means.
+///
+/// Walks `schema` alongside the value: in an object schema, a property that is not listed
+/// in `required` and whose value is `null` is dropped; declared properties are walked
+/// further (object properties, array `items`, and the `oneOf`/`anyOf` branches whose `type`
+/// matches the value). A `null` for a required property, an undeclared key or anything the
+/// schema does not describe is left alone, so validation still reports it.
+///
+/// ```
+/// use serde_json::json;
+/// let schema = json!({"type": "object", "properties": {
+///     "job_id": {"type": "string"}, "wait": {"type": "boolean"}}, "required": ["job_id"]});
+/// assert_eq!(
+///     harness_core::null_as_absent(&schema, json!({"job_id": "bash-1", "wait": null})),
+///     json!({"job_id": "bash-1"})
+/// );
+/// ```
+pub fn null_as_absent(schema: &Value, arguments: Value) -> Value {
+    match arguments {
+        Value::Object(map) => Value::Object(strip_object(schema, map)),
+        Value::Array(items) => match schema.get("items") {
+            Some(item_schema) => Value::Array(
+                items
+                    .into_iter()
+                    .map(|item| null_as_absent(item_schema, item))
+                    .collect(),
+            ),
+            None => Value::Array(items),
+        },
+        other => other,
+    }
+}
+
+fn strip_object(schema: &Value, mut map: Map<String, Value>) -> Map<String, Value> {
+    for branches in ["oneOf", "anyOf"] {
+        if let Some(branches) = schema.get(branches).and_then(Value::as_array)
+            && let Some(branch) = branches
+                .iter()
+                .find(|b| b.get("type").and_then(Value::as_str) == Some("object"))
+        {
+            map = strip_object(branch, map);
+        }
+    }
+    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+        return map;
+    };
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    map.retain(|key, value| {
+        !(value.is_null() && properties.contains_key(key) && !required.contains(&key.as_str()))
+    });
+    for (key, value) in &mut map {
+        if let Some(property) = properties.get(key)
+            && (value.is_object() || value.is_array())
+        {
+            *value = null_as_absent(property, std::mem::take(value));
+        }
+    }
+    map
+}
+
+#[cfg(test)]
+#[path = "formats_tests.rs"]
+mod tests;
