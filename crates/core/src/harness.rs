@@ -8,7 +8,7 @@ use crate::{
     RegistrationScope, Tool,
 };
 
-/// An agent lifecycle change (DESIGN.md "Harness": subscribe to agent lifecycle).
+/// An agent lifecycle change, as [`Harness`] subscribers see it.
 #[derive(Clone)]
 pub enum LifecycleEvent {
     /// An agent was published (made live).

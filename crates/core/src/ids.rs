@@ -8,8 +8,8 @@
 ///
 /// The value is a small-string-optimised `SmolStr`: up to 23 UTF-8 bytes are stored inline
 /// (no allocation, no pointer to chase — every generated job id like `bash-12` fits), longer
-/// values share one `Arc<str>`. Cloning is O(1) either way. (DESIGN.md says "newtypes over
-/// `Arc<str>`"; the inline form was added for the jobs throughput target, issue 4.)
+/// values share one `Arc<str>`. Cloning is O(1) either way; the inline form keeps starting
+/// a job free of id allocations.
 ///
 /// ```
 /// harness_core::string_newtype!(

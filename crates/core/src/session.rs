@@ -38,7 +38,7 @@ pub enum PersistenceError {
     Failed(String),
 }
 
-/// One session's append-only event log (DESIGN.md "harness-core").
+/// One session's append-only event log.
 ///
 /// `append` is synchronous and commits to the live log at once (readers see it immediately);
 /// `flush` is the durability barrier: when it returns `Ok`, everything appended before the call

@@ -10,8 +10,8 @@ use futures::future::BoxFuture;
 #[error("clock unavailable: {0}")]
 pub struct ClockError(pub String);
 
-/// Every read of wall time and every logical wait in library code goes through this seam
-/// (DESIGN.md "Time and determinism").
+/// Every read of wall time and every logical wait in library code goes through this seam, so
+/// tests and scenarios run on a manual clock and never sleep.
 ///
 /// Wall time ([`Clock::now`]) and sleeping ([`Clock::sleep`]) are separate on purpose: a sleep
 /// is measured on monotonic time, so moving the wall clock (a rollback or a forward jump)

@@ -1,4 +1,4 @@
-//! [`install`]: the plugin entry point (DESIGN.md "A plugin crate exposes one entry point").
+//! [`install`]: the plugin entry point, one call that registers the family with a host.
 
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 

@@ -70,7 +70,7 @@ struct State {
     scope_parents: Vec<ScopeKey>,
 }
 
-/// An agent with a real turn loop (DESIGN.md "Testkit").
+/// An agent with a real turn loop, for tests and scenarios.
 ///
 /// * [`Agent::followup`] and [`MemoryAgent::send_user`] queue ordinary input; with auto
 ///   turns on, the agent's driver task runs one turn per queued input as soon as the agent is

@@ -75,7 +75,7 @@ impl Reading {
     }
 }
 
-/// A deterministic [`Clock`] for tests and scenarios (DESIGN.md "Time and determinism").
+/// A deterministic [`Clock`] for tests and scenarios: time moves only when a test says so.
 ///
 /// * [`ManualClock::advance`] moves wall and monotonic time forward together and fires the
 ///   pending sleeps that fall due, in deadline order; each sees `now()` equal to its deadline,
