@@ -8,6 +8,7 @@ use harness_jobs::JobRegistry;
 use crate::{BashConfig, BashJobs, BashTool};
 
 /// What [`install`] registered; unloads when dropped or on [`Installed::dispose`].
+#[must_use = "dropping Installed unregisters the bash tool at once"]
 pub struct Installed {
     tool: Registration,
     jobs: BashJobs,

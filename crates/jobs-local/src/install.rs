@@ -22,6 +22,7 @@ fn same_host(a: &Weak<dyn Harness>, b: &Weak<dyn Harness>) -> bool {
 /// The installed registry. Owns it: [`Installed::dispose`] (or dropping, which starts the
 /// same disposal on the current tokio runtime) tears it down (§4.9) and frees the host's
 /// registry slot.
+#[must_use = "dropping Installed disposes the job registry at once"]
 pub struct Installed {
     registry: LocalJobRegistry,
     host: Weak<dyn Harness>,

@@ -162,6 +162,7 @@ impl PluginInner {
 /// The installed schedule plugin. It owns the agent-lifecycle subscription and every adopted
 /// agent's registrations and runtime. [`Installed::dispose`] stops accepting agents and awaits
 /// every cleanup; dropping it does the same without awaiting in-flight passes.
+#[must_use = "dropping Installed unloads the schedule plugin at once"]
 pub struct Installed {
     inner: Arc<PluginInner>,
     lifecycle: Registration,

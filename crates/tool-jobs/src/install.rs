@@ -16,6 +16,7 @@ use crate::tools::{JobKillTool, JobListTool, JobOutputTool};
 /// controller (so `start` fails the controller fence again for the owners it served),
 /// removes the tools, the prompt section and the completion listener, and drops every
 /// owner subscription.
+#[must_use = "dropping Installed removes the job tools at once"]
 pub struct Installed {
     registrations: Vec<Registration>,
     reporter: Arc<Reporter>,
