@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+/// Background shell commands as jobs (Unix only).
+#[cfg(unix)]
 pub use harness_bash as bash;
 pub use harness_core as core;
 pub use harness_jobs as jobs;

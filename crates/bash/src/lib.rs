@@ -1,4 +1,6 @@
 #![doc = include_str!("../README.md")]
+// The process model (process groups, signals, /proc) is Unix only; elsewhere the crate is empty.
+#![cfg(unix)]
 
 mod buffer;
 mod config;

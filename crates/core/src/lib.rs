@@ -1,28 +1,4 @@
-//! harness-core: the session-event core and the host contract.
-//!
-//! Every crate of the workspace depends on this one. It holds:
-//! - ids ([`SessionId`], [`AgentId`], [`ScopeKey`]) and the log records ([`SessionEvent`],
-//!   [`SessionHeader`]);
-//! - the [`Session`] seam with synchronous `append` and an async `flush` barrier, and two
-//!   stores ([`MemoryStore`], [`JsonlStore`]) with `fork`;
-//! - the host traits [`Harness`] and [`Agent`], tools ([`Tool`], [`ToolDefinition`]),
-//!   projections ([`Projection`]), prompt sections and messages;
-//! - the [`Clock`] seam with [`SystemClock`];
-//! - building blocks a host composes: [`ToolRegistry`] (argument validation, the `Error:`
-//!   envelope, dispatch), [`ProjectionSet`], [`PromptSections`], [`AgentDirectory`];
-//! - shared helpers: [`js_trim`] (decision 3), [`as_safe_integer`] (decision 4).
-//!
-//! ```
-//! use std::sync::Arc;
-//! use harness_core::{MemoryStore, SessionHeader, SessionStore, SystemClock};
-//! use serde_json::json;
-//!
-//! let store = MemoryStore::new(Arc::new(SystemClock));
-//! let session = store.create(SessionHeader::new("s1")).unwrap();
-//! let event = session.append("todo/write", json!({"todos": []})).unwrap();
-//! assert_eq!(event.seq, 1);
-//! assert_eq!(session.len(), 1);
-//! ```
+#![doc = include_str!("../README.md")]
 
 mod agent;
 mod config;
