@@ -154,7 +154,10 @@ async fn spawn_overhead() {
         let started = Instant::now();
         for _ in 0..SPAWNS {
             let id = launcher.start_background(None, "true", None).unwrap();
-            let snapshot = registry.wait(&id, 30_000.0, None, None).await.unwrap();
+            let snapshot = registry
+                .wait(&id, std::time::Duration::from_millis(30_000), None, None)
+                .await
+                .unwrap();
             assert_eq!(snapshot.detail.as_deref(), Some("exit code: 0"));
             assert_eq!(registry.read(&id, None).unwrap().text, "");
         }

@@ -2,6 +2,7 @@
 //! scenario runner.
 
 use std::sync::{Arc, LazyLock};
+use std::time::Duration;
 
 use harness_core::{
     Agent, AgentId, Clock, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, async_trait,
@@ -22,7 +23,7 @@ pub const JOBS_UNAVAILABLE: &str =
 const DESCRIPTION: &str = "Run a shell command with `bash -c` in its own process group. By default the call waits for the command to finish (up to `timeout_ms`, after which the command is killed) and returns its output — stdout, then a `[stderr]` section — followed by `[status: ...]`. With `run_in_background: true` it returns `started background job <id>` at once; you are notified when the job finishes, and you collect its output with job_output or stop it with job_kill. Output kept in memory is bounded; when some was dropped, the result names files holding the full output.";
 
 /// Slack added to twice the kill grace when waiting for a killed foreground job to settle.
-const SETTLE_SLACK_MS: f64 = 10_000.0;
+const SETTLE_SLACK_MS: u64 = 10_000;
 
 fn input_schema() -> Value {
     json!({
@@ -217,8 +218,10 @@ impl BashTool {
         };
         let caller: Option<AgentId> = call.caller.as_ref().map(|a| a.id().clone());
         let caller = caller.as_ref();
+        let timeout =
+            JobError::wait_timeout(timeout_ms).map_err(|e| ToolError::msg(e.to_string()))?;
         let waited = jobs
-            .wait(&id, timeout_ms, caller, Some(call.cancel.clone()))
+            .wait(&id, timeout, caller, Some(call.cancel.clone()))
             .await;
         let timed_out = match waited {
             Ok(snapshot) => !snapshot.status.is_terminal(),
@@ -233,7 +236,8 @@ impl BashTool {
         if timed_out {
             jobs.kill(&id, caller, Some("timed out"))
                 .map_err(|e| ToolError::msg(e.to_string()))?;
-            let bound = 2.0 * self.jobs.config().kill_grace_ms as f64 + SETTLE_SLACK_MS;
+            let bound = Duration::from_millis(self.jobs.config().kill_grace_ms.saturating_mul(2))
+                + Duration::from_millis(SETTLE_SLACK_MS);
             jobs.wait(&id, bound, caller, None)
                 .await
                 .map_err(|e| ToolError::msg(e.to_string()))?;

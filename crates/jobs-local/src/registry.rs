@@ -45,6 +45,9 @@ pub const SERVICE_DISPOSED_REASON: &str = "jobs service disposed";
 /// §4.5, marked ambiguous there). Longer waits are clamped to it: they return the live snapshot then.
 pub const MAX_WAIT_TIMEOUT_MS: f64 = 2_147_483_647.0;
 
+/// [`MAX_WAIT_TIMEOUT_MS`] as a [`Duration`].
+const MAX_WAIT: Duration = Duration::from_millis(2_147_483_647);
+
 /// The in-process background-job registry (todo-jobs §4, decision 8).
 ///
 /// Cheap to clone (a handle). Construct it directly with [`LocalJobRegistry::new`] or through
@@ -979,7 +982,7 @@ impl JobRegistry for LocalJobRegistry {
     async fn wait(
         &self,
         id: &JobId,
-        timeout_ms: f64,
+        timeout: Duration,
         caller: Option<&AgentId>,
         cancel: Option<CancellationToken>,
     ) -> Result<JobSnapshot, JobError> {
@@ -990,8 +993,8 @@ impl JobRegistry for LocalJobRegistry {
             state.next_id += 1;
             let waiter_id = state.next_id;
             let record = state.find(id, caller)?;
-            if !timeout_ms.is_finite() || timeout_ms <= 0.0 {
-                return Err(JobError::invalid_wait_timeout(timeout_ms));
+            if timeout.is_zero() {
+                return Err(JobError::invalid_wait_timeout(0.0));
             }
             if record.status.is_terminal() {
                 record.reported = true;
@@ -1008,8 +1011,7 @@ impl JobRegistry for LocalJobRegistry {
             });
             (waiter_id, resolved)
         };
-        let duration = Duration::from_secs_f64(timeout_ms.min(MAX_WAIT_TIMEOUT_MS) / 1000.0);
-        let sleep = sh.clock.sleep(duration);
+        let sleep = sh.clock.sleep(timeout.min(MAX_WAIT));
         let aborted = async {
             match &cancel {
                 Some(cancel) => cancel.cancelled().await,

@@ -1,6 +1,8 @@
 //! [`JobError`]: every failure of a [`crate::JobRegistry`] operation, with the spec's exact
 //! messages (todo-jobs §4.3, §4.5).
 
+use std::time::Duration;
+
 use harness_core::{AgentError, AgentId};
 
 use crate::{BoxError, JobId};
@@ -58,8 +60,9 @@ pub enum JobError {
     /// id. (Foreign callers are denied, not told "not found".)
     #[error("job {0} belongs to another session")]
     Foreign(JobId),
-    /// `wait`: the timeout is not a finite number > 0. Holds the value as JSON (`0`, `-1`,
-    /// `null` for NaN and ±∞).
+    /// `wait`: the timeout is zero, or (from [`JobError::wait_timeout`]) a number of
+    /// milliseconds that is not finite and > 0. Holds the value as JSON (`0`, `-1`, `null`
+    /// for NaN and ±∞).
     #[error("invalid wait timeout: expected a positive number of milliseconds, got {0}")]
     InvalidWaitTimeout(String),
     /// `wait`: the caller's cancellation token fired while the job was live.
@@ -75,6 +78,30 @@ impl JobError {
     /// JavaScript's `JSON.stringify` would (`0`, `-1`, `1.5`, `null` for NaN and ±∞).
     pub fn invalid_wait_timeout(timeout_ms: f64) -> Self {
         JobError::InvalidWaitTimeout(format_js_number(timeout_ms))
+    }
+
+    /// A wait timeout from a number of milliseconds (as a model or a config sends it).
+    ///
+    /// # Errors
+    /// [`JobError::InvalidWaitTimeout`] unless `timeout_ms` is finite and > 0 (todo-jobs
+    /// §4.5). A value too large for a [`Duration`] becomes [`Duration::MAX`]: a huge wait is
+    /// clamped by the registry, not refused.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use harness_jobs::JobError;
+    /// assert_eq!(JobError::wait_timeout(1.5).unwrap(), Duration::from_micros(1500));
+    /// assert_eq!(JobError::wait_timeout(1e300).unwrap(), Duration::MAX);
+    /// assert_eq!(
+    ///     JobError::wait_timeout(-1.0).unwrap_err().to_string(),
+    ///     "invalid wait timeout: expected a positive number of milliseconds, got -1"
+    /// );
+    /// ```
+    pub fn wait_timeout(timeout_ms: f64) -> Result<Duration, JobError> {
+        if !timeout_ms.is_finite() || timeout_ms <= 0.0 {
+            return Err(Self::invalid_wait_timeout(timeout_ms));
+        }
+        Ok(Duration::try_from_secs_f64(timeout_ms / 1000.0).unwrap_or(Duration::MAX))
     }
 }
 

@@ -1,6 +1,7 @@
 //! The object-safe [`JobRegistry`] trait (todo-jobs §3.2) and its listener types.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
@@ -117,8 +118,9 @@ pub trait JobRegistry: Send + Sync {
         reason: Option<&str>,
     ) -> Result<KillOutcome, JobError>;
 
-    /// Waits up to `timeout_ms` milliseconds (monotonic, through the registry's clock) for the
-    /// job to settle (todo-jobs §4.5). Resolves with the terminal snapshot (and sets
+    /// Waits up to `timeout` (monotonic, through the registry's clock) for the job to settle
+    /// (todo-jobs §4.5). A caller holding a model's number of milliseconds converts it with
+    /// [`JobError::wait_timeout`], which refuses what is not a finite number > 0. Resolves with the terminal snapshot (and sets
     /// `reported`), or on timeout with the live snapshot. Never cancels the job. A live waiter
     /// at the moment of settlement makes the settlement `reported` before listeners run.
     ///
@@ -128,12 +130,12 @@ pub trait JobRegistry: Send + Sync {
     ///
     /// # Errors
     /// [`JobError::UnknownJob`], [`JobError::Foreign`] (both checked before the timeout),
-    /// [`JobError::InvalidWaitTimeout`] for a non-finite or non-positive timeout (even for a
-    /// terminal job), [`JobError::WaitAborted`].
+    /// [`JobError::InvalidWaitTimeout`] for a zero timeout (even for a terminal job),
+    /// [`JobError::WaitAborted`].
     async fn wait(
         &self,
         id: &JobId,
-        timeout_ms: f64,
+        timeout: Duration,
         caller: Option<&AgentId>,
         cancel: Option<CancellationToken>,
     ) -> Result<JobSnapshot, JobError>;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use harness_core::{AgentId, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput};
-use harness_jobs::{JobId, JobRegistry, KillOutcome};
+use harness_jobs::{JobError, JobId, JobRegistry, KillOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -86,16 +86,21 @@ impl JobOutputTool {
     async fn run(&self, id: &JobId, args: &OutputArgs, call: &ToolCall) -> ToolOutput {
         let caller = caller_id(call);
         if args.wait == Some(true) {
-            // No lower clamp: 0 or a negative value reaches the registry, which rejects it.
-            let timeout = args
+            // No lower clamp: 0 or a negative value is refused, after the id is checked (an
+            // unknown or foreign job is reported first, todo-jobs §4.5).
+            let timeout_ms = args
                 .timeout_ms
                 .unwrap_or(self.wait_timeout_ms)
                 .min(self.max_wait_timeout_ms);
-            if let Err(error) = self
-                .registry
-                .wait(id, timeout, caller.as_ref(), Some(call.cancel.clone()))
-                .await
-            {
+            let waited = match JobError::wait_timeout(timeout_ms) {
+                Ok(timeout) => {
+                    self.registry
+                        .wait(id, timeout, caller.as_ref(), Some(call.cancel.clone()))
+                        .await
+                }
+                Err(invalid) => self.registry.get(id, caller.as_ref()).and(Err(invalid)),
+            };
+            if let Err(error) = waited {
                 return ToolOutput::error(error);
             }
         }

@@ -210,7 +210,12 @@ impl Host {
         let registry = self.jobs.registry();
         let snapshot = tokio::time::timeout(
             LIMIT,
-            registry.wait(&JobId::from(id), 25_000.0, caller.as_ref(), None),
+            registry.wait(
+                &JobId::from(id),
+                std::time::Duration::from_millis(25_000),
+                caller.as_ref(),
+                None,
+            ),
         )
         .await
         .expect("the wait finished within the limit")

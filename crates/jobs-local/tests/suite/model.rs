@@ -300,7 +300,12 @@ async fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let waiting = tokio::spawn(async move {
                     err_text(
                         registry
-                            .wait(&id, 50.0, wait_caller.as_ref(), Some(wait_token))
+                            .wait(
+                                &id,
+                                std::time::Duration::from_millis(50),
+                                wait_caller.as_ref(),
+                                Some(wait_token),
+                            )
                             .await,
                     )
                 });

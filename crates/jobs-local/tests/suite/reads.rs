@@ -136,8 +136,17 @@ async fn c070_owner_fence() {
             .contains("belongs to another session")
     );
     assert!(
-        message(host.registry.wait(&owned, 10.0, id_of(&other), None).await)
-            .contains("belongs to another session")
+        message(
+            host.registry
+                .wait(
+                    &owned,
+                    std::time::Duration::from_millis(10),
+                    id_of(&other),
+                    None
+                )
+                .await
+        )
+        .contains("belongs to another session")
     );
     assert_eq!(
         message(host.registry.read(&owned, None)),

@@ -74,7 +74,14 @@ async fn concurrent_settlement_finishes_every_job_without_deadlock() {
                         let _ = registry.read(id, owner.as_ref());
                     }
                     _ => {
-                        let _ = registry.wait(id, 1.0, owner.as_ref(), None).await;
+                        let _ = registry
+                            .wait(
+                                id,
+                                std::time::Duration::from_millis(1),
+                                owner.as_ref(),
+                                None,
+                            )
+                            .await;
                     }
                 }
                 if n % 16 == 0 {
@@ -91,7 +98,12 @@ async fn concurrent_settlement_finishes_every_job_without_deadlock() {
         for (id, owner, _) in jobs.iter() {
             let snapshot = host
                 .registry
-                .wait(id, 10_000.0, owner.as_ref(), None)
+                .wait(
+                    id,
+                    std::time::Duration::from_millis(10_000),
+                    owner.as_ref(),
+                    None,
+                )
                 .await
                 .expect("wait");
             assert!(snapshot.status.is_terminal(), "{id} is {}", snapshot.status);

@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use harness_core::RegistrationScope;
-use harness_jobs::{CancellationToken, JobOutcome, JobRegistry, JobStatus, KillOutcome};
+use harness_jobs::{CancellationToken, JobError, JobOutcome, JobRegistry, JobStatus, KillOutcome};
 use pretty_assertions::assert_eq;
 
 use super::common::*;
@@ -94,7 +94,11 @@ async fn c062_a_wait_that_sees_settlement_delivers_it() {
     let (id, job) = host.start_ok(bash());
     let registry = host.registry.clone();
     let wait_id = id.clone();
-    let waiting = tokio::spawn(async move { registry.wait(&wait_id, 5000.0, None, None).await });
+    let waiting = tokio::spawn(async move {
+        registry
+            .wait(&wait_id, Duration::from_millis(5000), None, None)
+            .await
+    });
     tick().await;
     job.settle(JobOutcome::completed().with_detail("exit code: 0"));
     let snapshot = waiting.await.unwrap().unwrap();
@@ -114,7 +118,11 @@ async fn c063_a_wait_timeout_returns_the_live_snapshot() {
     let (id, _job) = host.start_ok(bash());
     let registry = host.registry.clone();
     let wait_id = id.clone();
-    let waiting = tokio::spawn(async move { registry.wait(&wait_id, 5.0, None, None).await });
+    let waiting = tokio::spawn(async move {
+        registry
+            .wait(&wait_id, Duration::from_millis(5), None, None)
+            .await
+    });
     tick().await;
     assert!(!waiting.is_finished());
     host.clock.advance(Duration::from_millis(4)).await;
@@ -137,7 +145,11 @@ async fn c065_a_finished_job_returns_immediately() {
     let (id, job) = host.start_ok(bash());
     job.settle(JobOutcome::completed());
     tick().await;
-    let snapshot = host.registry.wait(&id, 5000.0, None, None).await.unwrap();
+    let snapshot = host
+        .registry
+        .wait(&id, Duration::from_millis(5000), None, None)
+        .await
+        .unwrap();
     assert_eq!(
         (snapshot.status, snapshot.reported),
         (JobStatus::Completed, true)
@@ -149,23 +161,44 @@ async fn c066_invalid_wait_timeouts() {
     let host = Host::new();
     let (id, job) = host.start_ok(bash());
     assert_eq!(
-        message(host.registry.wait(&id, 0.0, None, None).await),
+        message(
+            host.registry
+                .wait(&id, Duration::from_millis(0), None, None)
+                .await
+        ),
         "invalid wait timeout: expected a positive number of milliseconds, got 0"
     );
-    assert!(
-        message(host.registry.wait(&id, f64::NAN, None, None).await)
-            .contains("invalid wait timeout")
+    // A number of milliseconds that is not finite and > 0 cannot become a Duration.
+    assert_eq!(
+        JobError::wait_timeout(f64::NAN).unwrap_err().to_string(),
+        "invalid wait timeout: expected a positive number of milliseconds, got null"
     );
     assert_eq!(
-        message(host.registry.wait(&id, -1.0, None, None).await),
+        JobError::wait_timeout(-1.0).unwrap_err().to_string(),
         "invalid wait timeout: expected a positive number of milliseconds, got -1"
     );
     // Checked even when terminal; unknown jobs are reported first.
     job.settle(JobOutcome::completed());
     tick().await;
-    assert!(message(host.registry.wait(&id, 0.0, None, None).await).contains("got 0"));
+    assert!(
+        message(
+            host.registry
+                .wait(&id, Duration::from_millis(0), None, None)
+                .await
+        )
+        .contains("got 0")
+    );
     assert_eq!(
-        message(host.registry.wait(&"bash-7".into(), 0.0, None, None).await),
+        message(
+            host.registry
+                .wait(
+                    &"bash-7".into(),
+                    Duration::from_millis(0),
+                    None,
+                    None
+                )
+                .await
+        ),
         "unknown job bash-7"
     );
 }
@@ -179,7 +212,12 @@ async fn c067_aborting_rejects_only_the_wait() {
     let (wait_id, wait_token) = (id.clone(), token.clone());
     let waiting = tokio::spawn(async move {
         registry
-            .wait(&wait_id, 5000.0, None, Some(wait_token))
+            .wait(
+                &wait_id,
+                Duration::from_millis(5000),
+                None,
+                Some(wait_token),
+            )
             .await
     });
     tick().await;
@@ -187,7 +225,16 @@ async fn c067_aborting_rejects_only_the_wait() {
     assert_eq!(message(waiting.await.unwrap()), "wait aborted");
     assert_eq!(host.registry.list(None)[0].status, JobStatus::Running);
     assert_eq!(
-        message(host.registry.wait(&id, 5000.0, None, Some(token)).await),
+        message(
+            host.registry
+                .wait(
+                    &id,
+                    Duration::from_millis(5000),
+                    None,
+                    Some(token)
+                )
+                .await
+        ),
         "wait aborted"
     );
 }
@@ -202,7 +249,12 @@ async fn an_abort_before_settlement_is_not_counted() {
     let (wait_id, wait_token) = (id.clone(), token.clone());
     let waiting = tokio::spawn(async move {
         registry
-            .wait(&wait_id, 5000.0, None, Some(wait_token))
+            .wait(
+                &wait_id,
+                Duration::from_millis(5000),
+                None,
+                Some(wait_token),
+            )
             .await
     });
     tick().await;
@@ -231,7 +283,16 @@ async fn c069_an_abort_after_settlement_is_harmless() {
     );
     let (id, job) = host.start_ok(bash());
     let registry = host.registry.clone();
-    let waiting = tokio::spawn(async move { registry.wait(&id, 5000.0, None, Some(token)).await });
+    let waiting = tokio::spawn(async move {
+        registry
+            .wait(
+                &id,
+                Duration::from_millis(5000),
+                None,
+                Some(token),
+            )
+            .await
+    });
     tick().await;
     job.settle(JobOutcome::completed());
     let snapshot = waiting.await.unwrap().unwrap();
@@ -247,7 +308,7 @@ async fn huge_timeouts_are_clamped_not_rejected() {
     let host = Host::new();
     let (id, job) = host.start_ok(bash());
     let registry = host.registry.clone();
-    let waiting = tokio::spawn(async move { registry.wait(&id, 1e300, None, None).await });
+    let waiting = tokio::spawn(async move { registry.wait(&id, Duration::MAX, None, None).await });
     tick().await;
     job.settle(JobOutcome::completed());
     assert_eq!(waiting.await.unwrap().unwrap().status, JobStatus::Completed);
