@@ -53,10 +53,9 @@ fn fixture(rt: &Runtime, owners: usize) -> Fixture {
     let _guard = rt.enter();
     let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
     let registry = LocalJobRegistry::new(
-        JobLimits {
-            max_concurrent_jobs_per_owner: 1_000_000,
-            output_history_bytes: 1024 * 1024,
-        },
+        JobLimits::default()
+            .with_max_concurrent_jobs_per_owner(1_000_000)
+            .with_output_history_bytes(1024 * 1024),
         host.as_dyn().clock(),
         Some(Arc::new(HarnessAgents::new(&host.as_dyn()))),
     );

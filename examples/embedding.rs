@@ -155,12 +155,7 @@ impl Agent for MyAgent {
 async fn main() -> anyhow::Result<()> {
     let host = Arc::new(Host::default());
     let harness: Arc<dyn Harness> = host.clone();
-    let _todo = harness_todo::install(
-        &harness,
-        harness_todo::TodoConfig {
-            allow_parallel_in_progress: false,
-        },
-    )?;
+    let _todo = harness_todo::install(&harness, harness_todo::TodoConfig::new(false))?;
 
     let store = MemoryStore::new(Arc::new(SystemClock));
     let stored = store.create(SessionHeader::new("s1"))?;

@@ -129,19 +129,15 @@ async fn main() -> anyhow::Result<()> {
 
     // Install the families, each with one call.
     let harness = host.as_dyn();
-    let todo = harness_todo::install(
-        &harness,
-        harness_todo::TodoConfig {
-            allow_parallel_in_progress: false,
-        },
-    )?;
+    let todo = harness_todo::install(&harness, harness_todo::TodoConfig::new(false))?;
     let jobs = harness_jobs_local::install(&harness, harness_jobs_local::JobsConfig::default())?;
     let tool_jobs = harness_tool_jobs::install(
         &harness,
         jobs.registry(),
         harness_tool_jobs::ToolJobsConfig::default(),
     )?;
-    let schedule = harness_schedule::install(&harness, harness_schedule::ScheduleConfig {})?;
+    let schedule =
+        harness_schedule::install(&harness, harness_schedule::ScheduleConfig::default())?;
     let bash = harness_bash::install(
         &harness,
         Some(jobs.registry()),

@@ -11,12 +11,7 @@ use serde_json::json;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let host = MemoryHarness::new(Arc::new(SystemClock));
-    let _todo = harness_todo::install(
-        &host.as_dyn(),
-        harness_todo::TodoConfig {
-            allow_parallel_in_progress: false,
-        },
-    )?;
+    let _todo = harness_todo::install(&host.as_dyn(), harness_todo::TodoConfig::new(false))?;
     let agent = host.create_session(SessionHeader::new("s1"))?;
     let s1 = SessionId::from("s1");
     for args in [

@@ -61,9 +61,11 @@ impl ToolAnnotations {
     };
 }
 
-/// A content block of a tool result or message. Only text is used by these families.
+/// A content block of a tool result or message. Only text is used by these families; more
+/// kinds (images, resources) may follow, so matches outside this crate need a fallback arm.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
+#[non_exhaustive]
 pub enum ContentBlock {
     /// Plain text.
     Text {

@@ -22,6 +22,7 @@ pub const DEFAULT_OUTPUT_HISTORY_BYTES: u64 = 1024 * 1024;
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct JobsConfig {
     /// The admission cap per exact owner instance (unowned jobs share one bucket): an integer
     /// from 1 to 2^53−1, default 10. A JSON number; kept as `f64` so that every out-of-range
@@ -43,6 +44,22 @@ fn default_history() -> f64 {
     DEFAULT_OUTPUT_HISTORY_BYTES as f64
 }
 
+impl JobsConfig {
+    /// With `maxConcurrentJobsPerOwner` set (checked by [`JobsConfig::validate`]).
+    #[must_use]
+    pub fn with_max_concurrent_jobs_per_owner(mut self, max: f64) -> Self {
+        self.max_concurrent_jobs_per_owner = max;
+        self
+    }
+
+    /// With `outputHistoryBytes` set (checked by [`JobsConfig::validate`]).
+    #[must_use]
+    pub fn with_output_history_bytes(mut self, bytes: f64) -> Self {
+        self.output_history_bytes = bytes;
+        self
+    }
+}
+
 impl Default for JobsConfig {
     fn default() -> Self {
         Self {
@@ -54,11 +71,28 @@ impl Default for JobsConfig {
 
 /// A validated [`JobsConfig`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct JobLimits {
     /// The admission cap per owner bucket (≥ 1).
     pub max_concurrent_jobs_per_owner: u64,
     /// The per-job history budget in bytes.
     pub output_history_bytes: usize,
+}
+
+impl JobLimits {
+    /// With the admission cap per owner bucket set (≥ 1, as the field says).
+    #[must_use]
+    pub fn with_max_concurrent_jobs_per_owner(mut self, max: u64) -> Self {
+        self.max_concurrent_jobs_per_owner = max;
+        self
+    }
+
+    /// With the per-job history budget set, in bytes.
+    #[must_use]
+    pub fn with_output_history_bytes(mut self, bytes: usize) -> Self {
+        self.output_history_bytes = bytes;
+        self
+    }
 }
 
 impl Default for JobLimits {

@@ -22,6 +22,7 @@ pub const PLUGIN_NAME: &str = "schedule";
 /// scenario runner and hosts pass `{}` like for every family, and unknown keys are rejected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct ScheduleConfig {}
 
 impl ScheduleConfig {

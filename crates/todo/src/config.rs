@@ -15,6 +15,7 @@ const KEY: &str = "allowParallelInProgress";
 /// required and has no default, and no other key is accepted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[non_exhaustive]
 pub struct TodoConfig {
     /// Whether several items may be `in_progress` at once. Selects the tool description and
     /// the at-most-one check (todo-jobs §2.2, §2.3 step 2).
@@ -22,6 +23,14 @@ pub struct TodoConfig {
 }
 
 impl TodoConfig {
+    /// A configuration with the one choice the spec leaves to the host made explicitly
+    /// (there is no default, todo-jobs §2.1).
+    pub fn new(allow_parallel_in_progress: bool) -> Self {
+        Self {
+            allow_parallel_in_progress,
+        }
+    }
+
     /// Decodes the configuration from JSON with the upstream messages (todo-jobs §2.1),
     /// prefixed with the plugin name:
     ///

@@ -28,6 +28,7 @@ pub enum CompletionDelivery {
 /// | `maxConsecutiveWakes` | `3` | ≥ 1 and a safe integer |
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct ToolJobsConfig {
     /// Wait used when `wait: true` is sent without `timeout_ms`, in milliseconds.
     pub wait_timeout_ms: f64,
@@ -37,6 +38,36 @@ pub struct ToolJobsConfig {
     pub completion_delivery: CompletionDelivery,
     /// How many followup turns notices may open for one owner before a user message.
     pub max_consecutive_wakes: f64,
+}
+
+impl ToolJobsConfig {
+    /// With `waitTimeoutMs` set (milliseconds).
+    #[must_use]
+    pub fn with_wait_timeout_ms(mut self, wait_timeout_ms: f64) -> Self {
+        self.wait_timeout_ms = wait_timeout_ms;
+        self
+    }
+
+    /// With `maxWaitTimeoutMs` set (milliseconds).
+    #[must_use]
+    pub fn with_max_wait_timeout_ms(mut self, max_wait_timeout_ms: f64) -> Self {
+        self.max_wait_timeout_ms = max_wait_timeout_ms;
+        self
+    }
+
+    /// With `completionDelivery` set.
+    #[must_use]
+    pub fn with_completion_delivery(mut self, completion_delivery: CompletionDelivery) -> Self {
+        self.completion_delivery = completion_delivery;
+        self
+    }
+
+    /// With `maxConsecutiveWakes` set.
+    #[must_use]
+    pub fn with_max_consecutive_wakes(mut self, max_consecutive_wakes: f64) -> Self {
+        self.max_consecutive_wakes = max_consecutive_wakes;
+        self
+    }
 }
 
 impl Default for ToolJobsConfig {

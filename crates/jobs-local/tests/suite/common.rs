@@ -44,10 +44,7 @@ impl Host {
         let harness = MemoryHarness::new(Arc::new(clock.clone()));
         let directory = AgentDirectory::new();
         let registry = LocalJobRegistry::new(
-            JobLimits {
-                max_concurrent_jobs_per_owner: limit,
-                ..JobLimits::default()
-            },
+            JobLimits::default().with_max_concurrent_jobs_per_owner(limit),
             Arc::new(clock.clone()),
             Some(Arc::new(directory.clone())),
         );

@@ -40,10 +40,9 @@ async fn read_at_reports_dropped_history() {
     let host = Host::new();
     let clock = host.clock;
     let registry = harness_jobs_local::LocalJobRegistry::new(
-        harness_jobs_local::JobLimits {
-            max_concurrent_jobs_per_owner: 10,
-            output_history_bytes: 8,
-        },
+        harness_jobs_local::JobLimits::default()
+            .with_max_concurrent_jobs_per_owner(10)
+            .with_output_history_bytes(8),
         std::sync::Arc::new(clock),
         None,
     );

@@ -191,12 +191,7 @@ async fn c066_invalid_wait_timeouts() {
     assert_eq!(
         message(
             host.registry
-                .wait(
-                    &"bash-7".into(),
-                    Duration::from_millis(0),
-                    None,
-                    None
-                )
+                .wait(&"bash-7".into(), Duration::from_millis(0), None, None)
                 .await
         ),
         "unknown job bash-7"
@@ -227,12 +222,7 @@ async fn c067_aborting_rejects_only_the_wait() {
     assert_eq!(
         message(
             host.registry
-                .wait(
-                    &id,
-                    Duration::from_millis(5000),
-                    None,
-                    Some(token)
-                )
+                .wait(&id, Duration::from_millis(5000), None, Some(token))
                 .await
         ),
         "wait aborted"
@@ -285,12 +275,7 @@ async fn c069_an_abort_after_settlement_is_harmless() {
     let registry = host.registry.clone();
     let waiting = tokio::spawn(async move {
         registry
-            .wait(
-                &id,
-                Duration::from_millis(5000),
-                None,
-                Some(token),
-            )
+            .wait(&id, Duration::from_millis(5000), None, Some(token))
             .await
     });
     tick().await;

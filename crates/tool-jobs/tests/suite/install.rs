@@ -98,11 +98,9 @@ async fn the_catalog_shows_the_exact_definitions() {
 #[tokio::test(start_paused = true)]
 async fn invalid_configs_register_nothing() {
     let fx = Fx::without_tool_jobs();
-    let config = ToolJobsConfig {
-        wait_timeout_ms: 100.0,
-        max_wait_timeout_ms: 50.0,
-        ..ToolJobsConfig::default()
-    };
+    let config = ToolJobsConfig::default()
+        .with_wait_timeout_ms(100.0)
+        .with_max_wait_timeout_ms(50.0);
     let error = install(&fx.harness, fx.registry.clone(), config).unwrap_err();
     assert_eq!(
         error.to_string(),
