@@ -50,13 +50,29 @@ fn camel_case_keys() {
 fn spill_options_follow_the_folder_and_cap() {
     let config = BashConfig::from_json(&json!({"spillDir": "/x", "maxSpillBytes": 7})).unwrap();
     let options = config.process_options("true", Arc::new(SystemClock));
+    assert_eq!(options.spill, Some(crate::SpillOptions::new("/x", 7)));
+    let keep = BashConfig::from_json(&json!({"spillDir": "/x", "keepSpillFiles": true})).unwrap();
     assert_eq!(
-        options.spill,
+        keep.process_options("true", Arc::new(SystemClock)).spill,
         Some(crate::SpillOptions {
             dir: PathBuf::from("/x"),
-            max_bytes: 7
+            max_bytes: crate::DEFAULT_MAX_SPILL_BYTES,
+            retention: crate::SpillRetention::Keep,
         })
     );
+}
+
+#[test]
+fn the_default_spill_folder_is_private_to_this_user() {
+    use std::os::unix::fs::MetadataExt as _;
+    let folder = BashConfig::default().spill_folder();
+    let uid = rustix::process::geteuid().as_raw();
+    let name = folder.file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(name.starts_with(&format!("harness-bash-{uid}")), "{name}");
+    let metadata = std::fs::symlink_metadata(&folder).unwrap();
+    assert!(metadata.is_dir());
+    assert_eq!(metadata.uid(), uid);
+    assert_eq!(metadata.mode() & 0o077, 0, "{:o}", metadata.mode());
 }
 
 #[test]
@@ -72,6 +88,12 @@ fn rejections() {
     assert_eq!(
         BashConfig::from_json(&json!({"defaultTimeoutMs": 700000})),
         invalid("tool-bash: defaultTimeoutMs (700000) exceeds maxTimeoutMs (600000)")
+    );
+    assert_eq!(
+        BashConfig::from_json(&json!({"keepSpillFiles": true})),
+        invalid(
+            "tool-bash: keepSpillFiles needs spillDir (files in the default folder are always removed)"
+        )
     );
     let Err(ConfigError::Invalid(message)) = BashConfig::from_json(&json!({"maxOutputByte": 1}))
     else {
