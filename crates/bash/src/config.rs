@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::process::private_folder;
-use crate::{ProcessOptions, SpillOptions, SpillRetention};
+use crate::{Containment, ProcessOptions, SpillOptions, SpillRetention};
 
 /// The plugin name, used as the prefix of configuration errors.
 pub const PLUGIN_NAME: &str = "tool-bash";
@@ -18,7 +18,7 @@ pub const PLUGIN_NAME: &str = "tool-bash";
 /// Configuration of the bash plugin. Every key is optional; unknown keys are rejected.
 ///
 /// JSON keys (camelCase): `maxOutputBytes`, `maxSpillBytes`, `spillDir`, `keepSpillFiles`,
-/// `killGraceMs`, `cwd`, `env`, `defaultTimeoutMs`, `maxTimeoutMs`.
+/// `killGraceMs`, `containment`, `cwd`, `env`, `defaultTimeoutMs`, `maxTimeoutMs`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct BashConfig {
@@ -43,6 +43,10 @@ pub struct BashConfig {
     /// Milliseconds between SIGTERM and SIGKILL when a job is cancelled. Integer ≥ 0;
     /// default 2000.
     pub kill_grace_ms: u64,
+    /// How each job's process tree is contained (decision 13): `"auto"` (default: a cgroup
+    /// v2 per job where the host can create one, else `"processTree"`) or `"processTree"`
+    /// (environment marker and parent links in `/proc`, plus the process group).
+    pub containment: Containment,
     /// Working directory of every command; default: the host process's.
     pub cwd: Option<PathBuf>,
     /// Variables set for every command on top of the host's environment.
@@ -62,6 +66,7 @@ impl Default for BashConfig {
             spill_dir: None,
             keep_spill_files: false,
             kill_grace_ms: 2000,
+            containment: Containment::Auto,
             cwd: None,
             env: BTreeMap::new(),
             default_timeout_ms: 120_000.0,
@@ -154,6 +159,7 @@ impl BashConfig {
             },
         });
         options.kill_grace = self.kill_grace();
+        options.containment = self.containment;
         options
     }
 }

@@ -32,8 +32,18 @@ use rustix::process::{Pid, Signal};
 /// The variable that carries a job's marker to every process it starts.
 pub(crate) const MARKER_VAR: &str = "HARNESS_BASH_JOB";
 
-/// How a job's processes are contained.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The gate a shell waits at until it is inside its cgroup, run as
+/// `bash --posix -c GATE bash -c COMMAND` with stdin a pipe from the host: it waits for
+/// the pipe to close, then replaces itself (same pid, group and environment) with
+/// `bash -c COMMAND` reading `/dev/null`, so nothing the command runs ever starts outside
+/// the cgroup. POSIX mode reads no startup file (`BASH_ENV` runs once, in the real shell),
+/// and `SHLVL` is put back so the command sees the level it would without the gate.
+pub(crate) const GATE: &str = "read -r _ || :; SHLVL=$((SHLVL - 1)); exec bash \"$@\" </dev/null";
+
+/// How a job's processes are contained (configuration key `containment`: `"auto"` or
+/// `"processTree"`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub enum Containment {
     /// A cgroup v2 per job where one can be created (Linux), otherwise [`ProcessTree`]
@@ -99,25 +109,26 @@ impl Tree {
         &self.marker
     }
 
-    /// Records the started shell (its pid is its group id) and moves it into the cgroup,
-    /// with anything it forked before the move. If the move fails the cgroup is given up.
+    /// Whether a cgroup is prepared: the shell must then be started behind the gate
+    /// ([`GATE`]) and released only after [`Tree::adopt`].
+    pub(crate) fn gated(&self) -> bool {
+        self.cgroup.is_some()
+    }
+
+    /// Records the started shell (its pid is its group id) and moves it into the cgroup.
+    /// The shell is still waiting at the gate, so it has forked nothing yet. If the move
+    /// fails the cgroup is given up (the process tree still contains the job).
     pub(crate) fn adopt(&mut self, pid: Pid) {
         self.pgid = Some(pid);
-        if let Some(dir) = &self.cgroup {
-            if let Err(error) = cgroup::enter(dir, pid) {
-                tracing::warn!(
-                    "bash: cannot move process {pid:?} into {}: {error}; containing by process tree",
-                    dir.display()
-                );
-                cgroup::remove(dir);
-                self.cgroup = None;
-                return;
-            }
-            for member in proc_scan::members(&self.marker, None) {
-                if member.pid != pid {
-                    let _ = cgroup::enter(dir, member.pid);
-                }
-            }
+        if let Some(dir) = &self.cgroup
+            && let Err(error) = cgroup::enter(dir, pid)
+        {
+            tracing::warn!(
+                "bash: cannot move process {pid:?} into {}: {error}; containing by process tree",
+                dir.display()
+            );
+            cgroup::remove(dir);
+            self.cgroup = None;
         }
     }
 

@@ -30,7 +30,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 use tokio_util::sync::CancellationToken;
 
 use crate::buffer::StreamBuffer;
-use crate::contain::{Containment, Group, MARKER_VAR, Mechanism, Tree, random_hex};
+use crate::contain::{Containment, GATE, Group, MARKER_VAR, Mechanism, Tree, random_hex};
 use crate::render::{append_notice, dropped_notice, render_delta};
 
 /// Default cap of unread bytes kept in memory per stream: 1 MiB.
@@ -369,12 +369,17 @@ impl BashProcess {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| BashError::NoRuntime)?;
         let mut tree = Tree::prepare(options.containment);
         let mut command = Command::new("bash");
+        if tree.gated() {
+            command
+                .args(["--posix", "-c", GATE, "bash", "-c"])
+                .arg(&options.command)
+                .stdin(Stdio::piped());
+        } else {
+            command.arg("-c").arg(&options.command).stdin(Stdio::null());
+        }
         command
-            .arg("-c")
-            .arg(&options.command)
             .envs(&options.env)
             .env(MARKER_VAR, tree.marker())
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
@@ -387,6 +392,8 @@ impl BashProcess {
         if let Some(pgid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
             tree.adopt(pgid);
         }
+        // Opens the gate (a shell started without one has no stdin pipe).
+        drop(child.stdin.take());
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             // Unreachable with piped stdio; the child is killed on drop.
             return Err(BashError::Spawn(std::io::Error::other("missing pipes")));

@@ -1,3 +1,4 @@
+mod contain;
 mod process;
 mod support;
 mod tool;
