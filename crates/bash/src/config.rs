@@ -170,33 +170,36 @@ impl BashConfig {
 fn default_spill_folder() -> PathBuf {
     static FOLDER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     FOLDER
-        .get_or_init(|| {
-            let uid = rustix::process::geteuid().as_raw();
-            let temp = std::env::temp_dir();
-            let shared = temp.join(format!("harness-bash-{uid}"));
-            match private_folder(&shared) {
-                Ok(()) => shared,
-                Err(refused) => {
-                    let fresh = tempfile::Builder::new()
-                        .prefix(&format!("harness-bash-{uid}-"))
-                        .tempdir_in(&temp)
-                        .map(tempfile::TempDir::keep);
-                    match fresh {
-                        Ok(fresh) => {
-                            tracing::warn!(
-                                "bash: refusing spill folder {}: {refused}; using {} instead",
-                                shared.display(),
-                                fresh.display()
-                            );
-                            fresh
-                        }
-                        // Spilling then fails on the refused folder, with its own warning.
-                        Err(_) => shared,
-                    }
-                }
-            }
-        })
+        .get_or_init(|| choose_default_folder(&std::env::temp_dir()))
         .clone()
+}
+
+/// `<temp>/harness-bash-<uid>` if it is (or can be made) a private folder of this user;
+/// otherwise a fresh `<temp>/harness-bash-<uid>-<random>` created with mode 0700.
+fn choose_default_folder(temp: &std::path::Path) -> PathBuf {
+    let uid = rustix::process::geteuid().as_raw();
+    let shared = temp.join(format!("harness-bash-{uid}"));
+    let refused = match private_folder(&shared) {
+        Ok(()) => return shared,
+        Err(refused) => refused,
+    };
+    let fresh = tempfile::Builder::new()
+        .prefix(&format!("harness-bash-{uid}-"))
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir_in(temp)
+        .map(tempfile::TempDir::keep);
+    match fresh {
+        Ok(fresh) => {
+            tracing::warn!(
+                "bash: refusing spill folder {}: {refused}; using {} instead",
+                shared.display(),
+                fresh.display()
+            );
+            fresh
+        }
+        // Spilling then fails on the refused folder, with its own warning.
+        Err(_) => shared,
+    }
 }
 
 #[cfg(test)]

@@ -109,3 +109,27 @@ fn rejections() {
     };
     assert!(message.starts_with("tool-bash: invalid value"), "{message}");
 }
+
+#[test]
+fn an_unsafe_default_folder_is_replaced_by_a_fresh_private_one() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let uid = rustix::process::geteuid().as_raw();
+    let temp = tempfile::tempdir().unwrap();
+    let shared = temp.path().join(format!("harness-bash-{uid}"));
+    // Missing: created 0700 and used.
+    assert_eq!(super::choose_default_folder(temp.path()), shared);
+    let mode = std::fs::metadata(&shared).unwrap().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    // World writable (someone could have swapped files in it): replaced.
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let fresh = super::choose_default_folder(temp.path());
+    assert_ne!(fresh, shared);
+    let name = fresh.file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(name.starts_with(&format!("harness-bash-{uid}-")), "{name}");
+    let metadata = std::fs::metadata(&fresh).unwrap();
+    assert_eq!((metadata.uid(), metadata.mode() & 0o777), (uid, 0o700));
+    // A link where the folder should be is refused too.
+    std::fs::remove_dir(&shared).unwrap();
+    std::os::unix::fs::symlink(temp.path(), &shared).unwrap();
+    assert_ne!(super::choose_default_folder(temp.path()), shared);
+}

@@ -1,4 +1,5 @@
 mod contain;
 mod process;
+mod spill;
 mod support;
 mod tool;
