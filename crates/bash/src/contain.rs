@@ -361,16 +361,68 @@ mod cgroup {
             .any(|path| Path::new(path.trim()).ends_with(relative))
     }
 
-    /// Removes the cgroup, or remembers it for later while members are still exiting.
+    /// Removes the cgroup; while members are still exiting, once they have.
     pub(super) fn remove(dir: &Path) {
         match std::fs::remove_dir(dir) {
             Ok(()) => {}
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-            Err(_) => STALE
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .push(dir.to_path_buf()),
+            Err(_) => remove_when_empty(dir.to_path_buf()),
         }
+    }
+
+    /// Waits for every member to exit (a pidfd turns readable when its process ends; an
+    /// exited process has left the cgroup), then removes the folder. Outside a runtime, or
+    /// if it still fails, the folder is remembered and retried on the next creation.
+    fn remove_when_empty(dir: PathBuf) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            stale(dir);
+            return;
+        };
+        let fds: Vec<rustix::fd::OwnedFd> = pids(&dir)
+            .into_iter()
+            .filter_map(Pid::from_raw)
+            .filter_map(|pid| {
+                rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+            })
+            .collect();
+        let folder = RemoveOnDrop(dir);
+        runtime.spawn(async move {
+            for fd in fds {
+                if let Ok(fd) = watch_pidfd(fd) {
+                    let _ = fd.readable().await;
+                }
+            }
+            drop(folder);
+        });
+    }
+
+    /// Removes the folder when dropped: after the wait, or at once if the runtime drops the
+    /// task unfinished.
+    struct RemoveOnDrop(PathBuf);
+
+    impl Drop for RemoveOnDrop {
+        fn drop(&mut self) {
+            if std::fs::remove_dir(&self.0).is_err() {
+                stale(std::mem::take(&mut self.0));
+            }
+        }
+    }
+
+    #[expect(
+        deprecated,
+        reason = "the safe constructor is deprecated for descriptors the value does not own; an \
+                  OwnedFd owns its descriptor for the AsyncFd's whole life, which is the safety \
+                  condition of its unsafe replacement (and unsafe code is forbidden here); move \
+                  off it when tokio offers a safe constructor for owned descriptors"
+    )]
+    fn watch_pidfd(
+        fd: rustix::fd::OwnedFd,
+    ) -> std::io::Result<tokio::io::unix::AsyncFd<rustix::fd::OwnedFd>> {
+        tokio::io::unix::AsyncFd::with_interest(fd, tokio::io::Interest::READABLE)
+    }
+
+    fn stale(dir: PathBuf) {
+        STALE.lock().unwrap_or_else(|p| p.into_inner()).push(dir);
     }
 }
 
