@@ -61,7 +61,7 @@ pub enum Containment {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Mechanism {
-    /// A cgroup v2 of its own, plus the marker and the process group.
+    /// A cgroup v2 of its own (its members are the job), plus the process group.
     Cgroup,
     /// The environment marker and parent links in `/proc`, plus the process group.
     ProcessTree,

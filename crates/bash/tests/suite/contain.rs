@@ -350,3 +350,44 @@ async fn a_cleared_environment_does_not_escape_the_cgroup() {
     finish(&process).await;
     assert_eq!(settle_count(&marker, 0).await, 0);
 }
+
+/// The documented limit of the process tree alone: a descendant that clears its environment
+/// and leaves its parent is not found (the test stops it itself afterwards).
+#[tokio::test]
+async fn without_a_cgroup_a_cleared_environment_and_a_double_fork_escape() {
+    let marker = unique("tree-env-clear");
+    let mut options = options(&format!(
+        "(setsid env -i bash -c '(exec -a {marker} sleep 1000) >/dev/null 2>&1 & exit 0' &)\necho ready; sleep 1000"
+    ));
+    options.containment = ProcessTree;
+    let process = BashProcess::spawn(options).unwrap();
+    assert_eq!(process.mechanism(), Mechanism::ProcessTree);
+    assert_eq!(settle_count(&marker, 1).await, 1);
+    process.cancel();
+    finish(&process).await;
+    let escaped = survivors(&marker);
+    stop_by_name(&marker);
+    assert_eq!(escaped, 1);
+    assert_eq!(settle_count(&marker, 0).await, 0);
+}
+
+/// SIGKILL to every process whose `argv[0]` is `marker` (cleanup of a documented escape).
+fn stop_by_name(marker: &str) {
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        if cmdline.split(|b| *b == 0).next() == Some(marker.as_bytes())
+            && let Some(pid) = rustix::process::Pid::from_raw(pid)
+        {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
