@@ -128,6 +128,7 @@ impl Tree {
                 dir.display()
             );
             cgroup::remove(dir);
+            cgroup::refuse();
             self.cgroup = None;
         }
     }
@@ -299,8 +300,15 @@ mod cgroup {
 
     /// Creates `<host cgroup>/harness-bash-<marker>`; `None` where that is not possible
     /// (no cgroup2, no permission, read-only), logged once.
+    /// Set once a cgroup could not be created or entered: later jobs do not try again (and
+    /// do not log again).
+    static REFUSED: OnceLock<()> = OnceLock::new();
+
+    pub(super) fn refuse() {
+        let _ = REFUSED.set(());
+    }
+
     pub(super) fn create(marker: &str) -> Option<PathBuf> {
-        static REFUSED: OnceLock<()> = OnceLock::new();
         let parent = parent()?;
         let stale: Vec<PathBuf> =
             std::mem::take(&mut *STALE.lock().unwrap_or_else(|p| p.into_inner()));
@@ -433,6 +441,7 @@ mod cgroup {
     pub(super) fn create(_marker: &str) -> Option<PathBuf> {
         None
     }
+    pub(super) fn refuse() {}
     pub(super) fn enter(_dir: &Path, _pid: Pid) -> std::io::Result<()> {
         Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
     }
