@@ -128,6 +128,12 @@ fn an_unsafe_default_folder_is_replaced_by_a_fresh_private_one() {
     assert!(name.starts_with(&format!("harness-bash-{uid}-")), "{name}");
     let metadata = std::fs::metadata(&fresh).unwrap();
     assert_eq!((metadata.uid(), metadata.mode() & 0o777), (uid, 0o700));
+    // Another user's folder (only root can make one; CI runs as root).
+    if rustix::process::geteuid().is_root() {
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(&shared, Some(65534), Some(65534)).unwrap();
+        assert_ne!(super::choose_default_folder(temp.path()), shared);
+    }
     // A link where the folder should be is refused too.
     std::fs::remove_dir(&shared).unwrap();
     std::os::unix::fs::symlink(temp.path(), &shared).unwrap();
