@@ -37,8 +37,9 @@ pub(crate) const MARKER_VAR: &str = "HARNESS_BASH_JOB";
 /// the pipe to close, then replaces itself (same pid, group and environment) with
 /// `bash -c COMMAND` reading `/dev/null`, so nothing the command runs ever starts outside
 /// the cgroup. POSIX mode reads no startup file (`BASH_ENV` runs once, in the real shell),
-/// and `SHLVL` is put back so the command sees the level it would without the gate.
-pub(crate) const GATE: &str = "read -r _ || :; SHLVL=$((SHLVL - 1)); exec bash \"$@\" </dev/null";
+/// and `exec` hands on the shell level unchanged (bash lowers `SHLVL` before it replaces
+/// itself), so the command sees what it would without the gate.
+pub(crate) const GATE: &str = "read -r _ || :; exec bash \"$@\" </dev/null";
 
 /// How a job's processes are contained (configuration key `containment`: `"auto"` or
 /// `"processTree"`).

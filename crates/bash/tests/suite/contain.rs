@@ -391,3 +391,48 @@ fn stop_by_name(marker: &str) {
         }
     }
 }
+
+/// The start gate of a cgroup-contained shell is invisible to the command: same `$0`, shell
+/// level, options, environment and an empty stdin as a shell started directly; and every
+/// job carries its own 32-digit marker.
+#[tokio::test]
+async fn the_start_gate_is_invisible_to_the_command() {
+    let script = r#"printf '%s\n' "$0" "$SHLVL" "$-" "${#HARNESS_BASH_JOB}"; env | grep -v '^HARNESS_BASH_JOB=' | sort; cat; echo end"#;
+    let temp = tempfile::tempdir().unwrap();
+    let rc = temp.path().join("rc");
+    std::fs::write(
+        &rc,
+        format!(
+            "echo sourced >> '{}'\n",
+            temp.path().join("count").display()
+        ),
+    )
+    .unwrap();
+    let mut outputs = Vec::new();
+    for mode in [Auto, ProcessTree] {
+        let mut options = options(script);
+        options.containment = mode;
+        options
+            .env
+            .insert("BASH_ENV".to_owned(), rc.display().to_string());
+        let process = BashProcess::spawn(options).unwrap();
+        assert_eq!(
+            finish(&process).await.status,
+            harness_bash::EndStatus::Exited(0)
+        );
+        outputs.push(process.read());
+        // `BASH_ENV` ran once, in the command's shell.
+        let count = temp.path().join("count");
+        assert_eq!(
+            std::fs::read_to_string(&count).unwrap(),
+            "sourced\n",
+            "{mode:?}"
+        );
+        std::fs::remove_file(&count).unwrap();
+    }
+    assert_eq!(outputs[0], outputs[1]);
+    let mut lines = outputs[0].lines();
+    assert_eq!(lines.next(), Some("bash"));
+    assert_eq!(lines.nth(2), Some("32"));
+    assert!(outputs[0].ends_with("\nend\n"), "{}", outputs[0]);
+}
