@@ -4,13 +4,16 @@
 //! Three layers, strongest first:
 //!
 //! 1. **A cgroup v2 per job** (Linux, where the host may create one under its own cgroup):
-//!    the shell is moved into it right after the spawn, every descendant is born in it, and
-//!    `cgroup.kill` stops all members at once. Leaving it takes a write to another cgroup's
-//!    `cgroup.procs`, which session and group changes never do.
+//!    the shell waits at a start gate ([`GATE`]) until it has been moved into the cgroup,
+//!    so every descendant is born in it, and `cgroup.kill` stops all members at once. The
+//!    members are the cgroup's processes (no scan of the process table). Leaving it takes a
+//!    write to another cgroup's `cgroup.procs`, which session and group changes never do.
+//!    The folder is removed once its last member has exited.
 //! 2. **An unpredictable marker in the environment** (`HARNESS_BASH_JOB=<32 hex digits>`),
 //!    inherited by every descendant that does not clear its environment, found by scanning
 //!    `/proc/<pid>/environ`; plus the descendants of every member found through the parent
-//!    links in `/proc/<pid>/stat`.
+//!    links in `/proc/<pid>/stat`. Used when there is no cgroup. A process that clears its
+//!    environment and leaves its parent before the stop is not found.
 //! 3. **The process group** (every Unix): the shell leads its own group, signalled as a whole
 //!    while the shell has not been reaped.
 //!
