@@ -64,10 +64,10 @@ async fn pipeline(bytes: u64) -> Duration {
 async fn job(bytes: u64, spill_dir: &std::path::Path) -> (Duration, u64, u64) {
     let mut options =
         ProcessOptions::new(format!("head -c {bytes} /dev/zero"), Arc::new(SystemClock));
-    options.spill = Some(SpillOptions {
-        dir: spill_dir.to_path_buf(),
-        max_bytes: harness::bash::DEFAULT_MAX_SPILL_BYTES,
-    });
+    options.spill = Some(SpillOptions::new(
+        spill_dir,
+        harness::bash::DEFAULT_MAX_SPILL_BYTES,
+    ));
     let started = Instant::now();
     let process = BashProcess::spawn(options).unwrap();
     let mut delivered = 0u64;

@@ -9,15 +9,16 @@ use harness_core::{Clock, ConfigError};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{ProcessOptions, SpillOptions};
+use crate::process::private_folder;
+use crate::{Containment, ProcessOptions, SpillOptions, SpillRetention};
 
 /// The plugin name, used as the prefix of configuration errors.
 pub const PLUGIN_NAME: &str = "tool-bash";
 
 /// Configuration of the bash plugin. Every key is optional; unknown keys are rejected.
 ///
-/// JSON keys (camelCase): `maxOutputBytes`, `maxSpillBytes`, `spillDir`, `killGraceMs`,
-/// `cwd`, `env`, `defaultTimeoutMs`, `maxTimeoutMs`.
+/// JSON keys (camelCase): `maxOutputBytes`, `maxSpillBytes`, `spillDir`, `keepSpillFiles`,
+/// `killGraceMs`, `containment`, `cwd`, `env`, `defaultTimeoutMs`, `maxTimeoutMs`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 pub struct BashConfig {
@@ -28,11 +29,24 @@ pub struct BashConfig {
     /// Bytes written to each spill file at most. Integer ≥ 0 (0 disables spill files, and
     /// the notice then says `(unavailable)`); default 64 MiB.
     pub max_spill_bytes: u64,
-    /// The folder for spill files; default `<system temp dir>/harness-bash`.
+    /// The folder for spill files (decision 17); default: the per-user folder
+    /// `<system temp dir>/harness-bash-<uid>`, created with mode 0700. A folder owned by
+    /// another user or writable by group or others is refused: for the default folder a
+    /// fresh private folder `<system temp dir>/harness-bash-<uid>-<random>` replaces it;
+    /// for a configured one nothing is spilled (the notice says `(unavailable)`) and a
+    /// warning is logged.
     pub spill_dir: Option<PathBuf>,
+    /// Keep spill files when their job record is removed or the registry is disposed
+    /// (default `false`: they are removed). Only with `spillDir`: files in the default
+    /// folder are always removed.
+    pub keep_spill_files: bool,
     /// Milliseconds between SIGTERM and SIGKILL when a job is cancelled. Integer ≥ 0;
     /// default 2000.
     pub kill_grace_ms: u64,
+    /// How each job's process tree is contained (decision 13): `"auto"` (default: a cgroup
+    /// v2 per job where the host can create one, else `"processTree"`) or `"processTree"`
+    /// (environment marker and parent links in `/proc`, plus the process group).
+    pub containment: Containment,
     /// Working directory of every command; default: the host process's.
     pub cwd: Option<PathBuf>,
     /// Variables set for every command on top of the host's environment.
@@ -50,7 +64,9 @@ impl Default for BashConfig {
             max_output_bytes: crate::DEFAULT_MAX_OUTPUT_BYTES as u64,
             max_spill_bytes: crate::DEFAULT_MAX_SPILL_BYTES,
             spill_dir: None,
+            keep_spill_files: false,
             kill_grace_ms: 2000,
+            containment: Containment::Auto,
             cwd: None,
             env: BTreeMap::new(),
             default_timeout_ms: 120_000.0,
@@ -74,11 +90,18 @@ impl BashConfig {
     /// Checks the ranges documented on the fields.
     ///
     /// # Errors
-    /// [`ConfigError::Invalid`], e.g. `tool-bash: maxOutputBytes (0) must be at least 1` or
-    /// `tool-bash: defaultTimeoutMs (700000) exceeds maxTimeoutMs (600000)`.
+    /// [`ConfigError::Invalid`], e.g. `tool-bash: maxOutputBytes (0) must be at least 1`,
+    /// `tool-bash: defaultTimeoutMs (700000) exceeds maxTimeoutMs (600000)` or
+    /// `tool-bash: keepSpillFiles needs spillDir (files in the default folder are always removed)`.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let invalid =
             |message: String| Err(ConfigError::Invalid(format!("{PLUGIN_NAME}: {message}")));
+        if self.keep_spill_files && self.spill_dir.is_none() {
+            return invalid(
+                "keepSpillFiles needs spillDir (files in the default folder are always removed)"
+                    .to_owned(),
+            );
+        }
         if self.max_output_bytes == 0 {
             return invalid("maxOutputBytes (0) must be at least 1".to_owned());
         }
@@ -114,11 +137,10 @@ impl BashConfig {
         Duration::from_millis(self.kill_grace_ms)
     }
 
-    /// The spill folder: `spillDir`, or `<system temp dir>/harness-bash`.
+    /// The spill folder: `spillDir`, or the per-user default folder (see
+    /// [`BashConfig::spill_dir`]; prepared on the first call in this process).
     pub fn spill_folder(&self) -> PathBuf {
-        self.spill_dir
-            .clone()
-            .unwrap_or_else(|| std::env::temp_dir().join("harness-bash"))
+        self.spill_dir.clone().unwrap_or_else(default_spill_folder)
     }
 
     /// The process options for `command` under this configuration.
@@ -130,9 +152,53 @@ impl BashConfig {
         options.spill = (self.max_spill_bytes > 0).then(|| SpillOptions {
             dir: self.spill_folder(),
             max_bytes: self.max_spill_bytes,
+            retention: if self.keep_spill_files && self.spill_dir.is_some() {
+                SpillRetention::Keep
+            } else {
+                SpillRetention::Remove
+            },
         });
         options.kill_grace = self.kill_grace();
+        options.containment = self.containment;
         options
+    }
+}
+
+/// `<system temp dir>/harness-bash-<uid>` if it is (or can be made) a private folder of
+/// this user; otherwise a fresh `<system temp dir>/harness-bash-<uid>-<random>` (mode 0700),
+/// chosen once per process.
+fn default_spill_folder() -> PathBuf {
+    static FOLDER: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    FOLDER
+        .get_or_init(|| choose_default_folder(&std::env::temp_dir()))
+        .clone()
+}
+
+/// `<temp>/harness-bash-<uid>` if it is (or can be made) a private folder of this user;
+/// otherwise a fresh `<temp>/harness-bash-<uid>-<random>` created with mode 0700.
+fn choose_default_folder(temp: &std::path::Path) -> PathBuf {
+    let uid = rustix::process::geteuid().as_raw();
+    let shared = temp.join(format!("harness-bash-{uid}"));
+    let refused = match private_folder(&shared) {
+        Ok(()) => return shared,
+        Err(refused) => refused,
+    };
+    let fresh = tempfile::Builder::new()
+        .prefix(&format!("harness-bash-{uid}-"))
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .tempdir_in(temp)
+        .map(tempfile::TempDir::keep);
+    match fresh {
+        Ok(fresh) => {
+            tracing::warn!(
+                "bash: refusing spill folder {}: {refused}; using {} instead",
+                shared.display(),
+                fresh.display()
+            );
+            fresh
+        }
+        // Spilling then fails on the refused folder, with its own warning.
+        Err(_) => shared,
     }
 }
 

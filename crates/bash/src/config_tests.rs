@@ -50,13 +50,29 @@ fn camel_case_keys() {
 fn spill_options_follow_the_folder_and_cap() {
     let config = BashConfig::from_json(&json!({"spillDir": "/x", "maxSpillBytes": 7})).unwrap();
     let options = config.process_options("true", Arc::new(SystemClock));
+    assert_eq!(options.spill, Some(crate::SpillOptions::new("/x", 7)));
+    let keep = BashConfig::from_json(&json!({"spillDir": "/x", "keepSpillFiles": true})).unwrap();
     assert_eq!(
-        options.spill,
+        keep.process_options("true", Arc::new(SystemClock)).spill,
         Some(crate::SpillOptions {
             dir: PathBuf::from("/x"),
-            max_bytes: 7
+            max_bytes: crate::DEFAULT_MAX_SPILL_BYTES,
+            retention: crate::SpillRetention::Keep,
         })
     );
+}
+
+#[test]
+fn the_default_spill_folder_is_private_to_this_user() {
+    use std::os::unix::fs::MetadataExt as _;
+    let folder = BashConfig::default().spill_folder();
+    let uid = rustix::process::geteuid().as_raw();
+    let name = folder.file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(name.starts_with(&format!("harness-bash-{uid}")), "{name}");
+    let metadata = std::fs::symlink_metadata(&folder).unwrap();
+    assert!(metadata.is_dir());
+    assert_eq!(metadata.uid(), uid);
+    assert_eq!(metadata.mode() & 0o077, 0, "{:o}", metadata.mode());
 }
 
 #[test]
@@ -73,6 +89,12 @@ fn rejections() {
         BashConfig::from_json(&json!({"defaultTimeoutMs": 700000})),
         invalid("tool-bash: defaultTimeoutMs (700000) exceeds maxTimeoutMs (600000)")
     );
+    assert_eq!(
+        BashConfig::from_json(&json!({"keepSpillFiles": true})),
+        invalid(
+            "tool-bash: keepSpillFiles needs spillDir (files in the default folder are always removed)"
+        )
+    );
     let Err(ConfigError::Invalid(message)) = BashConfig::from_json(&json!({"maxOutputByte": 1}))
     else {
         panic!("an unknown key is rejected");
@@ -86,4 +108,34 @@ fn rejections() {
         panic!("a negative size is rejected");
     };
     assert!(message.starts_with("tool-bash: invalid value"), "{message}");
+}
+
+#[test]
+fn an_unsafe_default_folder_is_replaced_by_a_fresh_private_one() {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let uid = rustix::process::geteuid().as_raw();
+    let temp = tempfile::tempdir().unwrap();
+    let shared = temp.path().join(format!("harness-bash-{uid}"));
+    // Missing: created 0700 and used.
+    assert_eq!(super::choose_default_folder(temp.path()), shared);
+    let mode = std::fs::metadata(&shared).unwrap().mode() & 0o777;
+    assert_eq!(mode, 0o700);
+    // World writable (someone could have swapped files in it): replaced.
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let fresh = super::choose_default_folder(temp.path());
+    assert_ne!(fresh, shared);
+    let name = fresh.file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(name.starts_with(&format!("harness-bash-{uid}-")), "{name}");
+    let metadata = std::fs::metadata(&fresh).unwrap();
+    assert_eq!((metadata.uid(), metadata.mode() & 0o777), (uid, 0o700));
+    // Another user's folder (only root can make one; CI runs as root).
+    if rustix::process::geteuid().is_root() {
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(&shared, Some(65534), Some(65534)).unwrap();
+        assert_ne!(super::choose_default_folder(temp.path()), shared);
+    }
+    // A link where the folder should be is refused too.
+    std::fs::remove_dir(&shared).unwrap();
+    std::os::unix::fs::symlink(temp.path(), &shared).unwrap();
+    assert_ne!(super::choose_default_folder(temp.path()), shared);
 }

@@ -1,19 +1,22 @@
 //! [`BashProcess`]: one `bash -c COMMAND` in its own process group, with concurrent
-//! stdout/stderr readers into bounded buffers, spill files, group kill with a grace period,
-//! and reaping (todo-jobs §6, decisions 11 and 13).
+//! stdout/stderr readers into bounded buffers, private spill files, a kill of the whole
+//! process tree with a grace period, and reaping (todo-jobs §6, decisions 11, 13 and 17).
 //!
 //! Three tokio tasks serve one process: a reader per pipe (pipe → spill file → bounded
 //! buffer) and a supervisor that reaps the shell, escalates a cancel from SIGTERM to SIGKILL
 //! after the grace period (measured through the [`Clock`] seam), and publishes the
-//! [`ProcessEnd`] only once the shell is reaped **and** both pipes are closed.
+//! [`ProcessEnd`] only once the shell is reaped **and** both pipes are closed. Which
+//! processes a signal reaches is decided in `contain.rs`: every process the command
+//! started, whatever session or process group it moved to.
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, OpenOptionsExt as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -27,6 +30,7 @@ use tokio::task::{AbortHandle, JoinHandle};
 use tokio_util::sync::CancellationToken;
 
 use crate::buffer::StreamBuffer;
+use crate::contain::{Containment, GATE, Group, MARKER_VAR, Mechanism, Tree, random_hex};
 use crate::render::{append_notice, dropped_notice, render_delta};
 
 /// Default cap of unread bytes kept in memory per stream: 1 MiB.
@@ -42,14 +46,43 @@ const CHUNK_BYTES: usize = 64 * 1024;
 /// refusal (e.g. over `/proc/sys/fs/pipe-max-size`) is ignored.
 const PIPE_BYTES: usize = 1024 * 1024;
 
-/// Where and how much of the full output to spill to files (decision 11).
+/// Where and how much of the full output to spill to files (decisions 11 and 17).
+///
+/// The folder is created on first use with mode 0700 (missing parents with the default
+/// mode). A folder that is not a directory, is owned by another user, or is group or world
+/// writable is refused: nothing is spilled, a warning is logged, and the dropped-output
+/// notice says `(unavailable)`. Files are created new (never opened through a link) with
+/// mode 0600 and the unpredictable names `bash-<32 hex digits>.stdout` / `.stderr`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpillOptions {
-    /// The folder; created on first use. Files are named
-    /// `bash-<host pid>-<n>-<child pid>.stdout` / `.stderr`.
+    /// The folder.
     pub dir: PathBuf,
     /// Bytes written to each file at most; later output is not spilled.
     pub max_bytes: u64,
+    /// What happens to the files when the last handle of the process is dropped (the job
+    /// record is removed, or the registry disposed).
+    pub retention: SpillRetention,
+}
+
+impl SpillOptions {
+    /// Spill files in `dir`, at most `max_bytes` each, removed with the process handle.
+    pub fn new(dir: impl Into<PathBuf>, max_bytes: u64) -> Self {
+        Self {
+            dir: dir.into(),
+            max_bytes,
+            retention: SpillRetention::Remove,
+        }
+    }
+}
+
+/// Whether spill files outlive their process handle (decision 17).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SpillRetention {
+    /// Removed when the last handle is dropped (the default).
+    #[default]
+    Remove,
+    /// Left in place for the host (only offered for a folder the host configured).
+    Keep,
 }
 
 /// How to run one command.
@@ -68,6 +101,8 @@ pub struct ProcessOptions {
     pub spill: Option<SpillOptions>,
     /// Time between SIGTERM and SIGKILL on cancel (default [`DEFAULT_KILL_GRACE`]).
     pub kill_grace: Duration,
+    /// How the process tree is contained (default [`Containment::Auto`]).
+    pub containment: Containment,
     /// Measures the grace period.
     pub clock: Arc<dyn Clock>,
 }
@@ -83,6 +118,7 @@ impl ProcessOptions {
             max_output_bytes: DEFAULT_MAX_OUTPUT_BYTES,
             spill: None,
             kill_grace: DEFAULT_KILL_GRACE,
+            containment: Containment::Auto,
             clock,
         }
     }
@@ -97,6 +133,7 @@ impl std::fmt::Debug for ProcessOptions {
             .field("max_output_bytes", &self.max_output_bytes)
             .field("spill", &self.spill)
             .field("kill_grace", &self.kill_grace)
+            .field("containment", &self.containment)
             .finish_non_exhaustive()
     }
 }
@@ -161,8 +198,28 @@ impl Channel {
 struct Streams {
     stdout: StreamBuffer,
     stderr: StreamBuffer,
-    stdout_spill: Option<PathBuf>,
-    stderr_spill: Option<PathBuf>,
+    stdout_spill: Option<SpillFile>,
+    stderr_spill: Option<SpillFile>,
+}
+
+/// A spill file's path; removes the file when dropped unless it is kept.
+struct SpillFile {
+    path: PathBuf,
+    retention: SpillRetention,
+}
+
+impl Drop for SpillFile {
+    fn drop(&mut self) {
+        if self.retention == SpillRetention::Keep {
+            return;
+        }
+        if let Err(error) = std::fs::remove_file(&self.path) {
+            tracing::debug!(
+                "bash: removing spill file {} failed: {error}",
+                self.path.display()
+            );
+        }
+    }
 }
 
 impl Streams {
@@ -181,7 +238,11 @@ struct Shared {
     cancel: CancellationToken,
     /// Set once the process is reaped and its pipes are closed: no more group signals.
     finished: AtomicBool,
-    pgid: Option<Pid>,
+    tree: Arc<Tree>,
+    /// For the stop of processes left behind by a finished command.
+    grace: Duration,
+    clock: Arc<dyn Clock>,
+    runtime: tokio::runtime::Handle,
     end: watch::Sender<Option<ProcessEnd>>,
 }
 
@@ -192,21 +253,32 @@ impl Shared {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// Signals the whole process group, unless the process has finished.
+    /// Signals every process of the job and its process group, unless the process has
+    /// finished.
     fn signal_group(&self, signal: Signal) {
         if self.finished.load(Ordering::SeqCst) {
             return;
         }
-        let Some(pgid) = self.pgid else { return };
-        // kill(-1) would signal every process we may signal: never.
-        if pgid.as_raw_pid() <= 1 {
+        self.tree.signal(signal, Group::Include);
+    }
+
+    /// Stops what a finished command left running (background processes that closed or
+    /// never held the pipes): SIGTERM now, SIGKILL after the grace. The group id is not
+    /// used, since the shell is reaped; the marker and the cgroup still name the job's
+    /// processes exactly.
+    fn stop_leftovers(&self) {
+        if !self.tree.has_members() {
             return;
         }
-        if let Err(error) = rustix::process::kill_process_group(pgid, signal)
-            && error != rustix::io::Errno::SRCH
-        {
-            tracing::warn!("bash: signalling process group {pgid:?} failed: {error}");
-        }
+        self.tree.signal(Signal::TERM, Group::Skip);
+        let last_resort = KillOnDrop(self.tree.clone());
+        let sleep = self.clock.sleep(self.grace);
+        // On a runtime that is shutting down the task is dropped unrun, and its guard kills
+        // at once.
+        self.runtime.spawn(async move {
+            sleep.await;
+            drop(last_resort);
+        });
     }
 
     fn request_cancel(&self) {
@@ -222,24 +294,22 @@ impl Shared {
 
 impl Drop for Shared {
     fn drop(&mut self) {
-        // The supervisor is gone without finishing (its runtime shut down): kill the group
+        // The supervisor is gone without finishing (its runtime shut down): kill the tree
         // as a last resort (the shell itself also gets `kill_on_drop`).
         if !self.finished.load(Ordering::SeqCst) {
             self.signal_group(Signal::KILL);
         }
-        // Spill files live as long as the process handle: the job record owns them.
-        let streams = self.streams.get_mut().unwrap_or_else(|p| p.into_inner());
-        for path in [streams.stdout_spill.take(), streams.stderr_spill.take()]
-            .into_iter()
-            .flatten()
-        {
-            if let Err(error) = std::fs::remove_file(&path) {
-                tracing::debug!(
-                    "bash: removing spill file {} failed: {error}",
-                    path.display()
-                );
-            }
-        }
+        // Spill files live as long as the process handle: the job record owns them (each
+        // `SpillFile` removes its file when dropped with the streams).
+    }
+}
+
+/// Sends SIGKILL to what is left of a job's tree when dropped.
+struct KillOnDrop(Arc<Tree>);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        self.0.signal(Signal::KILL, Group::Skip);
     }
 }
 
@@ -251,8 +321,10 @@ struct Handle {
 impl Drop for Handle {
     fn drop(&mut self) {
         // Nobody can observe or stop the process any more: stop it (the supervisor still
-        // escalates to SIGKILL and reaps).
-        if !self.shared.finished.load(Ordering::SeqCst) {
+        // escalates to SIGKILL and reaps), or what it left running.
+        if self.shared.finished.load(Ordering::SeqCst) {
+            self.shared.stop_leftovers();
+        } else {
             self.shared.request_cancel();
         }
     }
@@ -261,8 +333,14 @@ impl Drop for Handle {
 /// A running (or finished) `bash -c COMMAND` in its own process group.
 ///
 /// Cloning shares the process. When the last clone is dropped before the process ended, the
-/// process group is cancelled (SIGTERM, SIGKILL after the grace) and still reaped. Spill
-/// files are deleted once the last clone is dropped and the process has ended.
+/// process tree is cancelled (SIGTERM, SIGKILL after the grace) and the shell still reaped;
+/// when it is dropped after the end, the processes the command left running are stopped the
+/// same way. Spill files are deleted once the last clone is dropped and the process has
+/// ended, unless [`SpillRetention::Keep`] was asked for.
+///
+/// Every signal reaches all processes the command started, including those that left the
+/// process group or the session (`setsid`, `set -m`, double forks, daemons): see
+/// [`BashProcess::mechanism`] and the crate documentation for what is guaranteed where.
 #[derive(Clone)]
 pub struct BashProcess {
     handle: Arc<Handle>,
@@ -276,24 +354,32 @@ impl std::fmt::Debug for BashProcess {
     }
 }
 
-static NEXT_SPILL: AtomicU64 = AtomicU64::new(1);
-
 impl BashProcess {
     /// Starts `bash -c COMMAND` as the leader of a new process group (pgid = pid), stdin
-    /// from `/dev/null`, stdout and stderr piped. Must be called inside a tokio runtime with
-    /// I/O and time enabled.
+    /// from `/dev/null`, stdout and stderr piped, and the job's marker in its environment
+    /// (`HARNESS_BASH_JOB`, 32 hex digits; it overrides a variable of that name in
+    /// [`ProcessOptions::env`]). Under [`Containment::Auto`] the shell is moved into a
+    /// cgroup of its own where the host can create one. Must be called inside a tokio
+    /// runtime with I/O and time enabled.
     ///
     /// # Errors
     /// [`BashError::Spawn`] when the process cannot be started, [`BashError::NoRuntime`]
     /// outside a runtime. Nothing is left running on error.
     pub fn spawn(options: ProcessOptions) -> Result<Self, BashError> {
-        tokio::runtime::Handle::try_current().map_err(|_| BashError::NoRuntime)?;
+        let runtime = tokio::runtime::Handle::try_current().map_err(|_| BashError::NoRuntime)?;
+        let mut tree = Tree::prepare(options.containment);
         let mut command = Command::new("bash");
+        if tree.gated() {
+            command
+                .args(["--posix", "-c", GATE, "bash", "-c"])
+                .arg(&options.command)
+                .stdin(Stdio::piped());
+        } else {
+            command.arg("-c").arg(&options.command).stdin(Stdio::null());
+        }
         command
-            .arg("-c")
-            .arg(&options.command)
             .envs(&options.env)
-            .stdin(Stdio::null())
+            .env(MARKER_VAR, tree.marker())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
@@ -303,7 +389,11 @@ impl BashProcess {
         }
         let mut child = command.spawn().map_err(BashError::Spawn)?;
         let pid = child.id().unwrap_or(0);
-        let pgid = i32::try_from(pid).ok().and_then(Pid::from_raw);
+        if let Some(pgid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+            tree.adopt(pgid);
+        }
+        // Opens the gate (a shell started without one has no stdin pipe).
+        drop(child.stdin.take());
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             // Unreachable with piped stdio; the child is killed on drop.
             return Err(BashError::Spawn(std::io::Error::other("missing pipes")));
@@ -325,15 +415,15 @@ impl BashProcess {
             output_ready: Notify::new(),
             cancel: CancellationToken::new(),
             finished: AtomicBool::new(false),
-            pgid,
+            tree: Arc::new(tree),
+            grace: options.kill_grace,
+            clock: options.clock.clone(),
+            runtime,
             end,
         });
-        let spill = options.spill.map(|spill| {
-            let n = NEXT_SPILL.fetch_add(1, Ordering::Relaxed);
-            Spill {
-                options: spill,
-                stem: format!("bash-{}-{n}-{pid}", std::process::id()),
-            }
+        let spill = options.spill.map(|spill| Spill {
+            options: spill,
+            stem: format!("bash-{}", random_hex()),
         });
         let out = tokio::spawn(pump(stdout, shared.clone(), Channel::Stdout, spill.clone()));
         let err = tokio::spawn(pump(stderr, shared.clone(), Channel::Stderr, spill));
@@ -354,6 +444,13 @@ impl BashProcess {
         self.handle.pid
     }
 
+    /// How this process's tree is contained: [`Mechanism::Cgroup`] (a cgroup v2 of its
+    /// own), [`Mechanism::ProcessTree`] (environment marker and parent links in `/proc`), or
+    /// [`Mechanism::ProcessGroup`] (no `/proc`). Each includes the ones after it.
+    pub fn mechanism(&self) -> Mechanism {
+        self.handle.shared.tree.mechanism()
+    }
+
     /// Takes the output written since the previous read, in the delta format (todo-jobs §6):
     /// stdout, then a `[stderr]` section; followed by the dropped-output notice naming the
     /// spill files when unread bytes were dropped from memory since the previous read.
@@ -365,7 +462,10 @@ impl BashProcess {
             let stdout = streams.stdout.take();
             let stderr = streams.stderr.take();
             let paths = if stdout.lossy || stderr.lossy {
-                Some([streams.stdout_spill.clone(), streams.stderr_spill.clone()])
+                Some([
+                    spill_path(&streams.stdout_spill),
+                    spill_path(&streams.stderr_spill),
+                ])
             } else {
                 None
             };
@@ -380,7 +480,13 @@ impl BashProcess {
         match paths {
             None => delta,
             Some(paths) => {
-                let existing: Vec<&Path> = paths.iter().flatten().map(PathBuf::as_path).collect();
+                // Only the files that (still) exist are named (todo-jobs §6).
+                let existing: Vec<&Path> = paths
+                    .iter()
+                    .flatten()
+                    .map(PathBuf::as_path)
+                    .filter(|path| path.exists())
+                    .collect();
                 append_notice(delta, &dropped_notice(&existing))
             }
         }
@@ -453,11 +559,64 @@ impl BashProcess {
     /// The spill files created so far (stdout's first).
     pub fn spill_paths(&self) -> Vec<PathBuf> {
         let streams = self.handle.shared.lock();
-        [streams.stdout_spill.clone(), streams.stderr_spill.clone()]
-            .into_iter()
-            .flatten()
-            .collect()
+        [
+            spill_path(&streams.stdout_spill),
+            spill_path(&streams.stderr_spill),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
     }
+}
+
+fn spill_path(file: &Option<SpillFile>) -> Option<PathBuf> {
+    file.as_ref().map(|f| f.path.clone())
+}
+
+/// Why a spill folder was refused (decision 17).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FolderRefused {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("it is not a directory")]
+    NotADirectory,
+    #[error("it is owned by uid {0}, not by this user")]
+    Owner(u32),
+    #[error("it is group or world writable (mode {0:o})")]
+    Writable(u32),
+}
+
+/// Makes sure `dir` is a private folder of this user: creates it with mode 0700 if it is
+/// missing (its parents with the default mode), and refuses one that is a link, not a
+/// directory, owned by another user, or group or world writable.
+pub(crate) fn private_folder(dir: &Path) -> Result<(), FolderRefused> {
+    let metadata = match std::fs::symlink_metadata(dir) {
+        Ok(metadata) => metadata,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            if let Some(parent) = dir.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+                Ok(()) => {}
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(error) => return Err(error.into()),
+            }
+            std::fs::symlink_metadata(dir)?
+        }
+        Err(error) => return Err(error.into()),
+    };
+    if !metadata.is_dir() {
+        return Err(FolderRefused::NotADirectory);
+    }
+    let me = rustix::process::geteuid().as_raw();
+    if metadata.uid() != me {
+        return Err(FolderRefused::Owner(metadata.uid()));
+    }
+    let mode = metadata.mode() & 0o7777;
+    if mode & 0o022 != 0 {
+        return Err(FolderRefused::Writable(mode));
+    }
+    Ok(())
 }
 
 #[derive(Clone)]
@@ -482,22 +641,32 @@ impl SpillWriter {
             return;
         }
         if self.file.is_none() {
-            let path = spill
-                .options
-                .dir
-                .join(format!("{}.{}", spill.stem, channel.extension()));
-            let created = std::fs::create_dir_all(&spill.options.dir).and_then(|()| {
-                std::fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .open(&path)
-            });
+            let dir = &spill.options.dir;
+            if let Err(refused) = private_folder(dir) {
+                tracing::warn!(
+                    "bash: refusing spill folder {}: {refused}; output is not spilled",
+                    dir.display(),
+                );
+                self.spill = None;
+                return;
+            }
+            let path = dir.join(format!("{}.{}", spill.stem, channel.extension()));
+            // `create_new` never follows a link planted at the name.
+            let created = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path);
             match created {
                 Ok(file) => {
+                    let spilled = SpillFile {
+                        path,
+                        retention: spill.options.retention,
+                    };
                     let mut streams = shared.lock();
                     match channel {
-                        Channel::Stdout => streams.stdout_spill = Some(path),
-                        Channel::Stderr => streams.stderr_spill = Some(path),
+                        Channel::Stdout => streams.stdout_spill = Some(spilled),
+                        Channel::Stderr => streams.stderr_spill = Some(spilled),
                     }
                     self.file = Some(file);
                 }
@@ -676,4 +845,12 @@ async fn supervise(
         cancel_requested,
     }));
     shared.output_ready.notify_one();
+    // A cancelled command whose pipes closed within the grace may have left processes that
+    // ignore SIGTERM: they still get SIGKILL when the grace ends.
+    if escalation.stage == Stage::Terminating && shared.tree.has_members() {
+        let last_resort = KillOnDrop(shared.tree.clone());
+        drop(shared);
+        escalation.next_deadline().await;
+        drop(last_resort);
+    }
 }

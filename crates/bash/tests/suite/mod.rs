@@ -1,3 +1,5 @@
+mod contain;
 mod process;
+mod spill;
 mod support;
 mod tool;

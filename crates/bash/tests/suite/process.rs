@@ -161,10 +161,7 @@ async fn dropped_output_notice_names_the_spill_files_that_exist() {
     let dir = tempfile::tempdir().unwrap();
     let mut options = options("for i in $(seq 1 100); do echo line$i; done; echo oops >&2");
     options.max_output_bytes = 100;
-    options.spill = Some(SpillOptions {
-        dir: dir.path().join("spill"),
-        max_bytes: 1 << 20,
-    });
+    options.spill = Some(SpillOptions::new(dir.path().join("spill"), 1 << 20));
     let process = BashProcess::spawn(options).unwrap();
     assert_eq!(finish(&process).await, exited(0));
     let paths = process.spill_paths();
@@ -194,10 +191,7 @@ async fn only_streams_with_output_get_a_spill_file() {
     let dir = tempfile::tempdir().unwrap();
     let mut options = options("head -c 50 /dev/zero");
     options.max_output_bytes = 10;
-    options.spill = Some(SpillOptions {
-        dir: dir.path().to_path_buf(),
-        max_bytes: 20,
-    });
+    options.spill = Some(SpillOptions::new(dir.path(), 20));
     let process = BashProcess::spawn(options).unwrap();
     assert_eq!(finish(&process).await, exited(0));
     let paths = process.spill_paths();
@@ -227,10 +221,7 @@ fn peak_rss_kib() -> u64 {
 async fn a_hundred_mebibytes_of_output_stay_within_bounded_memory() {
     let dir = tempfile::tempdir().unwrap();
     let mut options = options("head -c 104857600 /dev/zero");
-    options.spill = Some(SpillOptions {
-        dir: dir.path().to_path_buf(),
-        max_bytes: 1 << 20,
-    });
+    options.spill = Some(SpillOptions::new(dir.path(), 1 << 20));
     let before = peak_rss_kib();
     let process = BashProcess::spawn(options).unwrap();
     assert_eq!(finish(&process).await, exited(0));

@@ -285,8 +285,14 @@ async fn aborting_a_foreground_call_kills_the_job() {
                 .await
         })
     };
-    wait_until(|| find_shell(&marker).is_some()).await;
-    let pgid = find_shell(&marker).unwrap();
+    // Read once: the shell's command line changes when it leaves the containment gate.
+    let mut found = None;
+    wait_until(|| {
+        found = find_shell(&marker);
+        found.is_some()
+    })
+    .await;
+    let pgid = found.unwrap();
     cancel.cancel();
     let out = call.await.unwrap();
     assert_eq!(out.text(), "Error: This operation was aborted");
@@ -373,9 +379,13 @@ async fn start_grandchildren(host: &Host, test: &str) -> u32 {
         )
         .await;
     assert_eq!(out.text(), "started background job bash-1");
-    wait_until(|| find_shell(&marker).is_some_and(|pgid| live_group_members(pgid).len() == 3))
-        .await;
-    find_shell(&marker).unwrap()
+    let mut found = None;
+    wait_until(|| {
+        found = find_shell(&marker).filter(|pgid| live_group_members(*pgid).len() == 3);
+        found.is_some()
+    })
+    .await;
+    found.unwrap()
 }
 
 #[tokio::test]
