@@ -49,12 +49,15 @@ async fn jsonl_round_trip_and_reopen() {
             "{\"seq\":2,\"type\":\"todo/write\",\"time\":\"2026-08-05T12:00:00.000Z\",\"data\":{\"todos\":[{\"content\":\"a\\nb \\\"q\\\"\",\"status\":\"pending\"}]}}\n",
         )
     );
+    let (header, events) = (session.header().clone(), session.events());
+    drop(session);
     let reopened = store.open(&SessionId::from("s1")).unwrap();
-    assert_eq!(reopened.header(), session.header());
-    assert_eq!(reopened.events(), session.events());
+    assert_eq!(reopened.header(), &header);
+    assert_eq!(reopened.events(), events);
     let third = reopened.append("turn/end", json!({"turn": 1})).unwrap();
     assert_eq!(third.seq, 3);
     reopened.flush().await.unwrap();
+    drop(reopened);
     assert_eq!(store.open(&SessionId::from("s1")).unwrap().len(), 3);
     assert_eq!(store.list(), vec![SessionId::from("s1")]);
 }
@@ -66,6 +69,7 @@ async fn unflushed_events_are_not_on_disk() {
     let session = store.create(SessionHeader::new("s1")).unwrap();
     session.append("a", json!({})).unwrap();
     assert_eq!(session.len(), 1);
+    drop(session);
     assert_eq!(store.open(&SessionId::from("s1")).unwrap().len(), 0);
 }
 
@@ -76,6 +80,7 @@ async fn torn_last_line_is_truncated_on_open() {
     let session = store.create(SessionHeader::new("s1")).unwrap();
     session.append("a", json!({"n": 1})).unwrap();
     session.flush().await.unwrap();
+    drop(session);
     let path = dir.path().join("s1.jsonl");
     let intact = std::fs::read(&path).unwrap();
     let mut file = std::fs::OpenOptions::new()
@@ -86,6 +91,7 @@ async fn torn_last_line_is_truncated_on_open() {
     drop(file);
     let reopened = store.open(&SessionId::from("s1")).unwrap();
     assert_eq!(reopened.len(), 1);
+    drop(reopened);
     assert_eq!(std::fs::read(&path).unwrap(), intact);
     // A complete value missing only its newline is torn too.
     let mut file = std::fs::OpenOptions::new()
@@ -107,6 +113,7 @@ async fn malformed_middle_line_is_an_error_naming_file_and_line() {
     session.append("a", json!({})).unwrap();
     session.append("b", json!({})).unwrap();
     session.flush().await.unwrap();
+    drop(session);
     let path = dir.path().join("s1.jsonl");
     let text = std::fs::read_to_string(&path).unwrap();
     let broken = text.replacen("\"type\":\"a\"", "\"type\":", 1);
@@ -178,6 +185,7 @@ async fn fork_copies_events_and_sets_seed_length() {
         assert_eq!(child.append("c", json!({})).unwrap().seq, 3);
         assert_eq!(parent.len(), 2);
         child.flush().await.unwrap();
+        drop(child);
         let reopened = store.open(&SessionId::from("c")).unwrap();
         assert_eq!(reopened.header().seed_length, Some(2));
         assert_eq!(reopened.events_after(2).len(), 1);
@@ -191,6 +199,7 @@ async fn a_complete_but_invalid_last_line_is_malformed_not_torn() {
     let session = store.create(SessionHeader::new("s1")).unwrap();
     session.append("a", json!({})).unwrap();
     session.flush().await.unwrap();
+    drop(session);
     let path = dir.path().join("s1.jsonl");
     let mut file = std::fs::OpenOptions::new()
         .append(true)
@@ -217,6 +226,7 @@ async fn inspect_reports_a_torn_tail_without_truncating() {
     let session = store.create(SessionHeader::new("s1")).unwrap();
     session.append("a", json!({})).unwrap();
     session.flush().await.unwrap();
+    drop(session);
     let path = dir.path().join("s1.jsonl");
     let mut file = std::fs::OpenOptions::new()
         .append(true)
