@@ -1,9 +1,9 @@
 //! [`JsonlStore`]: one JSON Lines file per session — a header line, then one event per line.
 //!
 //! This file provides the store (atomic create, open under an exclusive file lock, listing), the
-//! session handle (appends buffer a line; one writer thread per open file writes and syncs on
-//! flush and puts the file back at its durable length when a flush fails), and the parser that
-//! tells a torn last line from corruption.
+//! session handle (appends buffer a line; a flush writes and syncs off the executor and puts the
+//! file back at its durable length when it fails), and the parser that tells a torn last line
+//! from corruption.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::oneshot;
 
 use super::log::EventLog;
 use super::{SessionStore, StoreError};
@@ -29,9 +29,10 @@ use crate::{
 ///   with [`StoreError::Locked`]. The lock is released when the handle is dropped or the process
 ///   dies.
 /// * **Append never waits for the disk.** `append` commits to the live log and buffers the line
-///   in memory. `flush` hands the buffer to the file's writer thread, which writes it at the
-///   file's durable length and calls `sync_data`; the async caller only awaits the answer, so
-///   no runtime worker thread blocks on I/O. Concurrent flushes are served by one write.
+///   in memory. `flush` writes the buffer at the file's durable length and calls `sync_data` on
+///   tokio's blocking pool (on a new thread when not called inside a tokio runtime); the async
+///   caller only awaits the answer, so no executor thread blocks on I/O. Flushes of one
+///   session run one at a time; a flush that finds its lines already synced returns at once.
 /// * **A failed flush changes nothing durable.** When the write or sync fails, the writer cuts
 ///   the file back to its last durable length and keeps the lines for the next flush, which
 ///   writes them from that length again: no byte is written twice and none is dropped.
@@ -418,7 +419,7 @@ fn write_line(out: &mut Vec<u8>, value: &impl serde::Serialize) {
     }
 }
 
-/// The writer thread's view of a session file: positioned writes, sync and truncation. The
+/// A flush's view of a session file: positioned writes, sync and truncation. The
 /// real implementation is [`File`]; unit tests wrap a real file to fail or stall on cue.
 trait LogFile: Send {
     /// Writes all of `bytes` at byte `offset`.
@@ -444,25 +445,22 @@ impl LogFile for File {
     }
 }
 
-/// How many flush requests may wait for the writer thread before `flush` awaits a slot.
-const FLUSH_QUEUE: usize = 64;
+/// What `append`, `flush` and the flush's blocking task share.
+struct Shared {
+    /// Lines appended and not yet taken by a flush. Held only to add or take lines, never
+    /// during I/O.
+    pending: Mutex<Pending>,
+    /// Of the bytes ever appended through this handle, how many are durable (the running
+    /// total reached by the last successful sync).
+    synced: AtomicU64,
+    /// The file and its durable state. Held by one flush at a time, for its write and sync.
+    writer: Mutex<Writer>,
+}
 
-/// The answer to one flush request: `Err` carries the operating system's message.
-type FlushReply = oneshot::Sender<Result<(), String>>;
-
-/// What `append` and the writer thread share.
 struct Pending {
-    /// Lines appended and not yet taken by the writer.
     bytes: Vec<u8>,
     /// Bytes ever appended through this handle (a running total).
     appended: u64,
-}
-
-struct Shared {
-    pending: Mutex<Pending>,
-    /// Of the bytes ever appended through this handle, how many are durable (the running
-    /// total the writer reached with its last successful sync).
-    synced: AtomicU64,
 }
 
 impl Shared {
@@ -471,6 +469,17 @@ impl Shared {
             .lock()
             .unwrap_or_else(|poison| poison.into_inner())
     }
+
+    fn writer(&self) -> std::sync::MutexGuard<'_, Writer> {
+        self.writer
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Writes and syncs everything appended so far (blocking: runs off the executor).
+    fn flush(&self) -> std::io::Result<()> {
+        self.writer().flush(self)
+    }
 }
 
 struct JsonlSession {
@@ -478,13 +487,10 @@ struct JsonlSession {
     log: EventLog,
     path: PathBuf,
     shared: Arc<Shared>,
-    /// Flush requests for the writer thread; `None` only while dropping.
-    requests: Option<mpsc::Sender<FlushReply>>,
-    writer: Option<std::thread::JoinHandle<()>>,
 }
 
 impl JsonlSession {
-    /// Starts the writer thread of `file`, whose first `durable_len` bytes are durable.
+    /// A session over `file`, whose first `durable_len` bytes are durable.
     fn start(
         header: SessionHeader,
         events: Vec<SessionEvent>,
@@ -499,26 +505,18 @@ impl JsonlSession {
                 appended: 0,
             }),
             synced: AtomicU64::new(0),
+            writer: Mutex::new(Writer {
+                file: Some(file),
+                durable_len,
+                unwritten: Vec::new(),
+                tail_dirty: false,
+            }),
         });
-        let (requests, receiver) = mpsc::channel(FLUSH_QUEUE);
-        let writer = Writer {
-            file,
-            shared: shared.clone(),
-            durable_len,
-            unwritten: Vec::new(),
-            tail_dirty: false,
-        };
-        let handle = std::thread::Builder::new()
-            .name(format!("harness-jsonl-{}", header.id.as_str()))
-            .spawn(move || writer.run(receiver))
-            .map_err(|source| io_error(path, source))?;
         Ok(Self {
             header,
             log: EventLog::new(events, clock),
             path: path.to_path_buf(),
             shared,
-            requests: Some(requests),
-            writer: Some(handle),
         })
     }
 
@@ -531,21 +529,18 @@ impl JsonlSession {
 }
 
 impl Drop for JsonlSession {
-    /// Stops the writer thread and waits for it, so the file (and its lock) is closed when
-    /// the handle is gone. Lines appended and not flushed are discarded. The wait is at most
-    /// one write and sync, for a flush whose caller stopped waiting.
+    /// Closes the file, and with it the lock, before the handle is gone. Lines appended and
+    /// not flushed are discarded. If a flush whose caller stopped waiting is still writing,
+    /// this waits for that one write and sync.
     fn drop(&mut self) {
-        drop(self.requests.take());
-        if let Some(writer) = self.writer.take() {
-            let _ = writer.join();
-        }
+        drop(self.shared.writer().file.take());
     }
 }
 
-/// The writer thread of one open session file.
+/// The file of one open session and what is known to be durable in it.
 struct Writer {
-    file: Box<dyn LogFile>,
-    shared: Arc<Shared>,
+    /// `None` once the session handle is dropped.
+    file: Option<Box<dyn LogFile>>,
     /// The file's durable length: every byte before it is synced and acknowledged.
     durable_len: u64,
     /// Lines taken from `append` and not yet durable (kept across failed flushes).
@@ -555,26 +550,11 @@ struct Writer {
 }
 
 impl Writer {
-    fn run(mut self, mut requests: mpsc::Receiver<FlushReply>) {
-        let mut replies = Vec::new();
-        while let Some(first) = requests.blocking_recv() {
-            replies.push(first);
-            // Every request already queued is covered by the same write.
-            while let Ok(more) = requests.try_recv() {
-                replies.push(more);
-            }
-            let result = self.flush().map_err(|error| error.to_string());
-            for reply in replies.drain(..) {
-                let _ = reply.send(result.clone());
-            }
-        }
-    }
-
     /// Writes everything appended so far at the durable length and syncs it. On failure, cuts
     /// the file back to the durable length and keeps the lines for the next try.
-    fn flush(&mut self) -> std::io::Result<()> {
+    fn flush(&mut self, shared: &Shared) -> std::io::Result<()> {
         let appended = {
-            let mut pending = self.shared.pending();
+            let mut pending = shared.pending();
             if self.unwritten.is_empty() {
                 std::mem::swap(&mut self.unwritten, &mut pending.bytes);
             } else {
@@ -586,36 +566,52 @@ impl Writer {
         if self.unwritten.is_empty() {
             return Ok(());
         }
+        let Some(file) = self.file.as_mut() else {
+            return Err(std::io::Error::other("the session handle is closed"));
+        };
         let end = self.durable_len + self.unwritten.len() as u64;
-        let result = self
-            .file
+        let result = file
             .write_at(self.durable_len, &self.unwritten)
             .and_then(|()| {
                 if self.tail_dirty {
-                    self.file.truncate(end)?;
+                    file.truncate(end)?;
                 }
-                self.file.sync()
+                file.sync()
             });
         match result {
             Ok(()) => {
                 self.durable_len = end;
                 self.tail_dirty = false;
                 self.unwritten.clear();
-                self.shared.synced.store(appended, Ordering::Release);
+                shared.synced.store(appended, Ordering::Release);
                 Ok(())
             }
             Err(error) => {
                 // Put the file back as it was durably; if even that fails, the next write
                 // starts at the same offset and overwrites what is there.
-                let restored = self
-                    .file
-                    .truncate(self.durable_len)
-                    .and_then(|()| self.file.sync());
+                let restored = file.truncate(self.durable_len).and_then(|()| file.sync());
                 self.tail_dirty = restored.is_err();
                 Err(error)
             }
         }
     }
+}
+
+/// Runs `work` off the caller's executor and awaits its result: on tokio's blocking pool
+/// inside a tokio runtime (which also keeps a paused test clock from advancing while it
+/// runs), else on a new thread. `None` if the work could not be started or panicked.
+async fn off_executor<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        return runtime.spawn_blocking(work).await.ok();
+    }
+    let (reply, answer) = oneshot::channel();
+    std::thread::Builder::new()
+        .name("harness-jsonl-flush".to_owned())
+        .spawn(move || {
+            let _ = reply.send(work());
+        })
+        .ok()?;
+    answer.await.ok()
 }
 
 #[async_trait]
@@ -646,19 +642,19 @@ impl Session for JsonlSession {
         })
     }
 
+    /// Writes and syncs on tokio's blocking pool (or a new thread outside tokio); the future
+    /// only waits. Dropping it does not stop a write already started: the lines are then
+    /// durable or, on failure, kept for the next flush.
     async fn flush(&self) -> Result<(), PersistenceError> {
         let appended = self.shared.pending().appended;
         if self.shared.synced.load(Ordering::Acquire) >= appended {
             return Ok(());
         }
-        let stopped = || self.persistence_error("the session's writer thread has stopped");
-        let requests = self.requests.as_ref().ok_or_else(stopped)?;
-        let (reply, answer) = oneshot::channel();
-        requests.send(reply).await.map_err(|_| stopped())?;
-        match answer.await {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(message)) => Err(self.persistence_error(message)),
-            Err(_) => Err(stopped()),
+        let shared = self.shared.clone();
+        match off_executor(move || shared.flush()).await {
+            Some(Ok(())) => Ok(()),
+            Some(Err(error)) => Err(self.persistence_error(error)),
+            None => Err(self.persistence_error("the flush could not run")),
         }
     }
 }

@@ -1,4 +1,4 @@
-//! Writer-thread tests through the [`LogFile`] seam: a real file that fails after a byte
+//! Flush tests through the [`LogFile`] seam: a real file that fails after a byte
 //! budget, fails one sync, or stalls inside a write until the test lets it go.
 
 use std::fs::File;
