@@ -24,10 +24,10 @@ use crate::{
 /// A folder of `<session id>.jsonl` files.
 ///
 /// * **One writer per file.** A session handle holds an exclusive OS advisory lock
-///   (`flock`-style, through [`File::try_lock`]) on its file for as long as it lives; opening or
-///   creating a session whose file another handle holds — in this process or another — fails
-///   with [`StoreError::Locked`]. The lock is released when the handle is dropped or the process
-///   dies.
+///   (`flock`-style, through [`File::try_lock`]) on its file for as long as it lives, from the
+///   instant `create` makes the file visible; opening a session whose file another handle
+///   holds — in this process or another — fails with [`StoreError::Locked`]. The lock is
+///   released when the handle is dropped or the process dies.
 /// * **Append never waits for the disk.** `append` commits to the live log and buffers the line
 ///   in memory. `flush` writes the buffer at the file's durable length and calls `sync_data` on
 ///   tokio's blocking pool (on a new thread when not called inside a tokio runtime); the async
