@@ -39,7 +39,8 @@ use crate::{
 /// * **Create is atomic.** The header (and a fork's events) go to a temporary file in the same
 ///   folder (`.<id>.jsonl.<pid>-<n>.tmp`), which is synced, linked to `<id>.jsonl` (failing if
 ///   that exists), and the folder is synced. A crash at any instant leaves either no session or
-///   a complete one (at worst a stray temporary file, which the store ignores).
+///   a complete one (at worst a stray temporary file, which the store ignores). The folder must
+///   be on a file system with hard links.
 /// * **Only an unterminated last line is torn.** `open` cuts a last line without its newline
 ///   away (it was never acknowledged) and reports it with `tracing::warn!`. Every
 ///   newline-terminated line must be a valid header or event; one that is not is
@@ -249,7 +250,7 @@ fn parse_line(line: &[u8], want_header: bool, expected_seq: u64) -> Result<Line,
 
 /// Opens, locks, validates and (for a torn tail) truncates a session file, then starts its
 /// session handle. `expect` is the id the caller asked for; the header must name it.
-/// `wrap` turns the locked file into the writer's [`LogFile`] (the real file, or a test seam).
+/// `wrap` turns the locked file into the flush's [`LogFile`] (the real file, or a test seam).
 fn open_file(
     path: &Path,
     expect: Option<&SessionId>,
@@ -292,14 +293,14 @@ fn open_file(
             .map_err(|source| io_error(path, source))?;
         durable_len = torn.offset;
     }
-    JsonlSession::start(
+    Ok(JsonlSession::start(
         parsed.header,
         parsed.events,
         clock,
         path,
         wrap(file),
         durable_len,
-    )
+    ))
 }
 
 impl SessionStore for JsonlStore {
@@ -343,15 +344,14 @@ impl SessionStore for JsonlStore {
             write_line(&mut bytes, event);
         }
         let file = self.create_atomically(&header.id, &path, &bytes)?;
-        let session = JsonlSession::start(
+        Ok(Arc::new(JsonlSession::start(
             header,
             events,
             self.clock.clone(),
             &path,
             Box::new(file),
             bytes.len() as u64,
-        )?;
-        Ok(Arc::new(session))
+        )))
     }
 }
 
@@ -498,7 +498,7 @@ impl JsonlSession {
         path: &Path,
         file: Box<dyn LogFile>,
         durable_len: u64,
-    ) -> Result<Self, StoreError> {
+    ) -> Self {
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending {
                 bytes: Vec::new(),
@@ -512,12 +512,12 @@ impl JsonlSession {
                 tail_dirty: false,
             }),
         });
-        Ok(Self {
+        Self {
             header,
             log: EventLog::new(events, clock),
             path: path.to_path_buf(),
             shared,
-        })
+        }
     }
 
     fn persistence_error(&self, message: impl std::fmt::Display) -> PersistenceError {
