@@ -260,3 +260,70 @@ async fn a_flush_waits_for_a_write_another_flush_started() {
         format!("{HEADER}{}", line(1, 1))
     );
 }
+
+/// Polls `future` to completion on this thread, with no tokio runtime anywhere: the executor
+/// of a host that does not use tokio.
+fn block_on_without_tokio<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
+#[test]
+fn flush_works_outside_a_tokio_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, path) = fixture(&dir);
+    let session = store.open(&SessionId::from("s1")).unwrap();
+    session.append("e", json!({"n": 1})).unwrap();
+    assert_eq!(block_on_without_tokio(session.flush()), Ok(()));
+    assert_eq!(
+        std::fs::read_to_string(&path).unwrap(),
+        format!("{HEADER}{}", line(1, 1))
+    );
+}
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_paused_test_clock_does_not_advance_while_a_flush_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_store, path) = fixture(&dir);
+    let (entered_tx, entered) = std_mpsc::channel();
+    let (release, release_rx) = std_mpsc::channel();
+    let session = Arc::new(reopen_with(&path, |file| {
+        Box::new(Gated {
+            file,
+            entered: entered_tx,
+            release: release_rx,
+        })
+    }));
+    // Opens the gate as soon as the write starts, in real time, outside the runtime.
+    let gatekeeper = std::thread::spawn(move || {
+        entered.recv().unwrap();
+        release.send(()).unwrap();
+    });
+    session.append("e", json!({"n": 1})).unwrap();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flush = tokio::spawn({
+        let (session, done) = (session.clone(), done.clone());
+        async move {
+            session.flush().await.unwrap();
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    // This sleep completes only when the runtime is idle: a running flush keeps it busy.
+    tokio::time::sleep(Duration::from_millis(1)).await;
+    assert!(done.load(std::sync::atomic::Ordering::SeqCst));
+    flush.await.unwrap();
+    gatekeeper.join().unwrap();
+}
