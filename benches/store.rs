@@ -106,38 +106,34 @@ fn bench_flush(c: &mut Criterion) {
     group.finish();
 }
 
+/// The time `iters` appends take; with `flush_on`, a flush every 1,000 appends, not timed.
+fn timed_appends(session: &dyn Session, iters: u64, flush_on: Option<&Runtime>) -> Duration {
+    let mut spent = Duration::ZERO;
+    for i in 0..iters {
+        let data = payload(i);
+        let started = Instant::now();
+        black_box(session.append("bench", data).unwrap());
+        spent += started.elapsed();
+        if let Some(rt) = flush_on
+            && i % 1_000 == 999
+        {
+            rt.block_on(session.flush()).unwrap();
+        }
+    }
+    spent
+}
+
 fn bench_append(c: &mut Criterion) {
     let rt = runtime();
     let mut group = c.benchmark_group("store_append");
     let f = fixture("idle");
     group.bench_function("idle", |b| {
-        b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            for i in 0..iters {
-                let data = payload(i);
-                let started = Instant::now();
-                black_box(f.session.append("bench", data).unwrap());
-                spent += started.elapsed();
-                if i % 1_000 == 999 {
-                    rt.block_on(f.session.flush()).unwrap();
-                }
-            }
-            spent
-        });
+        b.iter_custom(|iters| timed_appends(f.session.as_ref(), iters, Some(&rt)));
     });
     let f = fixture("during_flush");
     let flusher = Flusher::start(f.session.clone());
     group.bench_function("during_flush", |b| {
-        b.iter_custom(|iters| {
-            let mut spent = Duration::ZERO;
-            for i in 0..iters {
-                let data = payload(i);
-                let started = Instant::now();
-                black_box(f.session.append("bench", data).unwrap());
-                spent += started.elapsed();
-            }
-            spent
-        });
+        b.iter_custom(|iters| timed_appends(f.session.as_ref(), iters, None));
     });
     flusher.stop();
     group.finish();

@@ -196,19 +196,26 @@ impl LogFile for Gated {
     }
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn flush_waits_off_the_executor_and_append_does_not_wait_for_the_disk() {
-    let dir = tempfile::tempdir().unwrap();
-    let (_store, path) = fixture(&dir);
+/// Session `s1` reopened over a [`Gated`] file, with the receiver that reports each write's
+/// start and the sender that lets it go on.
+fn gated(path: &std::path::Path) -> (JsonlSession, std_mpsc::Receiver<()>, std_mpsc::Sender<()>) {
     let (entered_tx, entered) = std_mpsc::channel();
     let (release, release_rx) = std_mpsc::channel();
-    let session = reopen_with(&path, |file| {
+    let session = reopen_with(path, |file| {
         Box::new(Gated {
             file,
             entered: entered_tx,
             release: release_rx,
         })
     });
+    (session, entered, release)
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn flush_waits_off_the_executor_and_append_does_not_wait_for_the_disk() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_store, path) = fixture(&dir);
+    let (session, entered, release) = gated(&path);
     session.append("e", json!({"n": 1})).unwrap();
     let mut flush = session.flush();
     // The only executor thread polls the flush: it must hand the write off and return.
@@ -236,15 +243,7 @@ async fn flush_waits_off_the_executor_and_append_does_not_wait_for_the_disk() {
 async fn a_flush_waits_for_a_write_another_flush_started() {
     let dir = tempfile::tempdir().unwrap();
     let (_store, path) = fixture(&dir);
-    let (entered_tx, entered) = std_mpsc::channel();
-    let (release, release_rx) = std_mpsc::channel();
-    let session = reopen_with(&path, |file| {
-        Box::new(Gated {
-            file,
-            entered: entered_tx,
-            release: release_rx,
-        })
-    });
+    let (session, entered, release) = gated(&path);
     session.append("e", json!({"n": 1})).unwrap();
     let mut first = session.flush();
     assert!(futures::poll!(&mut first).is_pending());
@@ -298,15 +297,8 @@ fn flush_works_outside_a_tokio_runtime() {
 async fn a_paused_test_clock_does_not_advance_while_a_flush_runs() {
     let dir = tempfile::tempdir().unwrap();
     let (_store, path) = fixture(&dir);
-    let (entered_tx, entered) = std_mpsc::channel();
-    let (release, release_rx) = std_mpsc::channel();
-    let session = Arc::new(reopen_with(&path, |file| {
-        Box::new(Gated {
-            file,
-            entered: entered_tx,
-            release: release_rx,
-        })
-    }));
+    let (session, entered, release) = gated(&path);
+    let session = Arc::new(session);
     // Opens the gate as soon as the write starts, in real time, outside the runtime.
     let gatekeeper = std::thread::spawn(move || {
         entered.recv().unwrap();

@@ -25,6 +25,18 @@ fn store(dir: &tempfile::TempDir) -> JsonlStore {
     JsonlStore::new(dir.path(), Arc::new(Frozen)).unwrap()
 }
 
+/// Creates session `id` with one event of each of `types` (payload `{}`), flushes it, lets
+/// go of the handle and returns the file's path.
+async fn stored(store: &JsonlStore, id: &str, types: &[&str]) -> std::path::PathBuf {
+    let session = store.create(SessionHeader::new(id)).unwrap();
+    for r#type in types {
+        session.append(r#type, json!({})).unwrap();
+    }
+    session.flush().await.unwrap();
+    drop(session);
+    store.dir().join(format!("{id}.jsonl"))
+}
+
 #[tokio::test]
 async fn jsonl_round_trip_and_reopen() {
     let dir = tempfile::tempdir().unwrap();
@@ -109,12 +121,7 @@ async fn torn_last_line_is_truncated_on_open() {
 async fn malformed_middle_line_is_an_error_naming_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let session = store.create(SessionHeader::new("s1")).unwrap();
-    session.append("a", json!({})).unwrap();
-    session.append("b", json!({})).unwrap();
-    session.flush().await.unwrap();
-    drop(session);
-    let path = dir.path().join("s1.jsonl");
+    let path = stored(&store, "s1", &["a", "b"]).await;
     let text = std::fs::read_to_string(&path).unwrap();
     let broken = text.replacen("\"type\":\"a\"", "\"type\":", 1);
     std::fs::write(&path, &broken).unwrap();
@@ -196,11 +203,7 @@ async fn fork_copies_events_and_sets_seed_length() {
 async fn a_complete_but_invalid_last_line_is_malformed_not_torn() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let session = store.create(SessionHeader::new("s1")).unwrap();
-    session.append("a", json!({})).unwrap();
-    session.flush().await.unwrap();
-    drop(session);
-    let path = dir.path().join("s1.jsonl");
+    let path = stored(&store, "s1", &["a"]).await;
     let mut file = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)
@@ -223,11 +226,7 @@ async fn a_complete_but_invalid_last_line_is_malformed_not_torn() {
 async fn inspect_reports_a_torn_tail_without_truncating() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let session = store.create(SessionHeader::new("s1")).unwrap();
-    session.append("a", json!({})).unwrap();
-    session.flush().await.unwrap();
-    drop(session);
-    let path = dir.path().join("s1.jsonl");
+    let path = stored(&store, "s1", &["a"]).await;
     let mut file = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)
@@ -289,11 +288,7 @@ async fn one_writer_per_session_file_in_one_process() {
 async fn a_newline_terminated_last_line_that_does_not_parse_is_malformed_and_kept() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let session = store.create(SessionHeader::new("s1")).unwrap();
-    session.append("a", json!({})).unwrap();
-    session.flush().await.unwrap();
-    drop(session);
-    let path = dir.path().join("s1.jsonl");
+    let path = stored(&store, "s1", &["a"]).await;
     let intact = std::fs::read(&path).unwrap();
     let mut flipped = intact.clone();
     let at = flipped.len() - 3;
@@ -341,19 +336,10 @@ async fn a_newline_terminated_last_line_that_does_not_parse_is_malformed_and_kep
 async fn opening_an_id_whose_file_header_names_another_session_is_malformed() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let a = store.create(SessionHeader::new("a")).unwrap();
-    a.append("x", json!({})).unwrap();
-    a.flush().await.unwrap();
-    drop(a);
+    let a = stored(&store, "a", &["x"]).await;
     let b = dir.path().join("b.jsonl");
     // A copy of `a` with a torn tail: the refusal must not cut it either.
-    let bytes = [
-        std::fs::read(dir.path().join("a.jsonl"))
-            .unwrap()
-            .as_slice(),
-        b"{\"seq\"",
-    ]
-    .concat();
+    let bytes = [std::fs::read(&a).unwrap().as_slice(), b"{\"seq\""].concat();
     std::fs::write(&b, &bytes).unwrap();
     match store.open(&SessionId::from("b")).err().unwrap() {
         StoreError::Malformed {
