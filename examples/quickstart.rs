@@ -247,6 +247,8 @@ async fn main() -> anyhow::Result<()> {
     jobs.dispose().await;
     todo.dispose();
 
+    // The store lets one handle write a session at a time: let go of ours before reopening.
+    drop(agent);
     let reopened = store.open(&id)?;
     let events = reopened.events();
     let replayed = harness_todo::TodosProjection;

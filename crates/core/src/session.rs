@@ -22,7 +22,9 @@ pub enum AppendError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum PersistenceError {
-    /// Writing or syncing the backing file failed.
+    /// Writing or syncing the backing file failed. The durable log is as it was before the
+    /// flush (the JSONL store cuts the file back to its durable length) and the events stay
+    /// buffered, so a later flush writes them once. Retry the flush when the cause is gone.
     #[error("i/o error persisting session {session}: {message}")]
     Io {
         /// The session.
@@ -75,7 +77,8 @@ pub trait Session: Send + Sync {
     /// [`AppendError`] when the event was not added; the log is unchanged.
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError>;
 
-    /// Makes everything appended so far durable.
+    /// Makes everything appended so far durable. Implementations never block the caller's
+    /// executor thread on I/O, and a failed flush leaves the durable log as it was.
     ///
     /// # Errors
     /// [`PersistenceError`] when durability could not be confirmed.

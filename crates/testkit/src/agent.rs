@@ -350,6 +350,11 @@ impl MemoryAgent {
         if let Some(me) = self.me.upgrade() {
             self.host.directory.remove(&me.as_dyn());
         }
+        // The projections hold the session; once no live agent uses it, let go of it, so a
+        // durable store's handle (and its file lock) closes when the last user drops it.
+        if self.host.directory.get(&self.id).is_none() {
+            self.host_session.untrack();
+        }
         self.idle.notify_waiters();
         self.wake.notify_one();
     }

@@ -105,6 +105,13 @@ impl HostSession {
         }
     }
 
+    /// Stops folding this session into the host's projections and lets go of the
+    /// projections' reference to it (for a durable store, the last reference to the session
+    /// handle may then close its file).
+    pub fn untrack(&self) {
+        self.projections.untrack(self.inner.id());
+    }
+
     /// The fault switches of this session.
     pub fn faults(&self) -> &Arc<SessionFaults> {
         &self.faults

@@ -1,12 +1,19 @@
 //! [`JsonlStore`]: one JSON Lines file per session — a header line, then one event per line.
+//!
+//! This file provides the store (atomic create, open under an exclusive file lock, listing), the
+//! session handle (appends buffer a line; a flush writes and syncs off the executor and puts the
+//! file back at its durable length when it fails), and the parser that tells a torn last line
+//! from corruption.
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::Value;
+use tokio::sync::oneshot;
 
 use super::log::EventLog;
 use super::{SessionStore, StoreError};
@@ -16,11 +23,28 @@ use crate::{
 
 /// A folder of `<session id>.jsonl` files.
 ///
-/// * `append` commits to the live log and buffers the line; `flush` writes the buffered lines
-///   and calls `sync_data`. A failed flush keeps the lines buffered for the next flush.
-/// * `open` replays the file. A torn last line (no trailing newline, or not complete JSON) is
-///   truncated away and reported with `tracing::warn!`; any other malformed line is
-///   [`StoreError::Malformed`] naming the file and 1-based line.
+/// * **One writer per file.** A session handle holds an exclusive OS advisory lock
+///   (`flock`-style, through [`File::try_lock`]) on its file for as long as it lives, from the
+///   instant `create` makes the file visible; opening a session whose file another handle
+///   holds — in this process or another — fails with [`StoreError::Locked`]. The lock is
+///   released when the handle is dropped or the process dies.
+/// * **Append never waits for the disk.** `append` commits to the live log and buffers the line
+///   in memory. `flush` writes the buffer at the file's durable length and calls `sync_data` on
+///   tokio's blocking pool (on a new thread when not called inside a tokio runtime); the async
+///   caller only awaits the answer, so no executor thread blocks on I/O. Flushes of one
+///   session run one at a time; a flush that finds its lines already synced returns at once.
+/// * **A failed flush changes nothing durable.** When the write or sync fails, the writer cuts
+///   the file back to its last durable length and keeps the lines for the next flush, which
+///   writes them from that length again: no byte is written twice and none is dropped.
+/// * **Create is atomic.** The header (and a fork's events) go to a temporary file in the same
+///   folder (`.<id>.jsonl.<pid>-<n>.tmp`), which is synced, linked to `<id>.jsonl` (failing if
+///   that exists), and the folder is synced. A crash at any instant leaves either no session or
+///   a complete one (at worst a stray temporary file, which the store ignores). The folder must
+///   be on a file system with hard links.
+/// * **Only an unterminated last line is torn.** `open` cuts a last line without its newline
+///   away (it was never acknowledged) and reports it with `tracing::warn!`. Every
+///   newline-terminated line must be a valid header or event; one that is not is
+///   [`StoreError::Malformed`] naming the file and 1-based line, and nothing is cut.
 #[derive(Clone)]
 pub struct JsonlStore {
     dir: PathBuf,
@@ -68,28 +92,26 @@ impl JsonlStore {
         Ok(self.dir.join(format!("{name}.jsonl")))
     }
 
-    /// Parses a session file without changing it (no truncation of a torn tail): for
+    /// Parses a session file without changing it (no truncation of a torn tail, no lock): for
     /// inspection tools such as `harness log`.
     ///
     /// # Errors
-    /// [`StoreError::NotFound`], [`StoreError::Malformed`], or an I/O error.
+    /// [`StoreError::NotFound`], [`StoreError::Malformed`], [`StoreError::InterruptedCreate`],
+    /// or an I/O error.
     pub fn inspect(path: &Path) -> Result<SessionFile, StoreError> {
-        parse_file(path)
+        let bytes = std::fs::read(path).map_err(|source| not_found_or_io(path, source))?;
+        parse_bytes(path, &bytes)
     }
 
-    /// Opens a session file directly by path for appending (truncates a torn tail).
+    /// Opens a session file directly by path for appending: takes the file's lock, then
+    /// truncates a torn tail. The session's id is the one in the header.
     ///
     /// # Errors
-    /// As [`SessionStore::open`].
+    /// [`StoreError::NotFound`], [`StoreError::Locked`], [`StoreError::Malformed`],
+    /// [`StoreError::InterruptedCreate`], or an I/O error.
     pub fn open_path(path: &Path, clock: Arc<dyn Clock>) -> Result<Arc<dyn Session>, StoreError> {
-        let (header, events) = read_file(path)?;
-        let file = OpenOptions::new()
-            .append(true)
-            .open(path)
-            .map_err(|source| io_error(path, source))?;
-        Ok(Arc::new(JsonlSession::new(
-            header, events, clock, path, file,
-        )))
+        let session = open_file(path, None, clock, |file| Box::new(file))?;
+        Ok(Arc::new(session))
     }
 }
 
@@ -100,11 +122,33 @@ fn io_error(path: &Path, source: std::io::Error) -> StoreError {
     }
 }
 
+fn not_found_or_io(path: &Path, source: std::io::Error) -> StoreError {
+    match source.kind() {
+        std::io::ErrorKind::NotFound => StoreError::NotFound(SessionId::new(
+            path.file_stem()
+                .map(|s| s.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+        )),
+        _ => io_error(path, source),
+    }
+}
+
 fn malformed(path: &Path, line: usize, message: impl Into<String>) -> StoreError {
     StoreError::Malformed {
         file: path.display().to_string(),
         line,
         message: message.into(),
+    }
+}
+
+/// Takes the exclusive advisory lock of a session file, without waiting.
+fn lock(file: &File, path: &Path) -> Result<(), StoreError> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(TryLockError::WouldBlock) => Err(StoreError::Locked {
+            path: path.display().to_string(),
+        }),
+        Err(TryLockError::Error(source)) => Err(io_error(path, source)),
     }
 }
 
@@ -131,60 +175,50 @@ pub struct SessionFile {
     pub torn: Option<TornTail>,
 }
 
-/// Parses a session file without changing it.
+/// Where the torn tail of a file starts, if it has one.
 ///
-/// Only the last line can be torn, and only by an interrupted write: it lacks its newline,
-/// or it is not syntactically complete JSON. A complete line that is valid JSON but not a
-/// valid header or event (a missing field, a wrong type, a gap in `seq`) is
-/// [`StoreError::Malformed`] wherever it stands.
-fn parse_file(path: &Path) -> Result<SessionFile, StoreError> {
-    let bytes = std::fs::read(path).map_err(|source| match source.kind() {
-        std::io::ErrorKind::NotFound => StoreError::NotFound(SessionId::new(
-            path.file_stem()
-                .map(|s| s.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-        )),
-        _ => io_error(path, source),
-    })?;
+/// This is the one place that tells a torn line from a corrupt one. A flush writes whole lines
+/// and is acknowledged only after they are synced, so an interrupted append can leave only an
+/// unterminated last line; that line was never acknowledged and may be cut. Every
+/// newline-terminated line is complete, and one that does not parse (a bit flip, invalid UTF-8,
+/// a blank line) is corruption wherever it stands.
+fn torn_tail_start(bytes: &[u8]) -> Option<usize> {
+    match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(end) if end + 1 == bytes.len() => None,
+        Some(end) => Some(end + 1),
+        None if bytes.is_empty() => None,
+        None => Some(0),
+    }
+}
+
+/// Parses the bytes of a session file at `path` without changing anything.
+fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<SessionFile, StoreError> {
+    let torn_start = torn_tail_start(bytes);
+    let body = &bytes[..torn_start.unwrap_or(bytes.len())];
+    if body.is_empty() {
+        // No complete header line: what a create interrupted in an older, non-atomic build
+        // leaves (zero bytes, or a header without its newline).
+        return Err(StoreError::InterruptedCreate {
+            file: path.display().to_string(),
+        });
+    }
     let mut header: Option<SessionHeader> = None;
     let mut events = Vec::new();
-    let mut offset = 0usize;
     let mut number = 0usize;
-    let mut torn = None;
-    while offset < bytes.len() {
+    for line in body[..body.len() - 1].split(|&b| b == b'\n') {
         number += 1;
-        let rest = &bytes[offset..];
-        let (line, complete) = match rest.iter().position(|&b| b == b'\n') {
-            Some(end) => (&rest[..end], true),
-            None => (rest, false),
-        };
-        let is_last = offset + line.len() + usize::from(complete) >= bytes.len();
-        if !complete {
-            torn = Some(TornTail {
-                offset: offset as u64,
-                line: number,
-                reason: "missing trailing newline".to_owned(),
-            });
-            break;
-        }
         match parse_line(line, header.is_none(), events.len() as u64 + 1) {
             Ok(Line::Header(h)) => header = Some(h),
             Ok(Line::Event(e)) => events.push(e),
-            Err(LineError::Incomplete(message)) if is_last => {
-                torn = Some(TornTail {
-                    offset: offset as u64,
-                    line: number,
-                    reason: message,
-                });
-                break;
-            }
-            Err(LineError::Incomplete(message) | LineError::Invalid(message)) => {
-                return Err(malformed(path, number, message));
-            }
+            Err(message) => return Err(malformed(path, number, message)),
         }
-        offset += line.len() + 1;
     }
     let header = header.ok_or_else(|| malformed(path, 1, "missing session header"))?;
+    let torn = torn_start.map(|start| TornTail {
+        offset: start as u64,
+        line: number + 1,
+        reason: "missing trailing newline".to_owned(),
+    });
     Ok(SessionFile {
         header,
         events,
@@ -192,66 +226,81 @@ fn parse_file(path: &Path) -> Result<SessionFile, StoreError> {
     })
 }
 
-/// Reads and validates a session file, truncating a torn last line.
-fn read_file(path: &Path) -> Result<(SessionHeader, Vec<SessionEvent>), StoreError> {
-    let file = parse_file(path)?;
-    if let Some(torn) = &file.torn {
+enum Line {
+    Header(SessionHeader),
+    Event(SessionEvent),
+}
+
+fn parse_line(line: &[u8], want_header: bool, expected_seq: u64) -> Result<Line, String> {
+    if want_header {
+        return serde_json::from_slice::<SessionHeader>(line)
+            .map(Line::Header)
+            .map_err(|e| format!("invalid session header: {e}"));
+    }
+    let event =
+        serde_json::from_slice::<SessionEvent>(line).map_err(|e| format!("invalid event: {e}"))?;
+    if event.seq != expected_seq {
+        return Err(format!(
+            "event seq {} where {expected_seq} was expected",
+            event.seq
+        ));
+    }
+    Ok(Line::Event(event))
+}
+
+/// Opens, locks, validates and (for a torn tail) truncates a session file, then starts its
+/// session handle. `expect` is the id the caller asked for; the header must name it.
+/// `wrap` turns the locked file into the flush's [`LogFile`] (the real file, or a test seam).
+fn open_file(
+    path: &Path,
+    expect: Option<&SessionId>,
+    clock: Arc<dyn Clock>,
+    wrap: impl FnOnce(File) -> Box<dyn LogFile>,
+) -> Result<JsonlSession, StoreError> {
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|source| not_found_or_io(path, source))?;
+    lock(&file, path)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)
+        .map_err(|source| io_error(path, source))?;
+    let parsed = parse_bytes(path, &bytes)?;
+    if let Some(id) = expect
+        && parsed.header.id != *id
+    {
+        return Err(malformed(
+            path,
+            1,
+            format!(
+                "the header names session {:?}, but this is the file of session {:?}",
+                parsed.header.id.as_str(),
+                id.as_str()
+            ),
+        ));
+    }
+    let mut durable_len = bytes.len() as u64;
+    if let Some(torn) = &parsed.torn {
         tracing::warn!(
             file = %path.display(),
             line = torn.line,
             "truncating torn last line of session file: {}",
             torn.reason
         );
-        let handle = OpenOptions::new()
-            .write(true)
-            .open(path)
+        file.set_len(torn.offset)
+            .and_then(|()| file.sync_data())
             .map_err(|source| io_error(path, source))?;
-        handle
-            .set_len(torn.offset)
-            .and_then(|()| handle.sync_data())
-            .map_err(|source| io_error(path, source))?;
+        durable_len = torn.offset;
     }
-    Ok((file.header, file.events))
-}
-
-enum Line {
-    Header(SessionHeader),
-    Event(SessionEvent),
-}
-
-enum LineError {
-    /// Not syntactically complete JSON: what an interrupted write leaves.
-    Incomplete(String),
-    /// Complete JSON that is not a valid header or event.
-    Invalid(String),
-}
-
-fn classify(error: &serde_json::Error, what: &str) -> LineError {
-    let message = format!("invalid {what}: {error}");
-    match error.classify() {
-        serde_json::error::Category::Syntax | serde_json::error::Category::Eof => {
-            LineError::Incomplete(message)
-        }
-        serde_json::error::Category::Data | serde_json::error::Category::Io => {
-            LineError::Invalid(message)
-        }
-    }
-}
-
-fn parse_line(line: &[u8], want_header: bool, expected_seq: u64) -> Result<Line, LineError> {
-    if want_header {
-        return serde_json::from_slice::<SessionHeader>(line)
-            .map(Line::Header)
-            .map_err(|e| classify(&e, "session header"));
-    }
-    let event = serde_json::from_slice::<SessionEvent>(line).map_err(|e| classify(&e, "event"))?;
-    if event.seq != expected_seq {
-        return Err(LineError::Invalid(format!(
-            "event seq {} where {expected_seq} was expected",
-            event.seq
-        )));
-    }
-    Ok(Line::Event(event))
+    Ok(JsonlSession::start(
+        parsed.header,
+        parsed.events,
+        clock,
+        path,
+        wrap(file),
+        durable_len,
+    ))
 }
 
 impl SessionStore for JsonlStore {
@@ -261,10 +310,8 @@ impl SessionStore for JsonlStore {
 
     fn open(&self, id: &SessionId) -> Result<Arc<dyn Session>, StoreError> {
         let path = self.path_of(id)?;
-        if !path.exists() {
-            return Err(StoreError::NotFound(id.clone()));
-        }
-        Self::open_path(&path, self.clock.clone())
+        let session = open_file(&path, Some(id), self.clock.clone(), |file| Box::new(file))?;
+        Ok(Arc::new(session))
     }
 
     fn list(&self) -> Vec<SessionId> {
@@ -275,6 +322,9 @@ impl SessionStore for JsonlStore {
             .filter_map(Result::ok)
             .filter_map(|entry| {
                 let name = entry.file_name().to_string_lossy().into_owned();
+                if name.starts_with('.') {
+                    return None;
+                }
                 name.strip_suffix(".jsonl").map(SessionId::from)
             })
             .collect();
@@ -288,33 +338,77 @@ impl SessionStore for JsonlStore {
         events: Vec<SessionEvent>,
     ) -> Result<Arc<dyn Session>, StoreError> {
         let path = self.path_of(&header.id)?;
-        let mut file = OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .open(&path)
-            .map_err(|source| match source.kind() {
-                std::io::ErrorKind::AlreadyExists => StoreError::AlreadyExists(header.id.clone()),
-                _ => io_error(&path, source),
-            })?;
         let mut bytes = Vec::new();
         write_line(&mut bytes, &header);
         for event in &events {
             write_line(&mut bytes, event);
         }
-        file.write_all(&bytes)
-            .and_then(|()| file.sync_all())
-            .map_err(|source| io_error(&path, source))?;
-        if let Ok(dir) = File::open(&self.dir) {
-            // Makes the new name durable; failure here only weakens crash safety.
-            let _ = dir.sync_all();
-        }
-        Ok(Arc::new(JsonlSession::new(
+        let file = self.create_atomically(&header.id, &path, &bytes)?;
+        Ok(Arc::new(JsonlSession::start(
             header,
             events,
             self.clock.clone(),
             &path,
-            file,
+            Box::new(file),
+            bytes.len() as u64,
         )))
+    }
+}
+
+impl JsonlStore {
+    /// Writes `bytes` to a synced temporary file, locks it, and links it to `path` (failing
+    /// with [`StoreError::AlreadyExists`] if `path` exists), then syncs the folder. Returns the
+    /// locked handle, positioned anywhere (the writer seeks before every write).
+    fn create_atomically(
+        &self,
+        id: &SessionId,
+        path: &Path,
+        bytes: &[u8],
+    ) -> Result<File, StoreError> {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let temp = self.dir.join(format!(
+            ".{}.jsonl.{}-{}.tmp",
+            id.as_str(),
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let written = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&temp)
+            .and_then(|mut file| {
+                file.write_all(bytes)?;
+                file.sync_all()?;
+                Ok(file)
+            });
+        let file = match written {
+            Ok(file) => file,
+            Err(source) => {
+                let _ = std::fs::remove_file(&temp);
+                return Err(io_error(&temp, source));
+            }
+        };
+        // Lock before the name exists, so no other handle can open the new session first.
+        let linked = lock(&file, &temp).and_then(|()| {
+            std::fs::hard_link(&temp, path).map_err(|source| match source.kind() {
+                std::io::ErrorKind::AlreadyExists => StoreError::AlreadyExists(id.clone()),
+                _ => io_error(path, source),
+            })
+        });
+        // The temporary name goes in every case; a crash before this leaves only a stray
+        // dot-file, which `list` skips.
+        let _ = std::fs::remove_file(&temp);
+        linked?;
+        match File::open(&self.dir).and_then(|dir| dir.sync_all()) {
+            Ok(()) => {}
+            // Some platforms cannot sync a folder; the file itself is durable.
+            Err(error) => tracing::warn!(
+                dir = %self.dir.display(),
+                "could not sync the session folder after create: {error}"
+            ),
+        }
+        Ok(file)
     }
 }
 
@@ -325,42 +419,199 @@ fn write_line(out: &mut Vec<u8>, value: &impl serde::Serialize) {
     }
 }
 
+/// A flush's view of a session file: positioned writes, sync and truncation. The
+/// real implementation is [`File`]; unit tests wrap a real file to fail or stall on cue.
+trait LogFile: Send {
+    /// Writes all of `bytes` at byte `offset`.
+    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> std::io::Result<()>;
+    /// Makes written data durable (`fdatasync`).
+    fn sync(&mut self) -> std::io::Result<()>;
+    /// Cuts the file to `len` bytes.
+    fn truncate(&mut self, len: u64) -> std::io::Result<()>;
+}
+
+impl LogFile for File {
+    fn write_at(&mut self, offset: u64, bytes: &[u8]) -> std::io::Result<()> {
+        self.seek(SeekFrom::Start(offset))?;
+        self.write_all(bytes)
+    }
+
+    fn sync(&mut self) -> std::io::Result<()> {
+        self.sync_data()
+    }
+
+    fn truncate(&mut self, len: u64) -> std::io::Result<()> {
+        self.set_len(len)
+    }
+}
+
+/// What `append`, `flush` and the flush's blocking task share.
+struct Shared {
+    /// Lines appended and not yet taken by a flush. Held only to add or take lines, never
+    /// during I/O.
+    pending: Mutex<Pending>,
+    /// Of the bytes ever appended through this handle, how many are durable (the running
+    /// total reached by the last successful sync).
+    synced: AtomicU64,
+    /// The file and its durable state. Held by one flush at a time, for its write and sync.
+    writer: Mutex<Writer>,
+}
+
+struct Pending {
+    bytes: Vec<u8>,
+    /// Bytes ever appended through this handle (a running total).
+    appended: u64,
+}
+
+impl Shared {
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    fn writer(&self) -> std::sync::MutexGuard<'_, Writer> {
+        self.writer
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    /// Writes and syncs everything appended so far (blocking: runs off the executor).
+    fn flush(&self) -> std::io::Result<()> {
+        self.writer().flush(self)
+    }
+}
+
 struct JsonlSession {
     header: SessionHeader,
     log: EventLog,
     path: PathBuf,
-    file: Mutex<FileState>,
-}
-
-struct FileState {
-    file: File,
-    pending: Vec<u8>,
+    shared: Arc<Shared>,
 }
 
 impl JsonlSession {
-    fn new(
+    /// A session over `file`, whose first `durable_len` bytes are durable.
+    fn start(
         header: SessionHeader,
         events: Vec<SessionEvent>,
         clock: Arc<dyn Clock>,
         path: &Path,
-        file: File,
+        file: Box<dyn LogFile>,
+        durable_len: u64,
     ) -> Self {
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(Pending {
+                bytes: Vec::new(),
+                appended: 0,
+            }),
+            synced: AtomicU64::new(0),
+            writer: Mutex::new(Writer {
+                file: Some(file),
+                durable_len,
+                unwritten: Vec::new(),
+                tail_dirty: false,
+            }),
+        });
         Self {
             header,
             log: EventLog::new(events, clock),
             path: path.to_path_buf(),
-            file: Mutex::new(FileState {
-                file,
-                pending: Vec::new(),
-            }),
+            shared,
         }
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, FileState> {
-        self.file
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+    fn persistence_error(&self, message: impl std::fmt::Display) -> PersistenceError {
+        PersistenceError::Io {
+            session: self.header.id.clone(),
+            message: format!("{}: {message}", self.path.display()),
+        }
     }
+}
+
+impl Drop for JsonlSession {
+    /// Closes the file, and with it the lock, before the handle is gone. Lines appended and
+    /// not flushed are discarded. If a flush whose caller stopped waiting is still writing,
+    /// this waits for that one write and sync.
+    fn drop(&mut self) {
+        drop(self.shared.writer().file.take());
+    }
+}
+
+/// The file of one open session and what is known to be durable in it.
+struct Writer {
+    /// `None` once the session handle is dropped.
+    file: Option<Box<dyn LogFile>>,
+    /// The file's durable length: every byte before it is synced and acknowledged.
+    durable_len: u64,
+    /// Lines taken from `append` and not yet durable (kept across failed flushes).
+    unwritten: Vec<u8>,
+    /// A failed flush could not cut the file back, so bytes past `durable_len` may remain.
+    tail_dirty: bool,
+}
+
+impl Writer {
+    /// Writes everything appended so far at the durable length and syncs it. On failure, cuts
+    /// the file back to the durable length and keeps the lines for the next try.
+    fn flush(&mut self, shared: &Shared) -> std::io::Result<()> {
+        let appended = {
+            let mut pending = shared.pending();
+            if self.unwritten.is_empty() {
+                std::mem::swap(&mut self.unwritten, &mut pending.bytes);
+            } else {
+                self.unwritten.extend_from_slice(&pending.bytes);
+                pending.bytes.clear();
+            }
+            pending.appended
+        };
+        if self.unwritten.is_empty() {
+            return Ok(());
+        }
+        let Some(file) = self.file.as_mut() else {
+            return Err(std::io::Error::other("the session handle is closed"));
+        };
+        let end = self.durable_len + self.unwritten.len() as u64;
+        let result = file
+            .write_at(self.durable_len, &self.unwritten)
+            .and_then(|()| {
+                if self.tail_dirty {
+                    file.truncate(end)?;
+                }
+                file.sync()
+            });
+        match result {
+            Ok(()) => {
+                self.durable_len = end;
+                self.tail_dirty = false;
+                self.unwritten.clear();
+                shared.synced.store(appended, Ordering::Release);
+                Ok(())
+            }
+            Err(error) => {
+                // Put the file back as it was durably; if even that fails, the next write
+                // starts at the same offset and overwrites what is there.
+                let restored = file.truncate(self.durable_len).and_then(|()| file.sync());
+                self.tail_dirty = restored.is_err();
+                Err(error)
+            }
+        }
+    }
+}
+
+/// Runs `work` off the caller's executor and awaits its result: on tokio's blocking pool
+/// inside a tokio runtime (which also keeps a paused test clock from advancing while it
+/// runs), else on a new thread. `None` if the work could not be started or panicked.
+async fn off_executor<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        return runtime.spawn_blocking(work).await.ok();
+    }
+    let (reply, answer) = oneshot::channel();
+    std::thread::Builder::new()
+        .name("harness-jsonl-flush".to_owned())
+        .spawn(move || {
+            let _ = reply.send(work());
+        })
+        .ok()?;
+    answer.await.ok()
 }
 
 #[async_trait]
@@ -383,28 +634,31 @@ impl Session for JsonlSession {
 
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
         self.log.push(r#type, data, |event| {
-            let mut state = self.state();
-            write_line(&mut state.pending, event);
+            let mut pending = self.shared.pending();
+            let before = pending.bytes.len();
+            write_line(&mut pending.bytes, event);
+            pending.appended += (pending.bytes.len() - before) as u64;
             Ok(())
         })
     }
 
+    /// Writes and syncs on tokio's blocking pool (or a new thread outside tokio); the future
+    /// only waits. Dropping it does not stop a write already started: the lines are then
+    /// durable or, on failure, kept for the next flush.
     async fn flush(&self) -> Result<(), PersistenceError> {
-        let mut state = self.state();
-        if state.pending.is_empty() {
+        let appended = self.shared.pending().appended;
+        if self.shared.synced.load(Ordering::Acquire) >= appended {
             return Ok(());
         }
-        let FileState { file, pending } = &mut *state;
-        let result = file.write_all(pending).and_then(|()| file.sync_data());
-        match result {
-            Ok(()) => {
-                pending.clear();
-                Ok(())
-            }
-            Err(error) => Err(PersistenceError::Io {
-                session: self.header.id.clone(),
-                message: format!("{}: {error}", self.path.display()),
-            }),
+        let shared = self.shared.clone();
+        match off_executor(move || shared.flush()).await {
+            Some(Ok(())) => Ok(()),
+            Some(Err(error)) => Err(self.persistence_error(error)),
+            None => Err(self.persistence_error("the flush could not run")),
         }
     }
 }
+
+#[cfg(test)]
+#[path = "jsonl_tests.rs"]
+mod tests;

@@ -25,7 +25,10 @@ pub enum StoreError {
     /// `\` or a NUL byte).
     #[error("invalid session id {0:?}")]
     InvalidId(String),
-    /// A line of a session file is not a valid header or event. `line` is 1-based.
+    /// A newline-terminated line of a session file is not a valid header or event (including
+    /// a blank line, invalid UTF-8, a gap in `seq`, and a header naming another session than
+    /// the file's), wherever it stands; nothing in the file was changed. `line` is 1-based.
+    /// Corruption: a person must look at the file.
     #[error("{file}:{line}: {message}")]
     Malformed {
         /// The file path.
@@ -34,6 +37,26 @@ pub enum StoreError {
         line: usize,
         /// What is wrong.
         message: String,
+    },
+    /// Another live handle — in this process or another — holds this session's file open for
+    /// writing (JSONL: its exclusive advisory lock). Nothing was read or changed. The lock goes
+    /// when that handle is dropped or its process dies; use the live handle, or retry after.
+    #[error("session file {path} is locked by another open handle")]
+    Locked {
+        /// The session file.
+        path: String,
+    },
+    /// The session file has no complete header line (zero bytes, or a header without its
+    /// newline): what a create interrupted in a build without atomic create leaves. No event
+    /// was ever acknowledged in such a file, so nothing is lost by removing it; the file was
+    /// not changed. Recovery: delete the file and create the session again.
+    #[error(
+        "{file}: no complete session header (left by an interrupted create); \
+         nothing in it was acknowledged: delete the file and create the session again"
+    )]
+    InterruptedCreate {
+        /// The session file.
+        file: String,
     },
     /// An operating-system error.
     #[error("i/o error on {path}: {source}")]
@@ -50,14 +73,22 @@ pub enum StoreError {
 pub trait SessionStore: Send + Sync {
     /// Creates an empty session with this header.
     ///
+    /// Atomic: when it fails or the process dies, either no session exists or a complete one.
+    ///
     /// # Errors
     /// [`StoreError::AlreadyExists`], [`StoreError::InvalidId`], or an I/O error.
     fn create(&self, header: SessionHeader) -> Result<Arc<dyn Session>, StoreError>;
 
     /// Opens an existing session and replays its log.
     ///
+    /// A store with durable files hands out one writing handle per session at a time
+    /// ([`StoreError::Locked`] while another lives); [`MemoryStore`] returns the same live log
+    /// to every caller.
+    ///
     /// # Errors
-    /// [`StoreError::NotFound`], [`StoreError::Malformed`] (JSONL), or an I/O error.
+    /// [`StoreError::NotFound`], [`StoreError::InvalidId`], and for JSONL
+    /// [`StoreError::Locked`], [`StoreError::Malformed`] (also when the header names another
+    /// session), [`StoreError::InterruptedCreate`], or an I/O error.
     fn open(&self, id: &SessionId) -> Result<Arc<dyn Session>, StoreError>;
 
     /// The ids of every stored session, sorted.

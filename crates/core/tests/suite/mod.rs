@@ -1,2 +1,3 @@
 mod registry;
 mod store;
+mod store_process;

@@ -9,7 +9,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 /// A clock frozen at 2026-08-05T12:00:00.000Z (core cannot use the testkit's ManualClock).
-struct Frozen;
+pub(super) struct Frozen;
 
 impl Clock for Frozen {
     fn now(&self) -> chrono::DateTime<Utc> {
@@ -23,6 +23,18 @@ impl Clock for Frozen {
 
 fn store(dir: &tempfile::TempDir) -> JsonlStore {
     JsonlStore::new(dir.path(), Arc::new(Frozen)).unwrap()
+}
+
+/// Creates session `id` with one event of each of `types` (payload `{}`), flushes it, lets
+/// go of the handle and returns the file's path.
+async fn stored(store: &JsonlStore, id: &str, types: &[&str]) -> std::path::PathBuf {
+    let session = store.create(SessionHeader::new(id)).unwrap();
+    for r#type in types {
+        session.append(r#type, json!({})).unwrap();
+    }
+    session.flush().await.unwrap();
+    drop(session);
+    store.dir().join(format!("{id}.jsonl"))
 }
 
 #[tokio::test]
@@ -49,12 +61,15 @@ async fn jsonl_round_trip_and_reopen() {
             "{\"seq\":2,\"type\":\"todo/write\",\"time\":\"2026-08-05T12:00:00.000Z\",\"data\":{\"todos\":[{\"content\":\"a\\nb \\\"q\\\"\",\"status\":\"pending\"}]}}\n",
         )
     );
+    let (header, events) = (session.header().clone(), session.events());
+    drop(session);
     let reopened = store.open(&SessionId::from("s1")).unwrap();
-    assert_eq!(reopened.header(), session.header());
-    assert_eq!(reopened.events(), session.events());
+    assert_eq!(reopened.header(), &header);
+    assert_eq!(reopened.events(), events);
     let third = reopened.append("turn/end", json!({"turn": 1})).unwrap();
     assert_eq!(third.seq, 3);
     reopened.flush().await.unwrap();
+    drop(reopened);
     assert_eq!(store.open(&SessionId::from("s1")).unwrap().len(), 3);
     assert_eq!(store.list(), vec![SessionId::from("s1")]);
 }
@@ -66,6 +81,7 @@ async fn unflushed_events_are_not_on_disk() {
     let session = store.create(SessionHeader::new("s1")).unwrap();
     session.append("a", json!({})).unwrap();
     assert_eq!(session.len(), 1);
+    drop(session);
     assert_eq!(store.open(&SessionId::from("s1")).unwrap().len(), 0);
 }
 
@@ -76,6 +92,7 @@ async fn torn_last_line_is_truncated_on_open() {
     let session = store.create(SessionHeader::new("s1")).unwrap();
     session.append("a", json!({"n": 1})).unwrap();
     session.flush().await.unwrap();
+    drop(session);
     let path = dir.path().join("s1.jsonl");
     let intact = std::fs::read(&path).unwrap();
     let mut file = std::fs::OpenOptions::new()
@@ -86,6 +103,7 @@ async fn torn_last_line_is_truncated_on_open() {
     drop(file);
     let reopened = store.open(&SessionId::from("s1")).unwrap();
     assert_eq!(reopened.len(), 1);
+    drop(reopened);
     assert_eq!(std::fs::read(&path).unwrap(), intact);
     // A complete value missing only its newline is torn too.
     let mut file = std::fs::OpenOptions::new()
@@ -103,11 +121,7 @@ async fn torn_last_line_is_truncated_on_open() {
 async fn malformed_middle_line_is_an_error_naming_file_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let session = store.create(SessionHeader::new("s1")).unwrap();
-    session.append("a", json!({})).unwrap();
-    session.append("b", json!({})).unwrap();
-    session.flush().await.unwrap();
-    let path = dir.path().join("s1.jsonl");
+    let path = stored(&store, "s1", &["a", "b"]).await;
     let text = std::fs::read_to_string(&path).unwrap();
     let broken = text.replacen("\"type\":\"a\"", "\"type\":", 1);
     std::fs::write(&path, &broken).unwrap();
@@ -178,6 +192,7 @@ async fn fork_copies_events_and_sets_seed_length() {
         assert_eq!(child.append("c", json!({})).unwrap().seq, 3);
         assert_eq!(parent.len(), 2);
         child.flush().await.unwrap();
+        drop(child);
         let reopened = store.open(&SessionId::from("c")).unwrap();
         assert_eq!(reopened.header().seed_length, Some(2));
         assert_eq!(reopened.events_after(2).len(), 1);
@@ -188,10 +203,7 @@ async fn fork_copies_events_and_sets_seed_length() {
 async fn a_complete_but_invalid_last_line_is_malformed_not_torn() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let session = store.create(SessionHeader::new("s1")).unwrap();
-    session.append("a", json!({})).unwrap();
-    session.flush().await.unwrap();
-    let path = dir.path().join("s1.jsonl");
+    let path = stored(&store, "s1", &["a"]).await;
     let mut file = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)
@@ -214,10 +226,7 @@ async fn a_complete_but_invalid_last_line_is_malformed_not_torn() {
 async fn inspect_reports_a_torn_tail_without_truncating() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(&dir);
-    let session = store.create(SessionHeader::new("s1")).unwrap();
-    session.append("a", json!({})).unwrap();
-    session.flush().await.unwrap();
-    let path = dir.path().join("s1.jsonl");
+    let path = stored(&store, "s1", &["a"]).await;
     let mut file = std::fs::OpenOptions::new()
         .append(true)
         .open(&path)
@@ -233,4 +242,166 @@ async fn inspect_reports_a_torn_tail_without_truncating() {
         (3, "missing trailing newline")
     );
     assert_eq!(std::fs::read(&path).unwrap(), before);
+}
+
+pub(super) fn names_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn one_writer_per_session_file_in_one_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let id = SessionId::from("s1");
+    let path = dir.path().join("s1.jsonl");
+    let created = store.create(SessionHeader::new("s1")).unwrap();
+    let locked = format!(
+        "session file {} is locked by another open handle",
+        path.display()
+    );
+    for attempt in [
+        store.open(&id),
+        JsonlStore::open_path(&path, Arc::new(Frozen)),
+    ] {
+        match attempt.err().unwrap() {
+            error @ StoreError::Locked { .. } => assert_eq!(error.to_string(), locked),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    created.append("a", json!({})).unwrap();
+    created.flush().await.unwrap();
+    drop(created);
+    // Dropping the handle releases the lock; the next handle holds it in turn.
+    let reopened = store.open(&id).unwrap();
+    assert_eq!(reopened.len(), 1);
+    assert!(matches!(store.open(&id), Err(StoreError::Locked { .. })));
+    drop(reopened);
+    assert_eq!(store.open(&id).unwrap().len(), 1);
+}
+
+#[tokio::test]
+async fn a_newline_terminated_last_line_that_does_not_parse_is_malformed_and_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let path = stored(&store, "s1", &["a"]).await;
+    let intact = std::fs::read(&path).unwrap();
+    let mut flipped = intact.clone();
+    let at = flipped.len() - 3;
+    flipped[at] ^= 0x04; // one bit: the empty data object's `}` becomes `y`
+    let cases: [(Vec<u8>, usize, &str); 4] = [
+        (
+            [intact.as_slice(), b"{\"seq\":2,\"ty\n"].concat(),
+            3,
+            "invalid event: EOF while parsing a string at line 1 column 12",
+        ),
+        (
+            [intact.as_slice(), b"\n"].concat(),
+            3,
+            "invalid event: EOF while parsing a value at line 1 column 0",
+        ),
+        (
+            [intact.as_slice(), b"\"\xff\xfe\"\n"].concat(),
+            3,
+            "invalid event: invalid unicode code point at line 1 column 2",
+        ),
+        (
+            flipped,
+            2,
+            "invalid event: key must be a string at line 1 column 63",
+        ),
+    ];
+    for (bytes, want_line, want_message) in cases {
+        std::fs::write(&path, &bytes).unwrap();
+        match store.open(&SessionId::from("s1")).err().unwrap() {
+            StoreError::Malformed {
+                file,
+                line,
+                message,
+            } => assert_eq!(
+                (file, line, message.as_str()),
+                (path.display().to_string(), want_line, want_message)
+            ),
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "nothing cut");
+    }
+}
+
+#[tokio::test]
+async fn opening_an_id_whose_file_header_names_another_session_is_malformed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let a = stored(&store, "a", &["x"]).await;
+    let b = dir.path().join("b.jsonl");
+    // A copy of `a` with a torn tail: the refusal must not cut it either.
+    let bytes = [std::fs::read(&a).unwrap().as_slice(), b"{\"seq\""].concat();
+    std::fs::write(&b, &bytes).unwrap();
+    match store.open(&SessionId::from("b")).err().unwrap() {
+        StoreError::Malformed {
+            file,
+            line,
+            message,
+        } => assert_eq!(
+            (file, line, message.as_str()),
+            (
+                b.display().to_string(),
+                1,
+                "the header names session \"a\", but this is the file of session \"b\""
+            )
+        ),
+        other => panic!("unexpected {other:?}"),
+    }
+    assert_eq!(std::fs::read(&b).unwrap(), bytes);
+    assert_eq!(store.open(&SessionId::from("a")).unwrap().len(), 1);
+}
+
+#[test]
+fn a_file_without_a_complete_header_names_itself_and_the_recovery() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    for (id, bytes) in [("empty", &b""[..]), ("cut", &b"{\"id\":\"cut\"}"[..])] {
+        let path = dir.path().join(format!("{id}.jsonl"));
+        std::fs::write(&path, bytes).unwrap();
+        let want = format!(
+            "{}: no complete session header (left by an interrupted create); nothing in it was \
+             acknowledged: delete the file and create the session again",
+            path.display()
+        );
+        for error in [
+            store.open(&SessionId::from(id)).err().unwrap(),
+            JsonlStore::inspect(&path).err().unwrap(),
+        ] {
+            assert!(
+                matches!(error, StoreError::InterruptedCreate { .. }),
+                "{error:?}"
+            );
+            assert_eq!(error.to_string(), want);
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), bytes, "nothing changed");
+        // The recovery the message names works.
+        std::fs::remove_file(&path).unwrap();
+        store.create(SessionHeader::new(id)).unwrap();
+    }
+}
+
+#[test]
+fn create_leaves_only_the_session_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let session = store.create(SessionHeader::new("s1")).unwrap();
+    assert!(matches!(
+        store.create(SessionHeader::new("s1")),
+        Err(StoreError::AlreadyExists(_))
+    ));
+    assert_eq!(names_in(dir.path()), vec!["s1.jsonl".to_owned()]);
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("s1.jsonl")).unwrap(),
+        "{\"id\":\"s1\"}\n"
+    );
+    assert_eq!(session.len(), 0);
 }

@@ -121,11 +121,13 @@ impl Host {
 
     /// Payloads of the session's `schedule/change` events.
     pub(crate) fn changes(&self, session: &str) -> Vec<Value> {
-        self.host
-            .store()
-            .open(&SessionId::from(session))
-            .expect("open")
-            .events()
+        // The live agent's log when there is one: a durable store lets only one handle open it.
+        let id = SessionId::from(session);
+        let log = match self.host.memory_agent(&id) {
+            Some(agent) => harness_core::Agent::session(agent.as_ref()),
+            None => self.host.store().open(&id).expect("open"),
+        };
+        log.events()
             .into_iter()
             .filter(|e| e.r#type == "schedule/change")
             .map(|e| e.data)

@@ -420,3 +420,26 @@ fn publishing_an_agent_outside_a_runtime_is_an_error_not_a_panic() {
     assert!(matches!(error, harness_testkit::HostError::NoRuntime));
     assert!(host.memory_agent(&SessionId::from("s1")).is_none());
 }
+
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_disposed_agent_lets_go_of_its_jsonl_session_so_a_restart_can_resume_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let clock = ManualClock::new(chrono::Utc::now());
+    let store =
+        Arc::new(harness_core::JsonlStore::new(dir.path(), Arc::new(clock.clone())).unwrap());
+    let host = MemoryHarness::with_store(store.clone(), Arc::new(clock.clone()));
+    let agent = host.create_session(SessionHeader::new("s1")).unwrap();
+    agent.session().append("a", serde_json::json!({})).unwrap();
+    drop(agent);
+    host.dispose_all().await;
+    // The file's lock went with the last handle: a restarted host resumes the session.
+    let restarted = MemoryHarness::restarted_from(&host);
+    assert_eq!(
+        restarted
+            .resume(&SessionId::from("s1"))
+            .unwrap()
+            .session()
+            .len(),
+        1
+    );
+}
