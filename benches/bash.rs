@@ -1,4 +1,4 @@
-//! Benchmarks for the bash producer (issue 6). Plain timing, no criterion: each measurement
+//! Benchmarks for the bash producer. Plain timing, no criterion: each measurement
 //! runs real processes for seconds, and the targets are same-run ratios.
 //!
 //! - `throughput`: a job writing 1 GiB (`head -c 1073741824 /dev/zero`) read to the end

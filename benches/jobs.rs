@@ -1,4 +1,4 @@
-//! Benchmarks for the jobs family (issue 4), on a current-thread runtime (one core).
+//! Benchmarks for the jobs family, on a current-thread runtime (one core).
 //!
 //! - `jobs_cycle/start_settle_read`: start → settle → read of a batch of 10,000 fake jobs
 //!   across 10 owners through `LocalJobRegistry`; throughput is jobs/s (target ≥ 1,000,000).

@@ -1,4 +1,4 @@
-//! Benchmarks for the todo family (issue 3).
+//! Benchmarks for the todo family.
 //!
 //! - `todo_write/10_items`: one `todo_write` call with 10 items through the whole tool path of
 //!   the in-memory host (schema validation, the body's checks, the append, the `todos`

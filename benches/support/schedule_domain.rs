@@ -1,4 +1,4 @@
-//! Domain benchmark of harness-schedule (issue 7), included by `benches/schedule.rs`:
+//! Domain benchmark of harness-schedule, included by `benches/schedule.rs`:
 //! decode + fold of a 1,000,000-event JSONL session log (mixed creates, deletes, one-shot
 //! and every dispatches, plus other event types) against plain `serde_json` parsing of the
 //! same lines into `serde_json::Value`. The same-run ratio (plain time / decode+fold time,

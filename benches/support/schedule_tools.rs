@@ -1,4 +1,4 @@
-//! Tool-path benchmarks of harness-schedule (issue 7), included by `benches/schedule.rs`:
+//! Tool-path benchmarks of harness-schedule, included by `benches/schedule.rs`:
 //!
 //! * `schedule_create` through the host's tool registry with the plugin installed, on a
 //!   session whose log already holds 1,000 vs 100,000 events (target: the second costs at

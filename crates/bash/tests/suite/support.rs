@@ -48,7 +48,7 @@ pub(crate) async fn read_until(process: &BashProcess, needle: &str) -> String {
 }
 
 /// The processes whose process group is `pgid` and that are not zombies (state `Z`): in this
-/// sandbox PID 1 does not reap, so killed grandchildren linger as zombies (ECOSYSTEM.md §2).
+/// sandbox PID 1 does not reap, so killed grandchildren linger as zombies until they are reaped.
 pub(crate) fn live_group_members(pgid: u32) -> Vec<u32> {
     let mut members = Vec::new();
     let Ok(entries) = std::fs::read_dir("/proc") else {

@@ -1,5 +1,5 @@
 //! The `bash` tool and the job producer through the local registry and tool-jobs, with real
-//! processes (cases C-139, C-141, C-142, C-143 and the list).
+//! processes (cases C-139, C-141, C-142, C-143 and further checks of decisions 11 and 13).
 
 use std::sync::{Arc, Mutex};
 

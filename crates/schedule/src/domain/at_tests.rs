@@ -75,7 +75,7 @@ fn zone_validation() {
     );
 }
 
-/// Case 41 (+ derived) and the DST cases.
+/// Case 41 (+ derived) and further DST gap and overlap cases.
 #[test]
 fn dst_gaps_are_invalid_rule_and_overlaps_take_the_earliest() {
     let gap = InputError::InvalidRule(RuleViolation::DstGap);

@@ -450,7 +450,7 @@ fn absurd_clocks_fail_the_batch_decision_only() {
     );
 }
 
-/// The DST case of the issue: a fixed-rate reminder keeps exact 3600 s spacing in UTC across
+/// Fixed-rate across DST: a fixed-rate reminder keeps exact 3600 s spacing in UTC across
 /// the America/New_York transitions (creation-anchored, never derived from local time).
 #[test]
 fn fixed_rate_spacing_is_exact_across_dst() {

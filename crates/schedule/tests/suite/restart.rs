@@ -1,4 +1,4 @@
-//! Restart cases (schedule.md §16; cases 107, 109, 110 and the recurring restart), on
+//! Restart cases (schedule.md §16; cases 107, 109, 110 and a recurring restart), on
 //! the JSONL store and the memory store.
 
 use std::sync::Arc;
