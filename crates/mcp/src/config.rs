@@ -37,7 +37,7 @@ impl FamilyConfigs {
     ///
     /// # Errors
     /// [`ServeError::Config`] for a value that is not such an object, and for a missing
-    /// `todo.allowParallelInProgress` (`todo: $.allowParallelInProgress missing required
+    /// `todo.allowParallelInProgress` (`tool-todo: $.allowParallelInProgress missing required
     /// value`); each family validates the rest of its own object when it is installed.
     pub fn from_json(value: &Value) -> Result<Self, ServeError> {
         let configs: FamilyConfigs = serde_json::from_value(value.clone())

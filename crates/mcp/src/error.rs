@@ -10,7 +10,7 @@ use crate::InboxLogError;
 #[non_exhaustive]
 pub enum ServeError {
     /// A family refused its configuration, or the configuration file is not an object of
-    /// family objects. The message is the family's own (`todo: $.allowParallelInProgress
+    /// family objects. The message is the family's own (`tool-todo: $.allowParallelInProgress
     /// missing required value`).
     #[error("{0}")]
     Config(String),

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use harness_core::{ToolDefinition, ToolOutput};
+use rmcp::model::RequestParamsMeta;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
     InitializeResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
@@ -163,6 +164,10 @@ impl Server {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let progress_token = context
+            .meta
+            .get_progress_token()
+            .or_else(|| request.progress_token());
         let name = request.name.to_string();
         if !self.host.is_tool(&name) {
             return Err(ErrorData::invalid_params(
@@ -175,12 +180,12 @@ impl Server {
             && arguments.get("wait").and_then(Value::as_bool) == Some(true))
         .then(|| {
             arguments
-                .get("id")
+                .get("job_id")
                 .and_then(Value::as_str)
                 .map(str::to_owned)
         })
         .flatten();
-        let progress_token = context.meta.get_progress_token();
+        tracing::debug!(?waited_job, ?progress_token, "mcp: tools/call {name}");
         let call = self.host.answer(&name, arguments, context.ct.clone());
         let answer = match (waited_job, progress_token) {
             (Some(job), Some(token)) => {
@@ -191,16 +196,14 @@ impl Server {
                         answer = &mut call => break answer,
                         () = self.host.clock().sleep(PROGRESS_INTERVAL) => {
                             ticks += 1;
-                            let mut param = json!({
-                                "progressToken": token,
-                                "progress": ticks,
-                            });
+                            let mut param = rmcp::model::ProgressNotificationParam::new(
+                                token.clone(),
+                                f64::from(ticks),
+                            );
                             if let Some(line) = self.host.job_progress(&job) {
-                                param["message"] = Value::String(line);
+                                param = param.with_message(line);
                             }
-                            if let Ok(param) = serde_json::from_value(param) {
-                                let _ = context.peer.notify_progress(param).await;
-                            }
+                            let _ = context.peer.notify_progress(param).await;
                         }
                     }
                 }
