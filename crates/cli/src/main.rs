@@ -85,7 +85,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             session,
             config,
             structured,
-        } => mcp::run(dir, session, config, structured),
+        } => mcp::run(dir, session, config.as_ref(), structured),
         Command::Run { file } => {
             let source = if file == "-" {
                 let mut text = String::new();

@@ -24,10 +24,10 @@ fn default_dir() -> anyhow::Result<PathBuf> {
 pub(crate) fn run(
     dir: Option<PathBuf>,
     session: Option<String>,
-    config: Option<PathBuf>,
+    config: Option<&PathBuf>,
     structured: bool,
 ) -> anyhow::Result<ExitCode> {
-    let configs = match &config {
+    let configs = match config {
         Some(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("reading {}", path.display()))?;

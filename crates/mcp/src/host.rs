@@ -212,10 +212,11 @@ impl PullAgent {
         if self.lock().disposing {
             return Err(AgentError::Disposed(self.id.clone()));
         }
+        let announced = message.clone();
         self.inbox
-            .queue(lane, message.clone())
+            .queue(lane, message)
             .map_err(AgentError::Refused)?;
-        (self.on_queued)(&message);
+        (self.on_queued)(&announced);
         Ok(())
     }
 

@@ -50,7 +50,7 @@ async fn exchange(lines: &[Value]) -> Vec<Value> {
     replies
 }
 
-fn initialize(id: Value) -> Value {
+fn initialize(id: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18",
         "capabilities": {},
@@ -62,7 +62,7 @@ fn initialize(id: Value) -> Value {
 async fn unknown_methods_get_method_not_found_before_and_after_initialize() {
     let replies = exchange(&[
         json!({"jsonrpc": "2.0", "id": "probe-1", "method": "harness/probe"}),
-        initialize(json!("init")),
+        initialize("init"),
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         json!({"jsonrpc": "2.0", "id": 7, "method": "harness/probe"}),
         json!({"jsonrpc": "2.0", "id": "s", "method": "tools/call", "params": {"name": "job_list", "arguments": {}}}),
