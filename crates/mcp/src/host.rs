@@ -217,6 +217,16 @@ impl PullAgent {
             .queue(lane, message)
             .map_err(AgentError::Refused)?;
         (self.on_queued)(&announced);
+        // A notice has no barrier of its own (schedule flushes after its dispatch): make the
+        // owed message durable now, so a crash cannot lose it.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let session = self.session.clone();
+            runtime.spawn(async move {
+                if let Err(error) = session.flush().await {
+                    tracing::warn!("mcp: could not flush a queued message: {error}");
+                }
+            });
+        }
         Ok(())
     }
 
