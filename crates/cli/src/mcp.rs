@@ -4,6 +4,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use tokio::signal::unix::{SignalKind, signal};
+
 use harness_mcp::{FamilyConfigs, ResultShape, ServeOptions, SessionHost, SessionOptions};
 
 /// The per-user data folder for session files.
@@ -56,6 +58,7 @@ pub(crate) fn run(
         } else {
             ResultShape::Text
         },
+        ..ServeOptions::default()
     };
     // One thread: owed messages are committed when their response is written (see
     // `harness_mcp::serve`).
@@ -68,6 +71,18 @@ pub(crate) fn run(
         if host.created() {
             eprintln!("harness mcp: session {}", host.session_id());
         }
+        // SIGTERM and SIGINT end the connection like a closed stdin: jobs are stopped and the
+        // log is flushed before the process exits.
+        let stop = serve.stop.clone();
+        let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+        let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
+            }
+            stop.cancel();
+        });
         harness_mcp::serve_stdio(host, serve).await?;
         anyhow::Ok(ExitCode::SUCCESS)
     })

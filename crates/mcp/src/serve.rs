@@ -8,6 +8,7 @@ use rmcp::transport::async_rw::AsyncRwTransport;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::server::{Reservations, Server};
 use crate::session::{Change, SessionHost};
@@ -15,10 +16,13 @@ use crate::transport::Gate;
 use crate::{ResultShape, ServeError};
 
 /// How to serve.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ServeOptions {
     /// The shape of tool results (default: text only).
     pub shape: ResultShape,
+    /// Cancelling this token ends the connection as if the client had closed it (the CLI
+    /// cancels it on SIGTERM and SIGINT); the session is then shut down the same way.
+    pub stop: CancellationToken,
 }
 
 /// Serves `host` over the standard streams until the client closes standard input, then
@@ -68,7 +72,14 @@ where
         Ok(running) => {
             let notifier =
                 changes.map(|rx| tokio::spawn(notify(server, running.peer().clone(), rx)));
+            let stop = options.stop.clone();
+            let service = running.cancellation_token();
+            let stopper = tokio::spawn(async move {
+                stop.cancelled().await;
+                service.cancel();
+            });
             let outcome = running.waiting().await;
+            stopper.abort();
             if let Some(notifier) = notifier {
                 notifier.abort();
             }

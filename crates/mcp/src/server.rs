@@ -210,6 +210,16 @@ impl Server {
             }
             _ => call.await,
         };
+        let result =
+            match decode::<rmcp::model::CallToolResult>(result_json(&answer.output, self.shape)) {
+                Ok(result) => result,
+                Err(error) => {
+                    if let Some(reservation) = answer.reservation {
+                        self.host.release(reservation);
+                    }
+                    return Err(error);
+                }
+            };
         if let Some(reservation) = answer.reservation {
             if context.ct.is_cancelled() {
                 self.host.release(reservation);
@@ -231,7 +241,6 @@ impl Server {
                 });
             }
         }
-        let result: rmcp::model::CallToolResult = decode(result_json(&answer.output, self.shape))?;
         Ok(CallToolResponse::Complete(result))
     }
 }

@@ -42,10 +42,17 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Gate<T> {
         // retires the request, so a reservation still present later was never sent.
         let reservation = match &item {
             JsonRpcMessage::Response(response) => self.reservations.take(&id_key(&response.id)),
-            JsonRpcMessage::Error(error) => error
-                .id
-                .as_ref()
-                .and_then(|id| self.reservations.take(&id_key(id))),
+            // Only a tool result carries owed messages; an error never does.
+            JsonRpcMessage::Error(error) => {
+                if let Some(reservation) = error
+                    .id
+                    .as_ref()
+                    .and_then(|id| self.reservations.take(&id_key(id)))
+                {
+                    self.host.release(reservation);
+                }
+                None
+            }
             JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
         };
         let send = self.inner.send(item);
@@ -85,7 +92,15 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Gate<T> {
                     }
                     _ => return Some(message),
                 },
-                _ => return Some(message),
+                // Nothing but a request means anything before the handshake; the SDK would
+                // end the connection over a stray notification or response.
+                ClientJsonRpcMessage::Notification(_)
+                | ClientJsonRpcMessage::Response(_)
+                | ClientJsonRpcMessage::Error(_) => {
+                    tracing::debug!(
+                        "mcp: ignoring a message that is not a request before initialize"
+                    );
+                }
             }
         }
     }

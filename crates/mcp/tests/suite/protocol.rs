@@ -122,3 +122,57 @@ async fn a_missing_parallel_choice_is_a_startup_error() {
     );
     assert!(output.stdout.is_empty());
 }
+
+#[tokio::test]
+async fn sigterm_stops_the_jobs_and_exits_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("config.json");
+    std::fs::write(&config_path, config().to_string()).unwrap();
+    let mut child = tokio::process::Command::new(harness_bin())
+        .arg("mcp")
+        .arg("--dir")
+        .arg(dir.path().join("sessions"))
+        .args(["--session", "term"])
+        .arg("--config")
+        .arg(&config_path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in [
+        initialize("init"),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "sleep 31.7", "run_in_background": true}}}),
+    ] {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        tokio::time::timeout(BOUND, stdout.next_line())
+            .await
+            .expect("a reply in time")
+            .unwrap()
+            .expect("a reply line");
+    }
+    let pid = child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // stdin stays open: only the signal ends the server.
+    let status = tokio::time::timeout(BOUND, child.wait())
+        .await
+        .expect("the server exits on SIGTERM")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    drop(stdin);
+    // The background job's process did not outlive the server.
+    let survivors = std::process::Command::new("pgrep")
+        .args(["-f", "sleep 31.7"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&survivors.stdout), "");
+}
