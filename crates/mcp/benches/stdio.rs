@@ -41,7 +41,7 @@ fn config() -> Value {
 }
 
 fn arguments(round: usize) -> serde_json::Map<String, Value> {
-    let status = if round % 2 == 0 {
+    let status = if round.is_multiple_of(2) {
         "in_progress"
     } else {
         "pending"
