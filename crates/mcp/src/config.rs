@@ -71,3 +71,39 @@ impl FamilyConfigs {
 fn object(map: Option<&Map<String, Value>>) -> Value {
     Value::Object(map.cloned().unwrap_or_default())
 }
+
+#[cfg(test)]
+mod tests {
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_parallel_choice_is_required_and_unknown_keys_are_refused() {
+        let missing = FamilyConfigs::from_json(&json!({"bash": {}})).unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "tool-todo: $.allowParallelInProgress missing required value"
+        );
+        let unknown = FamilyConfigs::from_json(&json!({
+            "todo": {"allowParallelInProgress": true},
+            "tooljobs": {},
+        }))
+        .unwrap_err();
+        assert_eq!(
+            unknown.to_string(),
+            "config: unknown field `tooljobs`, expected one of `todo`, `jobs`, `toolJobs`, `schedule`, `bash`"
+        );
+        let configs = FamilyConfigs::from_json(&json!({
+            "todo": {"allowParallelInProgress": true},
+            "toolJobs": {"completionDelivery": "quiet"},
+        }))
+        .unwrap();
+        assert_eq!(
+            configs.tool_jobs_value(),
+            json!({"completionDelivery": "quiet"})
+        );
+        assert_eq!(configs.bash_value(), json!({}));
+    }
+}
