@@ -176,3 +176,37 @@ async fn sigterm_stops_the_jobs_and_exits_cleanly() {
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&survivors.stdout), "");
 }
+
+#[tokio::test]
+async fn a_corrupt_inbox_event_refuses_the_session_and_leaves_the_log_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let log = concat!(
+        r#"{"id":"bad"}"#,
+        "\n",
+        r#"{"seq":1,"type":"mcp/claimed","time":"2026-08-05T12:00:00.000Z","data":{"seqs":[7]}}"#,
+        "\n",
+    );
+    let file = sessions.join("bad.jsonl");
+    std::fs::write(&file, log).unwrap();
+    let config_path = dir.path().join("config.json");
+    std::fs::write(&config_path, config().to_string()).unwrap();
+    let output = tokio::process::Command::new(harness_bin())
+        .arg("mcp")
+        .arg("--dir")
+        .arg(&sessions)
+        .args(["--session", "bad"])
+        .arg("--config")
+        .arg(&config_path)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        "harness: corrupt inbox log at seq 1: seq 7 is not an unclaimed mcp/queued\n"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), log);
+}
