@@ -1,6 +1,7 @@
 //! Notices and reminders pulled into the next tool result: once, in order, across restarts.
 
 use pretty_assertions::assert_eq;
+use rmcp::model::SubscribeRequestParams;
 use serde_json::{Value, json};
 
 use crate::suite::support::{Note, config, start, texts};
@@ -32,6 +33,15 @@ fn inbox_events(dir: &std::path::Path, session: &str) -> Vec<(String, Value)> {
 async fn a_completion_notice_arrives_once_with_the_next_result_and_is_announced() {
     let dir = tempfile::tempdir().unwrap();
     let mut server = start(dir.path(), "s1", &config(), &[]).await;
+    #[expect(
+        deprecated,
+        reason = "the legacy subscription is what this protocol version has"
+    )]
+    server
+        .client
+        .subscribe(SubscribeRequestParams::new("harness://inbox"))
+        .await
+        .unwrap();
     assert_eq!(
         server
             .texts(
@@ -40,6 +50,11 @@ async fn a_completion_notice_arrives_once_with_the_next_result_and_is_announced(
             )
             .await,
         ["started background job bash-1"]
+    );
+    // The owed message is announced twice: the inbox resource changed, then a log line.
+    assert_eq!(
+        server.wait_for(|n| matches!(n, Note::Updated(_))).await,
+        Note::Updated("harness://inbox".to_owned())
     );
     let announced = server.wait_for(is_log).await;
     assert_eq!(

@@ -61,6 +61,29 @@ async fn the_todos_resource_reads_and_notifies_subscribers() {
         json!([{"content": "Ship", "status": "in_progress"}])
     );
     assert_eq!(read(&server, "harness://jobs").await, json!([]));
+    #[expect(
+        deprecated,
+        reason = "the legacy subscription is what this protocol version has"
+    )]
+    server
+        .client
+        .subscribe(SubscribeRequestParams::new("harness://jobs"))
+        .await
+        .unwrap();
+    server
+        .texts(
+            "bash",
+            json!({"command": "sleep 30", "run_in_background": true}),
+        )
+        .await;
+    assert_eq!(
+        server.wait_for(|n| matches!(n, Note::Updated(_))).await,
+        Note::Updated("harness://jobs".to_owned())
+    );
+    let jobs = read(&server, "harness://jobs").await;
+    assert_eq!(jobs[0]["id"], "bash-1");
+    assert_eq!(jobs[0]["status"], "running");
+    assert_eq!(read(&server, "harness://jobs/bash-1").await, jobs[0]);
     assert_eq!(read(&server, "harness://reminders").await, json!([]));
     assert_eq!(read(&server, "harness://inbox").await, json!([]));
     let missing = server
