@@ -10,6 +10,8 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use harness_core::{JsonlStore, MemoryStore, SessionStore, SystemClock};
 
+mod mcp;
+
 /// Run harness scenario files and inspect session logs.
 #[derive(Parser)]
 #[command(name = "harness", version, about)]
@@ -61,6 +63,24 @@ enum Command {
         /// The session file.
         file: PathBuf,
     },
+    /// Serve one session to an MCP client over stdio (todo, background jobs, reminders).
+    /// Without `--session` a new session is created and its id printed to stderr.
+    Mcp {
+        /// The folder of session files (default: `$XDG_DATA_HOME/harness/sessions`, else
+        /// `~/.local/share/harness/sessions`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The session to serve, created if absent.
+        #[arg(long)]
+        session: Option<String>,
+        /// A JSON file with the families' configuration (keys `todo`, `jobs`, `toolJobs`,
+        /// `schedule`, `bash`); `todo.allowParallelInProgress` must be set.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Add output schemas and `structuredContent` to tool results.
+        #[arg(long)]
+        structured: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -84,6 +104,12 @@ fn main() -> ExitCode {
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
+        Command::Mcp {
+            dir,
+            session,
+            config,
+            structured,
+        } => mcp::run(dir, session, config.as_ref(), structured),
         Command::Run { file } => {
             let source = if file == "-" {
                 let mut text = String::new();

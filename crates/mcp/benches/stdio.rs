@@ -1,0 +1,167 @@
+//! Round trip of a `todo_write` over stdio, against the same call in-process.
+//!
+//! - `stdio`: rmcp's client drives a release `harness mcp` child process; each call is timed
+//!   from the client's `tools/call` to its parsed result.
+//! - `in-process`: [`SessionHost::call_tool`] on the same configuration, in this process: the
+//!   same tool path, log append and flush, without JSON-RPC or the pipe.
+//!
+//! 10,000 calls each (after 200 warm-up calls); p50 and p99 of each and the p50 overhead are
+//! printed to stderr. Target: ≤ 100 µs p50 overhead. Sessions live in a temporary folder (under
+//! `/dev/shm` when it exists, so the fsync of every flush does not dominate both numbers).
+#![expect(
+    clippy::print_stderr,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a benchmark reports its numbers and unwraps its fixtures"
+)]
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use harness_mcp::{FamilyConfigs, SessionHost, SessionOptions};
+use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, ServiceExt};
+use serde_json::{Value, json};
+
+const CALLS: usize = 10_000;
+const WARM_UP: usize = 200;
+
+struct Client;
+
+impl ClientHandler for Client {
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::default().with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)
+    }
+}
+
+fn config() -> Value {
+    json!({"todo": {"allowParallelInProgress": false}})
+}
+
+fn arguments(round: usize) -> serde_json::Map<String, Value> {
+    let status = if round.is_multiple_of(2) {
+        "in_progress"
+    } else {
+        "pending"
+    };
+    json!({"todos": [
+        {"content": "Write the benchmark", "status": "completed"},
+        {"content": format!("Round {round}"), "status": status},
+    ]})
+    .as_object()
+    .unwrap()
+    .clone()
+}
+
+fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
+    (at(0.50), at(0.99))
+}
+
+fn release_harness() -> PathBuf {
+    let status = std::process::Command::new(env!("CARGO"))
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "-p",
+            "harness-cli",
+            "--bin",
+            "harness",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .status()
+        .expect("cargo runs");
+    assert!(status.success());
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/harness")
+}
+
+fn scratch() -> tempfile::TempDir {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        tempfile::tempdir_in(shm).unwrap()
+    } else {
+        tempfile::tempdir().unwrap()
+    }
+}
+
+async fn stdio(bin: &Path) -> Vec<Duration> {
+    let dir = scratch();
+    let config_path = dir.path().join("config.json");
+    std::fs::write(&config_path, config().to_string()).unwrap();
+    let mut command = tokio::process::Command::new(bin);
+    command
+        .arg("mcp")
+        .arg("--dir")
+        .arg(dir.path().join("sessions"))
+        .args(["--session", "bench"])
+        .arg("--config")
+        .arg(&config_path);
+    let (transport, _) = TokioChildProcess::builder(command)
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let client = Client.serve(transport).await.unwrap();
+    let mut samples = Vec::with_capacity(CALLS);
+    for round in 0..WARM_UP + CALLS {
+        let params = CallToolRequestParams::new("todo_write").with_arguments(arguments(round));
+        let start = Instant::now();
+        let result = client.call_tool(params).await.unwrap();
+        let elapsed = start.elapsed();
+        assert_eq!(result.is_error, Some(false));
+        if round >= WARM_UP {
+            samples.push(elapsed);
+        }
+    }
+    let mut client = client;
+    client.close().await.unwrap();
+    samples
+}
+
+async fn in_process() -> Vec<Duration> {
+    let dir = scratch();
+    let host = SessionHost::open(&SessionOptions {
+        dir: dir.path().join("sessions"),
+        session: Some("bench".to_owned()),
+        configs: FamilyConfigs::from_json(&config()).unwrap(),
+    })
+    .unwrap();
+    let mut samples = Vec::with_capacity(CALLS);
+    for round in 0..WARM_UP + CALLS {
+        let start = Instant::now();
+        let output = host
+            .call_tool("todo_write", Value::Object(arguments(round)))
+            .await;
+        let elapsed = start.elapsed();
+        assert!(!output.is_error);
+        if round >= WARM_UP {
+            samples.push(elapsed);
+        }
+    }
+    host.shutdown().await;
+    samples
+}
+
+fn main() {
+    // `cargo test --benches` runs this with `--bench` absent: build-check only.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let bin = release_harness();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (local_p50, local_p99) = percentiles(runtime.block_on(in_process()));
+    let (stdio_p50, stdio_p99) = percentiles(runtime.block_on(stdio(&bin)));
+    eprintln!("todo_write round trip over {CALLS} calls:");
+    eprintln!("  in-process  p50 {local_p50:>10.1?}  p99 {local_p99:>10.1?}");
+    eprintln!("  stdio (MCP) p50 {stdio_p50:>10.1?}  p99 {stdio_p99:>10.1?}");
+    eprintln!(
+        "  p50 overhead {:.1?} (target <= 100µs)",
+        stdio_p50.saturating_sub(local_p50)
+    );
+}

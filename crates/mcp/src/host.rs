@@ -1,0 +1,342 @@
+//! The host behind the server: a [`Harness`] built from harness-core's building blocks, the
+//! served session (appends feed the projections and the change hook), and the one agent,
+//! whose followups and injected messages go to the pull [`Inbox`].
+
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use async_trait::async_trait;
+use harness_core::{
+    Agent, AgentDirectory, AgentError, AgentEvent, AgentId, AgentListener, AgentStatus,
+    AppendError, Busy, Clock, DisposeHook, Harness, HookId, LifecycleListener, MaintenanceGuard,
+    PersistenceError, Projection, ProjectionSet, PromptSection, PromptSections, RegisterError,
+    Registration, RegistrationScope, Session, SessionEvent, SessionHeader, SessionId, Tool,
+    ToolRegistry, UserMessage,
+};
+use serde_json::Value;
+
+use crate::inbox::{Inbox, Lane};
+
+/// Called after every committed append with the event's type.
+pub(crate) type AppendHook = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// Called after a message was queued in the inbox, with its text.
+pub(crate) type QueuedHook = Arc<dyn Fn(&UserMessage) + Send + Sync>;
+
+/// The host: registries from harness-core plus the directory of the one live agent.
+pub(crate) struct Host {
+    pub(crate) tools: ToolRegistry,
+    pub(crate) projections: ProjectionSet,
+    pub(crate) prompts: PromptSections,
+    agents: AgentDirectory,
+    clock: Arc<dyn Clock>,
+}
+
+impl Host {
+    pub(crate) fn new(clock: Arc<dyn Clock>) -> Arc<Self> {
+        Arc::new(Self {
+            tools: ToolRegistry::new(),
+            projections: ProjectionSet::new(),
+            prompts: PromptSections::new(),
+            agents: AgentDirectory::new(),
+            clock,
+        })
+    }
+
+    pub(crate) fn publish(&self, agent: Arc<dyn Agent>) {
+        self.agents.publish(agent);
+    }
+
+    pub(crate) fn remove(&self, agent: &Arc<dyn Agent>) {
+        self.agents.remove(agent);
+    }
+}
+
+impl Harness for Host {
+    fn register_tool(
+        &self,
+        tool: Arc<dyn Tool>,
+        scope: RegistrationScope,
+    ) -> Result<Registration, RegisterError> {
+        self.tools.register(tool, scope)
+    }
+
+    fn register_projection(
+        &self,
+        projection: Arc<dyn Projection>,
+    ) -> Result<Option<Registration>, RegisterError> {
+        self.projections
+            .register(projection)
+            .map(Some)
+            .map_err(RegisterError::Conflict)
+    }
+
+    fn register_prompt_section(&self, section: PromptSection) -> Registration {
+        self.prompts.register(section)
+    }
+
+    fn agent(&self, id: &AgentId) -> Option<Arc<dyn Agent>> {
+        self.agents.get(id)
+    }
+
+    fn agents_generation(&self) -> Option<u64> {
+        Some(self.agents.generation())
+    }
+
+    fn agents(&self) -> Vec<Arc<dyn Agent>> {
+        self.agents.all()
+    }
+
+    fn subscribe_agents(&self, listener: LifecycleListener) -> Registration {
+        self.agents.subscribe(listener)
+    }
+
+    fn clock(&self) -> Arc<dyn Clock> {
+        self.clock.clone()
+    }
+}
+
+/// The stored session as the host sees it: every committed append is folded into the
+/// projections and reported to the change hook.
+pub(crate) struct HostSession {
+    inner: Arc<dyn Session>,
+    projections: ProjectionSet,
+    hook: Mutex<Option<AppendHook>>,
+}
+
+impl HostSession {
+    pub(crate) fn new(inner: Arc<dyn Session>, projections: ProjectionSet) -> Arc<Self> {
+        Arc::new(Self {
+            inner,
+            projections,
+            hook: Mutex::new(None),
+        })
+    }
+
+    pub(crate) fn set_hook(&self, hook: AppendHook) {
+        *self.hook.lock().unwrap_or_else(|p| p.into_inner()) = Some(hook);
+    }
+}
+
+#[async_trait]
+impl Session for HostSession {
+    fn id(&self) -> &SessionId {
+        self.inner.id()
+    }
+
+    fn header(&self) -> &SessionHeader {
+        self.inner.header()
+    }
+
+    fn len(&self) -> u64 {
+        self.inner.len()
+    }
+
+    fn events_after(&self, after: u64) -> Vec<SessionEvent> {
+        self.inner.events_after(after)
+    }
+
+    fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
+        let event = self.inner.append(r#type, data)?;
+        self.projections.apply(self.inner.id(), &event);
+        let hook = self.hook.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        if let Some(hook) = hook {
+            hook(r#type);
+        }
+        Ok(event)
+    }
+
+    async fn flush(&self) -> Result<(), PersistenceError> {
+        self.inner.flush().await
+    }
+}
+
+#[derive(Default)]
+struct AgentState {
+    maintenance: bool,
+    disposing: bool,
+    next_id: u64,
+    listeners: Vec<(u64, AgentListener)>,
+    hooks: Vec<(HookId, DisposeHook)>,
+}
+
+/// The served session's agent. Nothing can wake an MCP client, so there is no turn loop:
+/// the agent is always idle, and a followup or an injected message is queued in the
+/// [`Inbox`] (and recorded in the log) for the next tool result.
+pub(crate) struct PullAgent {
+    id: AgentId,
+    session: Arc<dyn Session>,
+    inbox: Inbox,
+    on_queued: QueuedHook,
+    state: Mutex<AgentState>,
+    idle: tokio::sync::Notify,
+    me: Weak<PullAgent>,
+}
+
+impl PullAgent {
+    pub(crate) fn new(session: Arc<dyn Session>, inbox: Inbox, on_queued: QueuedHook) -> Arc<Self> {
+        Arc::new_cyclic(|me| PullAgent {
+            id: AgentId::from(session.id()),
+            session,
+            inbox,
+            on_queued,
+            state: Mutex::new(AgentState::default()),
+            idle: tokio::sync::Notify::new(),
+            me: me.clone(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, AgentState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn emit(&self, event: &AgentEvent) {
+        let listeners: Vec<AgentListener> = self
+            .lock()
+            .listeners
+            .iter()
+            .map(|(_, l)| l.clone())
+            .collect();
+        for listener in listeners {
+            listener(event);
+        }
+    }
+
+    /// Tells listeners that `messages` entered the model's context (a tool result).
+    pub(crate) fn claimed(&self, messages: Vec<UserMessage>) {
+        for message in messages {
+            self.emit(&AgentEvent::InboxClaimed { message, turn: 0 });
+        }
+    }
+
+    fn enqueue(&self, lane: Lane, message: UserMessage) -> Result<(), AgentError> {
+        if self.lock().disposing {
+            return Err(AgentError::Disposed(self.id.clone()));
+        }
+        let announced = message.clone();
+        self.inbox
+            .queue(lane, message)
+            .map_err(AgentError::Refused)?;
+        (self.on_queued)(&announced);
+        // A notice has no barrier of its own (schedule flushes after its dispatch): make the
+        // owed message durable now, so a crash cannot lose it.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let session = self.session.clone();
+            runtime.spawn(async move {
+                if let Err(error) = session.flush().await {
+                    tracing::warn!("mcp: could not flush a queued message: {error}");
+                }
+            });
+        }
+        Ok(())
+    }
+
+    /// Runs and awaits every disposal hook, then reports [`AgentEvent::Disposed`].
+    pub(crate) async fn dispose(&self) {
+        let hooks = {
+            let mut state = self.lock();
+            if state.disposing {
+                return;
+            }
+            state.disposing = true;
+            std::mem::take(&mut state.hooks)
+        };
+        for (_, hook) in hooks {
+            hook().await;
+        }
+        self.emit(&AgentEvent::Disposed);
+        self.lock().listeners.clear();
+        self.idle.notify_waiters();
+    }
+}
+
+#[async_trait]
+impl Agent for PullAgent {
+    fn id(&self) -> &AgentId {
+        &self.id
+    }
+
+    fn session(&self) -> Arc<dyn Session> {
+        self.session.clone()
+    }
+
+    fn status(&self) -> AgentStatus {
+        AgentStatus::Idle
+    }
+
+    fn followup(&self, message: UserMessage) -> Result<(), AgentError> {
+        self.enqueue(Lane::Followup, message)
+    }
+
+    fn inject(&self, message: UserMessage) -> Result<(), AgentError> {
+        self.enqueue(Lane::Inject, message)
+    }
+
+    fn try_begin_maintenance(&self) -> Result<MaintenanceGuard, Busy> {
+        {
+            let mut state = self.lock();
+            if state.maintenance || state.disposing {
+                return Err(Busy);
+            }
+            state.maintenance = true;
+        }
+        let me = self.me.clone();
+        Ok(MaintenanceGuard::new(move || {
+            if let Some(agent) = me.upgrade() {
+                agent.lock().maintenance = false;
+                agent.idle.notify_waiters();
+            }
+        }))
+    }
+
+    async fn when_idle(&self) {
+        loop {
+            let notified = self.idle.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let state = self.lock();
+                if !state.maintenance || state.disposing {
+                    return;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    fn add_dispose_hook(&self, hook: DisposeHook) -> Result<HookId, AgentError> {
+        let mut state = self.lock();
+        if state.disposing {
+            return Err(AgentError::Disposed(self.id.clone()));
+        }
+        state.next_id += 1;
+        let id = HookId(state.next_id);
+        state.hooks.push((id, hook));
+        Ok(id)
+    }
+
+    fn remove_dispose_hook(&self, id: HookId) -> Option<DisposeHook> {
+        let mut state = self.lock();
+        let index = state.hooks.iter().position(|(h, _)| *h == id)?;
+        Some(state.hooks.remove(index).1)
+    }
+
+    fn subscribe(&self, listener: AgentListener) -> Registration {
+        let id = {
+            let mut state = self.lock();
+            state.next_id += 1;
+            let id = state.next_id;
+            state.listeners.push((id, listener));
+            id
+        };
+        let me = self.me.clone();
+        Registration::new(move || {
+            if let Some(agent) = me.upgrade() {
+                agent.lock().listeners.retain(|(l, _)| *l != id);
+            }
+        })
+    }
+
+    fn is_disposed(&self) -> bool {
+        self.lock().disposing
+    }
+}

@@ -1,0 +1,237 @@
+//! The pull inbox: notices and reminders queued for the next tool result, recorded in the
+//! session log as `mcp/queued` and `mcp/claimed` events (see `docs/event-log.md`).
+//!
+//! A message a plugin hands to the agent (a followup or an injected message) is appended as
+//! `mcp/queued` at once; its seq is its delivery id. A tool result that carries it is recorded
+//! as `mcp/claimed` when the response is written. Replaying both types gives the messages
+//! still owed to the model, in order, so a restart neither repeats nor loses one.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use harness_core::{ContentBlock, MessageSource, Session, SessionEvent, UserMessage};
+use serde::{Deserialize, Serialize};
+
+/// Event type of a queued delivery.
+pub const QUEUED_EVENT: &str = "mcp/queued";
+/// Event type of a claim (deliveries that reached a tool result).
+pub const CLAIMED_EVENT: &str = "mcp/claimed";
+
+/// Which lane the plugin chose; both are delivered the same way, the lane is kept for
+/// inspection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) enum Lane {
+    /// [`harness_core::Agent::followup`].
+    Followup,
+    /// [`harness_core::Agent::inject`].
+    Inject,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueuedData {
+    lane: Lane,
+    source: MessageSource,
+    text: String,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClaimedData {
+    seqs: Vec<u64>,
+}
+
+/// A log that breaks the inbox rules; the session is not served.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("corrupt inbox log at seq {seq}: {message}")]
+pub struct InboxLogError {
+    /// The offending event.
+    pub seq: u64,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// One message owed to the model.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Pending {
+    /// The seq of its `mcp/queued` event.
+    pub(crate) seq: u64,
+    pub(crate) message: UserMessage,
+}
+
+#[derive(Default)]
+struct State {
+    /// Owed messages, in queue order.
+    pending: Vec<Pending>,
+    /// Seqs attached to a response not written yet, by response key.
+    reserved: Vec<(u64, Vec<u64>)>,
+    next_key: u64,
+}
+
+/// The queue of one session.
+#[derive(Clone)]
+pub(crate) struct Inbox {
+    session: Arc<dyn Session>,
+    state: Arc<Mutex<State>>,
+}
+
+impl Inbox {
+    /// Replays the session's `mcp/*` events.
+    pub(crate) fn open(session: Arc<dyn Session>) -> Result<Self, InboxLogError> {
+        let pending = replay(&session.events())?;
+        Ok(Self {
+            session,
+            state: Arc::new(Mutex::new(State {
+                pending,
+                ..State::default()
+            })),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records `message` as owed and returns its seq.
+    pub(crate) fn queue(&self, lane: Lane, message: UserMessage) -> Result<u64, String> {
+        let data = QueuedData {
+            lane,
+            source: message.source.clone(),
+            text: message.joined_text(),
+        };
+        let value = serde_json::to_value(&data).map_err(|e| e.to_string())?;
+        // The lock is held across the append so that queue order is seq order.
+        let mut state = self.lock();
+        let event = self
+            .session
+            .append(QUEUED_EVENT, value)
+            .map_err(|e| e.to_string())?;
+        state.pending.push(Pending {
+            seq: event.seq,
+            message,
+        });
+        Ok(event.seq)
+    }
+
+    /// Takes every owed message not attached to another response yet, and reserves it under
+    /// a fresh key until [`Inbox::commit`] or [`Inbox::release`].
+    pub(crate) fn reserve(&self) -> Option<(u64, Vec<Pending>)> {
+        let mut state = self.lock();
+        let taken: Vec<Pending> = state
+            .pending
+            .iter()
+            .filter(|p| !state.reserved.iter().any(|(_, s)| s.contains(&p.seq)))
+            .cloned()
+            .collect();
+        if taken.is_empty() {
+            return None;
+        }
+        state.next_key += 1;
+        let key = state.next_key;
+        state
+            .reserved
+            .push((key, taken.iter().map(|p| p.seq).collect()));
+        Some((key, taken))
+    }
+
+    /// The response carrying reservation `key` was written: appends `mcp/claimed` and forgets
+    /// the messages. The caller flushes.
+    pub(crate) fn commit(&self, key: u64) -> Vec<UserMessage> {
+        let mut state = self.lock();
+        let Some(index) = state.reserved.iter().position(|(k, _)| *k == key) else {
+            return Vec::new();
+        };
+        let (_, seqs) = state.reserved.remove(index);
+        let data = ClaimedData { seqs: seqs.clone() };
+        let value = match serde_json::to_value(&data) {
+            Ok(value) => value,
+            Err(error) => {
+                tracing::warn!("mcp: could not encode a claim: {error}");
+                return Vec::new();
+            }
+        };
+        if let Err(error) = self.session.append(CLAIMED_EVENT, value) {
+            // The messages stay owed and go out again with the next result.
+            tracing::warn!("mcp: could not record a claim: {error}");
+            return Vec::new();
+        }
+        let mut claimed = Vec::new();
+        state.pending.retain(|p| {
+            if seqs.contains(&p.seq) {
+                claimed.push(p.message.clone());
+                false
+            } else {
+                true
+            }
+        });
+        claimed
+    }
+
+    /// The response carrying reservation `key` was not written (the request was cancelled):
+    /// its messages are owed again.
+    pub(crate) fn release(&self, key: u64) {
+        self.lock().reserved.retain(|(k, _)| *k != key);
+    }
+
+    /// The messages owed right now (reserved ones included), in order.
+    pub(crate) fn pending(&self) -> Vec<Pending> {
+        self.lock().pending.clone()
+    }
+}
+
+/// The owed messages of a log: every `mcp/queued` not named by an `mcp/claimed`.
+///
+/// # Errors
+/// [`InboxLogError`] for a payload that does not decode strictly, or a claim of a seq that
+/// is not an owed `mcp/queued` event.
+pub(crate) fn replay(events: &[SessionEvent]) -> Result<Vec<Pending>, InboxLogError> {
+    let mut pending: Vec<Pending> = Vec::new();
+    for event in events {
+        match event.r#type.as_str() {
+            QUEUED_EVENT => {
+                let data: QueuedData =
+                    serde_json::from_value(event.data.clone()).map_err(|e| InboxLogError {
+                        seq: event.seq,
+                        message: e.to_string(),
+                    })?;
+                let message = UserMessage {
+                    id: format!("mcp-{}", event.seq),
+                    content: vec![ContentBlock::text(data.text)],
+                    source: data.source,
+                };
+                pending.push(Pending {
+                    seq: event.seq,
+                    message,
+                });
+            }
+            CLAIMED_EVENT => {
+                let data: ClaimedData =
+                    serde_json::from_value(event.data.clone()).map_err(|e| InboxLogError {
+                        seq: event.seq,
+                        message: e.to_string(),
+                    })?;
+                if data.seqs.is_empty() {
+                    return Err(InboxLogError {
+                        seq: event.seq,
+                        message: "a claim names no delivery".to_owned(),
+                    });
+                }
+                for seq in data.seqs {
+                    let Some(index) = pending.iter().position(|p| p.seq == seq) else {
+                        return Err(InboxLogError {
+                            seq: event.seq,
+                            message: format!("seq {seq} is not an unclaimed {QUEUED_EVENT}"),
+                        });
+                    };
+                    pending.remove(index);
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(pending)
+}
+
+#[cfg(test)]
+#[path = "inbox_tests.rs"]
+mod tests;

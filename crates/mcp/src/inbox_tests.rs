@@ -1,0 +1,110 @@
+use std::sync::Arc;
+
+use harness_core::{
+    MemoryStore, MessageSource, SessionHeader, SessionStore, SystemClock, UserMessage,
+};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+
+fn reminder(text: &str) -> UserMessage {
+    UserMessage::text(
+        text,
+        MessageSource::Plugin {
+            plugin: "schedule".to_owned(),
+            form: None,
+            summary: None,
+        },
+    )
+}
+
+fn inbox() -> (Arc<dyn Session>, Inbox) {
+    let store = MemoryStore::new(Arc::new(SystemClock));
+    let session = store.create(SessionHeader::new("s1")).unwrap();
+    let inbox = Inbox::open(session.clone()).unwrap();
+    (session, inbox)
+}
+
+fn texts(pending: &[Pending]) -> Vec<(u64, String)> {
+    pending
+        .iter()
+        .map(|p| (p.seq, p.message.joined_text()))
+        .collect()
+}
+
+#[test]
+fn queued_messages_are_reserved_once_in_order_and_claimed_in_the_log() {
+    let (session, inbox) = inbox();
+    inbox.queue(Lane::Followup, reminder("one")).unwrap();
+    inbox.queue(Lane::Inject, reminder("two")).unwrap();
+    let (key, taken) = inbox.reserve().unwrap();
+    assert_eq!(
+        texts(&taken),
+        vec![(1, "one".to_owned()), (2, "two".to_owned())]
+    );
+    // A second result while the first is in flight gets nothing new.
+    assert!(inbox.reserve().is_none());
+    inbox.queue(Lane::Followup, reminder("three")).unwrap();
+    let (second, taken) = inbox.reserve().unwrap();
+    assert_eq!(texts(&taken), vec![(3, "three".to_owned())]);
+    let claimed: Vec<String> = inbox.commit(key).iter().map(|m| m.joined_text()).collect();
+    assert_eq!(claimed, vec!["one".to_owned(), "two".to_owned()]);
+    inbox.release(second);
+    assert_eq!(texts(&inbox.pending()), vec![(3, "three".to_owned())]);
+    let events = session.events();
+    assert_eq!(events[3].r#type, CLAIMED_EVENT);
+    assert_eq!(events[3].data, json!({"seqs": [1, 2]}));
+    assert_eq!(
+        events[0].data,
+        json!({"lane": "followup", "source": {"kind": "plugin", "plugin": "schedule"}, "text": "one"})
+    );
+    // Replay gives the same owed messages.
+    assert_eq!(
+        texts(&replay(&events).unwrap()),
+        vec![(3, "three".to_owned())]
+    );
+}
+
+#[test]
+fn replay_refuses_unknown_keys_and_claims_of_nothing() {
+    let (session, _inbox) = inbox();
+    session
+        .append(
+            QUEUED_EVENT,
+            json!({"lane": "followup", "source": {"kind": "user"}, "text": "a", "extra": 1}),
+        )
+        .unwrap();
+    assert_eq!(
+        replay(&session.events()).unwrap_err(),
+        InboxLogError {
+            seq: 1,
+            message: "unknown field `extra`, expected one of `lane`, `source`, `text`".to_owned()
+        }
+    );
+    let (session, _inbox) = inbox();
+    session.append(CLAIMED_EVENT, json!({"seqs": [7]})).unwrap();
+    assert_eq!(
+        replay(&session.events()).unwrap_err().to_string(),
+        "corrupt inbox log at seq 1: seq 7 is not an unclaimed mcp/queued"
+    );
+    let (session, _inbox) = inbox();
+    session
+        .append(
+            QUEUED_EVENT,
+            json!({"lane": "followup", "source": {"kind": "user"}, "text": "a"}),
+        )
+        .unwrap();
+    session.append(CLAIMED_EVENT, json!({"seqs": [1]})).unwrap();
+    session.append(CLAIMED_EVENT, json!({"seqs": [1]})).unwrap();
+    assert_eq!(
+        replay(&session.events()).unwrap_err().to_string(),
+        "corrupt inbox log at seq 3: seq 1 is not an unclaimed mcp/queued"
+    );
+    let (session, _inbox) = inbox();
+    session.append(CLAIMED_EVENT, json!({"seqs": []})).unwrap();
+    assert_eq!(
+        replay(&session.events()).unwrap_err().to_string(),
+        "corrupt inbox log at seq 1: a claim names no delivery"
+    );
+}

@@ -1,0 +1,389 @@
+//! The rmcp [`ServerHandler`]: tools, resources, subscriptions, logging and progress over a
+//! [`SessionHost`].
+
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use harness_core::{ToolDefinition, ToolOutput};
+use rmcp::model::RequestParamsMeta;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
+    InitializeResult, ListResourceTemplatesResult, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ServerConfig, SubscribeRequestParams, UnsubscribeRequestParams,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use crate::session::{INBOX_URI, JOB_URI_PREFIX, JOBS_URI, REMINDERS_URI, SessionHost, TODOS_URI};
+
+/// How tool results are shaped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ResultShape {
+    /// Text content only, and no output schemas: what clients show the model today.
+    #[default]
+    Text,
+    /// Text content plus `structuredContent` (a non-object value is wrapped as
+    /// `{"value": …}`), and the tools' output schemas (wrapped the same way).
+    Structured,
+}
+
+/// How often a waiting `job_output` reports progress.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
+
+/// Reservations of owed messages by the JSON text of the request id whose response carries
+/// them; shared with the transport, which commits them when it writes the response.
+#[derive(Clone, Default)]
+pub(crate) struct Reservations {
+    inner: Arc<Mutex<HashMap<String, u64>>>,
+}
+
+impl Reservations {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, u64>> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(crate) fn insert(&self, id: String, reservation: u64) {
+        self.lock().insert(id, reservation);
+    }
+
+    pub(crate) fn take(&self, id: &str) -> Option<u64> {
+        self.lock().remove(id)
+    }
+}
+
+pub(crate) fn id_key(id: &impl serde::Serialize) -> String {
+    serde_json::to_string(id).unwrap_or_default()
+}
+
+/// The MCP face of one [`SessionHost`].
+#[derive(Clone)]
+pub(crate) struct Server {
+    pub(crate) host: Arc<SessionHost>,
+    pub(crate) shape: ResultShape,
+    pub(crate) reservations: Reservations,
+    pub(crate) subscribed: Arc<Mutex<BTreeSet<String>>>,
+}
+
+fn decode<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
+    serde_json::from_value(value)
+        .map_err(|e| ErrorData::internal_error(format!("could not build a result: {e}"), None))
+}
+
+/// An object schema or value as is; anything else wrapped as `{"value": …}`.
+fn wrap_schema(schema: &Value) -> Value {
+    if schema.get("type").and_then(Value::as_str) == Some("object") {
+        schema.clone()
+    } else {
+        json!({
+            "type": "object",
+            "properties": {"value": schema},
+            "required": ["value"],
+            "additionalProperties": false,
+        })
+    }
+}
+
+fn wrap_value(value: &Value) -> Value {
+    if value.is_object() {
+        value.clone()
+    } else {
+        json!({"value": value})
+    }
+}
+
+/// The MCP tool of a definition: name, description, input schema and annotations exactly
+/// as in the catalog; the output schema only in the structured shape.
+pub(crate) fn tool_json(definition: &ToolDefinition, shape: ResultShape) -> Value {
+    let mut tool = json!({
+        "name": definition.name,
+        "description": definition.description,
+        "inputSchema": definition.input_schema,
+    });
+    if shape == ResultShape::Structured
+        && let Some(schema) = &definition.output_schema
+    {
+        tool["outputSchema"] = wrap_schema(schema);
+    }
+    if let Some(annotations) = &definition.annotations {
+        tool["annotations"] = json!(annotations);
+    }
+    tool
+}
+
+/// The MCP result of a tool output.
+pub(crate) fn result_json(output: &ToolOutput, shape: ResultShape) -> Value {
+    let content: Vec<Value> = output
+        .content
+        .iter()
+        .map(|block| json!({"type": "text", "text": block.as_text()}))
+        .collect();
+    let mut result = json!({"content": content, "isError": output.is_error});
+    if shape == ResultShape::Structured && !output.is_error {
+        result["structuredContent"] = wrap_value(&output.value);
+    }
+    result
+}
+
+fn resource(uri: &str, name: &str, description: &str) -> Value {
+    json!({"uri": uri, "name": name, "description": description, "mimeType": "application/json"})
+}
+
+impl Server {
+    fn subscribed(&self) -> MutexGuard<'_, BTreeSet<String>> {
+        self.subscribed.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The subscribed URIs a change of `uri` touches (a job list change touches every job).
+    pub(crate) fn touched(&self, uri: &str) -> Vec<String> {
+        self.subscribed()
+            .iter()
+            .filter(|s| s.as_str() == uri || (uri == JOBS_URI && s.starts_with(JOB_URI_PREFIX)))
+            .cloned()
+            .collect()
+    }
+
+    async fn resource_value(&self, uri: &str) -> Option<Value> {
+        match uri {
+            TODOS_URI => Some(self.host.todos_value()),
+            JOBS_URI => Some(self.host.jobs_value()),
+            REMINDERS_URI => Some(self.host.reminders_value().await),
+            INBOX_URI => Some(self.host.inbox_value()),
+            _ => uri
+                .strip_prefix(JOB_URI_PREFIX)
+                .and_then(|id| self.host.job_value(id)),
+        }
+    }
+
+    async fn call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let progress_token = context
+            .meta
+            .get_progress_token()
+            .or_else(|| request.progress_token());
+        let name = request.name.to_string();
+        if !self.host.is_tool(&name) {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool: {name}"),
+                None,
+            ));
+        }
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        let waited_job = (name == "job_output"
+            && arguments.get("wait").and_then(Value::as_bool) == Some(true))
+        .then(|| {
+            arguments
+                .get("job_id")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
+        .flatten();
+        tracing::debug!(?waited_job, ?progress_token, "mcp: tools/call {name}");
+        let call = self.host.answer(&name, arguments, context.ct.clone());
+        let answer = match (waited_job, progress_token) {
+            (Some(job), Some(token)) => {
+                tokio::pin!(call);
+                let mut ticks = 0u32;
+                loop {
+                    tokio::select! {
+                        answer = &mut call => break answer,
+                        () = self.host.clock().sleep(PROGRESS_INTERVAL) => {
+                            ticks += 1;
+                            let mut param = rmcp::model::ProgressNotificationParam::new(
+                                token.clone(),
+                                f64::from(ticks),
+                            );
+                            if let Some(line) = self.host.job_progress(&job) {
+                                param = param.with_message(line);
+                            }
+                            let _ = context.peer.notify_progress(param).await;
+                        }
+                    }
+                }
+            }
+            _ => call.await,
+        };
+        let result =
+            match decode::<rmcp::model::CallToolResult>(result_json(&answer.output, self.shape)) {
+                Ok(result) => result,
+                Err(error) => {
+                    if let Some(reservation) = answer.reservation {
+                        self.host.release(reservation);
+                    }
+                    return Err(error);
+                }
+            };
+        if let Some(reservation) = answer.reservation {
+            if context.ct.is_cancelled() {
+                self.host.release(reservation);
+            } else {
+                // The serve loop retires the request (cancelling `ct`) and hands its response
+                // to the transport in one step, and the transport takes the reservation
+                // then; one still here once `ct` fired belongs to a response that was dropped
+                // because the client cancelled the request.
+                let key = id_key(&context.id);
+                self.reservations.insert(key.clone(), reservation);
+                let reservations = self.reservations.clone();
+                let host = self.host.clone();
+                let ct = context.ct.clone();
+                tokio::spawn(async move {
+                    ct.cancelled().await;
+                    if let Some(reservation) = reservations.take(&key) {
+                        host.release(reservation);
+                    }
+                });
+            }
+        }
+        Ok(CallToolResponse::Complete(result))
+    }
+}
+
+#[expect(
+    deprecated,
+    reason = "resources/subscribe and logging are how clients of the initialize handshake \
+              (every version this server negotiates) hear about changes"
+)]
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        let info = json!({
+            "protocolVersion": ProtocolVersion::LATEST_WITH_INITIALIZE,
+            "capabilities": {
+                "tools": {},
+                "resources": {"subscribe": true},
+                "logging": {},
+            },
+            "serverInfo": {"name": "harness", "version": env!("CARGO_PKG_VERSION")},
+            "instructions": self.host.instructions(),
+        });
+        serde_json::from_value::<InitializeResult>(info).unwrap_or_default()
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        Cow::Borrowed(ProtocolVersion::known_up_to(
+            &ProtocolVersion::LATEST_WITH_INITIALIZE,
+        ))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools: Vec<Value> = self
+            .host
+            .definitions()
+            .iter()
+            .map(|d| tool_json(d, self.shape))
+            .collect();
+        decode(json!({"tools": tools}))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        self.call(request, context).await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        decode(json!({"resources": [
+            resource(TODOS_URI, "todos", "The session's todo list (the `todos` projection)."),
+            resource(JOBS_URI, "jobs", "The session's background jobs, as job_list shows them."),
+            resource(REMINDERS_URI, "reminders", "The session's active reminders, as schedule_list shows them."),
+            resource(INBOX_URI, "inbox", "Notices and reminders owed to the next tool result."),
+        ]}))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        decode(json!({"resourceTemplates": [{
+            "uriTemplate": format!("{JOB_URI_PREFIX}{{id}}"),
+            "name": "job",
+            "description": "One background job of the session, as job_list shows it.",
+            "mimeType": "application/json",
+        }]}))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let Some(value) = self.resource_value(&request.uri).await else {
+            return Err(ErrorData::resource_not_found(
+                format!("unknown resource: {}", request.uri),
+                None,
+            ));
+        };
+        let result: rmcp::model::ReadResourceResult = decode(json!({"contents": [{
+            "uri": request.uri,
+            "mimeType": "application/json",
+            "text": value.to_string(),
+        }]}))?;
+        Ok(ReadResourceResponse::Complete(result))
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if self.resource_value(&request.uri).await.is_none() {
+            return Err(ErrorData::resource_not_found(
+                format!("unknown resource: {}", request.uri),
+                None,
+            ));
+        }
+        self.subscribed().insert(request.uri);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.subscribed().remove(&request.uri);
+        Ok(())
+    }
+
+    async fn set_level(
+        &self,
+        _request: rmcp::model::SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        Ok(())
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        Err(method_not_found(&request.method))
+    }
+}
+
+/// JSON-RPC -32601 for `method`.
+pub(crate) fn method_not_found(method: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::METHOD_NOT_FOUND,
+        format!("Method not found: {method}"),
+        None,
+    )
+}

@@ -1,0 +1,410 @@
+//! [`SessionHost`]: one session served with every family installed, and the tool call
+//! pipeline shared by the MCP server and in-process callers.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use harness_core::{
+    Agent, Clock, ContentBlock, JsonlStore, RegistrationScope, Session, SessionHeader, SessionId,
+    SessionStore, StoreError, SystemClock, ToolDefinition, ToolOutput, UserMessage,
+};
+use harness_jobs::JobRegistry;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::host::{Host, HostSession, PullAgent};
+use crate::inbox::{CLAIMED_EVENT, Inbox, Pending, QUEUED_EVENT};
+use crate::{FamilyConfigs, ServeError};
+
+/// Resource URI of the `todos` projection.
+pub const TODOS_URI: &str = "harness://todos";
+/// Resource URI of the job list.
+pub const JOBS_URI: &str = "harness://jobs";
+/// Prefix of one job's resource URI (`harness://jobs/<id>`).
+pub const JOB_URI_PREFIX: &str = "harness://jobs/";
+/// Resource URI of the active reminders.
+pub const REMINDERS_URI: &str = "harness://reminders";
+/// Resource URI of the notices and reminders owed to the next tool result.
+pub const INBOX_URI: &str = "harness://inbox";
+
+/// How to open the served session.
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    /// The folder of session files (`<id>.jsonl`); created if missing.
+    pub dir: PathBuf,
+    /// The session to open, created if absent; `None` creates a session with a fresh id.
+    pub session: Option<String>,
+    /// Every family's configuration.
+    pub configs: FamilyConfigs,
+}
+
+/// Something a client may want to hear about.
+#[derive(Clone, Debug)]
+pub(crate) enum Change {
+    /// The resource with this URI (or, for [`JOBS_URI`], every job resource) changed.
+    Resource(&'static str),
+    /// A notice or reminder was queued for the next tool result.
+    Queued(UserMessage),
+}
+
+struct Families {
+    bash: harness_bash::Installed,
+    jobs: harness_jobs_local::Installed,
+    tool_jobs: harness_tool_jobs::Installed,
+    schedule: harness_schedule::Installed,
+    todo: harness_todo::Installed,
+    _jobs_changed: harness_core::Registration,
+}
+
+/// A tool result ready to be sent: the tool's output with the owed messages appended, and
+/// the reservation to commit once the result has been written.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) output: ToolOutput,
+    pub(crate) reservation: Option<u64>,
+}
+
+/// One session, every family installed into a host of our own, and its pull agent.
+///
+/// Must be opened and used inside a tokio runtime (the schedule runtime and the bash jobs
+/// run as tasks on it).
+pub struct SessionHost {
+    host: Arc<Host>,
+    session: Arc<HostSession>,
+    agent: Arc<PullAgent>,
+    inbox: Inbox,
+    jobs: Arc<dyn JobRegistry>,
+    families: Mutex<Option<Families>>,
+    created: bool,
+    changes_rx: Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
+}
+
+impl std::fmt::Debug for SessionHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionHost")
+            .field("session", self.session.id())
+            .field("created", &self.created)
+            .finish_non_exhaustive()
+    }
+}
+
+fn fresh_id(clock: &dyn Clock) -> String {
+    let millis = harness_core::epoch_millis(clock.now());
+    format!("mcp-{millis}-{}", std::process::id())
+}
+
+impl SessionHost {
+    /// Opens (or creates) the session, installs every family with its configuration and
+    /// publishes the session's agent. Owed messages recorded by an earlier server are
+    /// delivered with the first tool result.
+    ///
+    /// # Errors
+    /// [`ServeError::NoRuntime`] outside a tokio runtime, [`ServeError::Store`] when the
+    /// store refuses (an invalid id, a malformed file, I/O), [`ServeError::Log`] for a
+    /// corrupt `mcp/*` event, [`ServeError::Config`] when a family refuses its configuration.
+    pub fn open(options: &SessionOptions) -> Result<Arc<Self>, ServeError> {
+        tokio::runtime::Handle::try_current().map_err(|_| ServeError::NoRuntime)?;
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let store = JsonlStore::new(&options.dir, clock.clone())?;
+        let (stored, created) = match &options.session {
+            Some(id) => {
+                let id = SessionId::from(id.as_str());
+                match store.open(&id) {
+                    Ok(session) => (session, false),
+                    Err(StoreError::NotFound(_)) => (store.create(SessionHeader::new(id))?, true),
+                    Err(error) => return Err(error.into()),
+                }
+            }
+            None => (
+                store.create(SessionHeader::new(fresh_id(clock.as_ref())))?,
+                true,
+            ),
+        };
+        let host = Host::new(clock);
+        let harness: Arc<dyn harness_core::Harness> = host.clone();
+        let families = install(&harness, &options.configs)?;
+        let session = HostSession::new(stored, host.projections.clone());
+        host.projections.track(session.clone());
+        let inbox = Inbox::open(session.clone())?;
+        let (changes, changes_rx) = mpsc::unbounded_channel();
+        let tx = changes.clone();
+        session.set_hook(Arc::new(move |r#type: &str| {
+            let change = match r#type {
+                "todo/write" => TODOS_URI,
+                "schedule/change" => REMINDERS_URI,
+                QUEUED_EVENT | CLAIMED_EVENT => INBOX_URI,
+                _ => return,
+            };
+            let _ = tx.send(Change::Resource(change));
+        }));
+        let tx = changes.clone();
+        let jobs_changed = families.jobs.registry().on_jobs_changed(
+            RegistrationScope::Global,
+            Arc::new(move |_owner: Option<&Arc<dyn Agent>>| {
+                let _ = tx.send(Change::Resource(JOBS_URI));
+                Ok(())
+            }),
+        );
+        let tx = changes;
+        let agent = PullAgent::new(
+            session.clone(),
+            inbox.clone(),
+            Arc::new(move |message: &UserMessage| {
+                let _ = tx.send(Change::Queued(message.clone()));
+            }),
+        );
+        let jobs = families.jobs.registry();
+        let families = Families {
+            _jobs_changed: jobs_changed,
+            ..families
+        };
+        host.publish(agent.clone());
+        Ok(Arc::new(Self {
+            host,
+            session,
+            agent,
+            inbox,
+            jobs,
+            families: Mutex::new(Some(families)),
+            created,
+            changes_rx: Mutex::new(Some(changes_rx)),
+        }))
+    }
+
+    /// The served session's id.
+    pub fn session_id(&self) -> &str {
+        self.session.id().as_str()
+    }
+
+    /// Whether [`SessionHost::open`] created the session (rather than opening a stored one).
+    pub fn created(&self) -> bool {
+        self.created
+    }
+
+    /// The definitions of the installed tools, in registration order.
+    pub fn definitions(&self) -> Vec<ToolDefinition> {
+        self.host.tools.all_definitions()
+    }
+
+    /// The system-prompt sections of the installed families, rendered in order.
+    pub fn instructions(&self) -> String {
+        let chain = self.agent.scope_chain();
+        self.host.prompts.render(Some(&chain))
+    }
+
+    pub(crate) fn take_changes(&self) -> Option<mpsc::UnboundedReceiver<Change>> {
+        self.changes_rx
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+    }
+
+    pub(crate) fn clock(&self) -> Arc<dyn Clock> {
+        harness_core::Harness::clock(self.host.as_ref())
+    }
+
+    pub(crate) fn is_tool(&self, name: &str) -> bool {
+        let chain = self.agent.scope_chain();
+        self.host.tools.find(name, Some(&chain)).is_some()
+    }
+
+    /// Runs tool `name` for the session's agent and makes its effects durable. Owed messages
+    /// are appended to the result (one text block each, in order) and reserved; unless
+    /// `cancel` fired, in which case nothing is attached (the result will not be sent).
+    pub(crate) async fn answer(
+        &self,
+        name: &str,
+        arguments: Value,
+        cancel: CancellationToken,
+    ) -> Answer {
+        let caller: Arc<dyn Agent> = self.agent.clone();
+        let mut output = self
+            .host
+            .tools
+            .execute(name, arguments, Some(caller), cancel.clone())
+            .await;
+        if let Err(error) = self.session.flush().await {
+            tracing::warn!("mcp: could not flush the session after {name}: {error}");
+        }
+        if cancel.is_cancelled() {
+            return Answer {
+                output,
+                reservation: None,
+            };
+        }
+        let reservation = self.inbox.reserve().map(|(key, owed)| {
+            append_owed(&mut output, &owed);
+            key
+        });
+        Answer {
+            output,
+            reservation,
+        }
+    }
+
+    /// The result carrying `reservation` was written: records the claim, tells the
+    /// families the messages were seen, and flushes.
+    pub(crate) async fn commit(&self, reservation: u64) {
+        let claimed = self.inbox.commit(reservation);
+        if claimed.is_empty() {
+            return;
+        }
+        self.agent.claimed(claimed);
+        if let Err(error) = self.session.flush().await {
+            tracing::warn!("mcp: could not flush a claim: {error}");
+        }
+    }
+
+    /// The result carrying `reservation` will not be written; its messages stay owed.
+    pub(crate) fn release(&self, reservation: u64) {
+        self.inbox.release(reservation);
+    }
+
+    /// Runs tool `name` in-process, exactly as a `tools/call` would, and claims the owed
+    /// messages it carries at once. For embedding and benchmarks.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> ToolOutput {
+        let answer = self.answer(name, arguments, CancellationToken::new()).await;
+        if let Some(reservation) = answer.reservation {
+            self.commit(reservation).await;
+        }
+        answer.output
+    }
+
+    /// The messages owed to the next tool result: `[{"seq","source","text"}]`.
+    pub(crate) fn inbox_value(&self) -> Value {
+        Value::Array(
+            self.inbox
+                .pending()
+                .iter()
+                .map(|p| {
+                    serde_json::json!({
+                        "seq": p.seq,
+                        "source": p.message.source,
+                        "text": p.message.joined_text(),
+                    })
+                })
+                .collect(),
+        )
+    }
+
+    /// The `todos` projection's view.
+    pub(crate) fn todos_value(&self) -> Value {
+        self.host
+            .projections
+            .view(self.session.id(), harness_todo::TODOS_KEY)
+            .map_or(Value::Null, |view| view.value)
+    }
+
+    /// The session's jobs as the tools show them.
+    pub(crate) fn jobs_value(&self) -> Value {
+        Value::Array(
+            self.jobs
+                .list(Some(self.agent.id()))
+                .iter()
+                .map(|s| harness_tool_jobs::PublicJob::from_snapshot(s).to_value())
+                .collect(),
+        )
+    }
+
+    /// One job as the tools show it, if the session may see it.
+    pub(crate) fn job_value(&self, id: &str) -> Option<Value> {
+        let id = harness_jobs::JobId::from(id);
+        self.jobs
+            .get(&id, Some(self.agent.id()))
+            .ok()
+            .map(|s| harness_tool_jobs::PublicJob::from_snapshot(&s).to_value())
+    }
+
+    /// A running job's live progress line, if it has one.
+    pub(crate) fn job_progress(&self, id: &str) -> Option<String> {
+        let id = harness_jobs::JobId::from(id);
+        let snapshot = self.jobs.get(&id, Some(self.agent.id())).ok()?;
+        if snapshot.status.is_terminal() {
+            return None;
+        }
+        snapshot.detail.as_deref().map(str::to_owned)
+    }
+
+    /// The active reminders: the value of `schedule_list` (which changes nothing).
+    pub(crate) async fn reminders_value(&self) -> Value {
+        let caller: Arc<dyn Agent> = self.agent.clone();
+        let output = self
+            .host
+            .tools
+            .execute(
+                "schedule_list",
+                Value::Object(serde_json::Map::new()),
+                Some(caller),
+                CancellationToken::new(),
+            )
+            .await;
+        output.value
+    }
+
+    /// Disposes the agent and every family (bash jobs are killed), then flushes the log.
+    pub async fn shutdown(&self) {
+        let agent: Arc<dyn Agent> = self.agent.clone();
+        self.agent.dispose().await;
+        self.host.remove(&agent);
+        let families = self
+            .families
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(families) = families {
+            families.bash.dispose();
+            families.schedule.dispose().await;
+            families.tool_jobs.dispose();
+            families.jobs.dispose().await;
+            families.todo.dispose();
+        }
+        if let Err(error) = self.session.flush().await {
+            tracing::warn!("mcp: could not flush the session at shutdown: {error}");
+        }
+    }
+}
+
+fn append_owed(output: &mut ToolOutput, owed: &[Pending]) {
+    for pending in owed {
+        output
+            .content
+            .push(ContentBlock::text(pending.message.joined_text()));
+    }
+}
+
+fn install(
+    harness: &Arc<dyn harness_core::Harness>,
+    configs: &FamilyConfigs,
+) -> Result<Families, ServeError> {
+    let config = |e: harness_core::ConfigError| ServeError::Config(e.to_string());
+    let todo = harness_todo::TodoConfig::from_json(&configs.todo_value())
+        .and_then(|c| harness_todo::install(harness, c))
+        .map_err(config)?;
+    let jobs = harness_core::decode_config::<harness_jobs_local::JobsConfig>(
+        "jobs-local",
+        configs.jobs_value(),
+    )
+    .and_then(|c| harness_jobs_local::install(harness, c))
+    .map_err(config)?;
+    let tool_jobs = harness_tool_jobs::ToolJobsConfig::from_json(configs.tool_jobs_value())
+        .and_then(|c| harness_tool_jobs::install(harness, jobs.registry(), c))
+        .map_err(config)?;
+    let schedule = harness_core::decode_config::<harness_schedule::ScheduleConfig>(
+        "schedule",
+        configs.schedule_value(),
+    )
+    .and_then(|c| harness_schedule::install(harness, c))
+    .map_err(config)?;
+    let bash = harness_bash::BashConfig::from_json(&configs.bash_value())
+        .and_then(|c| harness_bash::install(harness, Some(jobs.registry()), c))
+        .map_err(config)?;
+    Ok(Families {
+        bash,
+        jobs,
+        tool_jobs,
+        schedule,
+        todo,
+        _jobs_changed: harness_core::Registration::noop(),
+    })
+}

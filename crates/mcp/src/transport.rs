@@ -1,0 +1,111 @@
+//! [`Gate`]: the transport wrapper that answers unknown methods sent before `initialize` with
+//! JSON-RPC -32601, and commits the owed messages a response carries once the response has
+//! been written.
+
+use std::sync::Arc;
+
+use rmcp::RoleServer;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+
+use crate::server::{Reservations, id_key, method_not_found};
+use crate::session::SessionHost;
+
+/// Wraps the byte transport of one connection.
+pub(crate) struct Gate<T> {
+    inner: T,
+    initialized: bool,
+    host: Arc<SessionHost>,
+    reservations: Reservations,
+}
+
+impl<T> Gate<T> {
+    pub(crate) fn new(inner: T, host: Arc<SessionHost>, reservations: Reservations) -> Self {
+        Self {
+            inner,
+            initialized: false,
+            host,
+            reservations,
+        }
+    }
+}
+
+impl<T: Transport<RoleServer>> Transport<RoleServer> for Gate<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        // Taken before the write starts: the serve loop hands a response over right after it
+        // retires the request, so a reservation still present later was never sent.
+        let reservation = match &item {
+            JsonRpcMessage::Response(response) => self.reservations.take(&id_key(&response.id)),
+            // Only a tool result carries owed messages; an error never does.
+            JsonRpcMessage::Error(error) => {
+                if let Some(reservation) = error
+                    .id
+                    .as_ref()
+                    .and_then(|id| self.reservations.take(&id_key(id)))
+                {
+                    self.host.release(reservation);
+                }
+                None
+            }
+            JsonRpcMessage::Request(_) | JsonRpcMessage::Notification(_) => None,
+        };
+        let send = self.inner.send(item);
+        let host = self.host.clone();
+        async move {
+            let sent = send.await;
+            if let Some(reservation) = reservation {
+                match &sent {
+                    Ok(()) => host.commit(reservation).await,
+                    Err(_) => host.release(reservation),
+                }
+            }
+            sent
+        }
+    }
+
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        loop {
+            let message = self.inner.receive().await?;
+            if self.initialized {
+                return Some(message);
+            }
+            match &message {
+                ClientJsonRpcMessage::Request(request) => match &request.request {
+                    ClientRequest::InitializeRequest(_) => {
+                        self.initialized = true;
+                        return Some(message);
+                    }
+                    ClientRequest::CustomRequest(custom) => {
+                        let error = ServerJsonRpcMessage::error(
+                            method_not_found(&custom.method),
+                            Some(request.id.clone()),
+                        );
+                        if self.inner.send(error).await.is_err() {
+                            return None;
+                        }
+                    }
+                    _ => return Some(message),
+                },
+                // Nothing but a request means anything before the handshake; the SDK would
+                // end the connection over a stray notification or response.
+                ClientJsonRpcMessage::Notification(_)
+                | ClientJsonRpcMessage::Response(_)
+                | ClientJsonRpcMessage::Error(_) => {
+                    tracing::debug!(
+                        "mcp: ignoring a message that is not a request before initialize"
+                    );
+                }
+            }
+        }
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.inner.close().await
+    }
+}

@@ -1,0 +1,5 @@
+mod delivery;
+mod protocol;
+mod resources;
+mod support;
+mod tools;

@@ -1,0 +1,212 @@
+//! The JSON-RPC surface as a raw client sees it.
+
+use std::process::Stdio;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::suite::support::{BOUND, config, harness_bin};
+
+async fn exchange(lines: &[Value]) -> Vec<Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("config.json");
+    std::fs::write(&config_path, config().to_string()).unwrap();
+    let mut child = tokio::process::Command::new(harness_bin())
+        .arg("mcp")
+        .arg("--dir")
+        .arg(dir.path().join("sessions"))
+        .args(["--session", "raw"])
+        .arg("--config")
+        .arg(&config_path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut replies = Vec::new();
+    for line in lines {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        if line.get("id").is_some() {
+            let reply = tokio::time::timeout(BOUND, stdout.next_line())
+                .await
+                .expect("a reply in time")
+                .unwrap()
+                .expect("a reply line");
+            replies.push(serde_json::from_str(&reply).unwrap());
+        }
+    }
+    drop(stdin);
+    let status = tokio::time::timeout(BOUND, child.wait())
+        .await
+        .expect("the server exits when stdin closes")
+        .unwrap();
+    assert!(status.success());
+    replies
+}
+
+fn initialize(id: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    }})
+}
+
+#[tokio::test]
+async fn unknown_methods_get_method_not_found_before_and_after_initialize() {
+    let replies = exchange(&[
+        json!({"jsonrpc": "2.0", "id": "probe-1", "method": "harness/probe"}),
+        initialize("init"),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 7, "method": "harness/probe"}),
+        json!({"jsonrpc": "2.0", "id": "s", "method": "tools/call", "params": {"name": "job_list", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": {"name": "job_list", "arguments": {}}}),
+        json!({"jsonrpc": "2.0", "id": 9, "method": "prompts/list"}),
+    ])
+    .await;
+    assert_eq!(
+        replies[0],
+        json!({"jsonrpc": "2.0", "id": "probe-1", "error": {"code": -32601, "message": "Method not found: harness/probe"}})
+    );
+    assert_eq!(replies[1]["id"], "init");
+    assert_eq!(replies[1]["result"]["protocolVersion"], "2025-06-18");
+    assert_eq!(
+        replies[1]["result"]["capabilities"],
+        json!({"logging": {}, "resources": {"subscribe": true}, "tools": {}})
+    );
+    assert_eq!(
+        replies[2],
+        json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32601, "message": "Method not found: harness/probe"}})
+    );
+    let job_list =
+        json!({"content": [{"type": "text", "text": "(no background jobs)"}], "isError": false});
+    assert_eq!(
+        replies[3],
+        json!({"jsonrpc": "2.0", "id": "s", "result": job_list})
+    );
+    assert_eq!(
+        replies[4],
+        json!({"jsonrpc": "2.0", "id": 8, "result": job_list})
+    );
+    assert_eq!(replies[5]["error"]["code"], -32601);
+}
+
+#[tokio::test]
+async fn a_missing_parallel_choice_is_a_startup_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("config.json");
+    std::fs::write(&config_path, r#"{"todo":{}}"#).unwrap();
+    let output = tokio::process::Command::new(harness_bin())
+        .arg("mcp")
+        .arg("--dir")
+        .arg(dir.path())
+        .arg("--config")
+        .arg(&config_path)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        format!(
+            "harness: {}: invalid configuration: tool-todo: $.allowParallelInProgress missing required value\n",
+            config_path.display()
+        )
+    );
+    assert!(output.stdout.is_empty());
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_jobs_and_exits_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let config_path = dir.path().join("config.json");
+    std::fs::write(&config_path, config().to_string()).unwrap();
+    let mut child = tokio::process::Command::new(harness_bin())
+        .arg("mcp")
+        .arg("--dir")
+        .arg(dir.path().join("sessions"))
+        .args(["--session", "term"])
+        .arg("--config")
+        .arg(&config_path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in [
+        initialize("init"),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "bash", "arguments": {"command": "sleep 31.7", "run_in_background": true}}}),
+    ] {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        tokio::time::timeout(BOUND, stdout.next_line())
+            .await
+            .expect("a reply in time")
+            .unwrap()
+            .expect("a reply line");
+    }
+    let pid = child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // stdin stays open: only the signal ends the server.
+    let status = tokio::time::timeout(BOUND, child.wait())
+        .await
+        .expect("the server exits on SIGTERM")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    drop(stdin);
+    // The background job's process did not outlive the server.
+    let survivors = std::process::Command::new("pgrep")
+        .args(["-f", "sleep 31.7"])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&survivors.stdout), "");
+}
+
+#[tokio::test]
+async fn a_corrupt_inbox_event_refuses_the_session_and_leaves_the_log_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    std::fs::create_dir_all(&sessions).unwrap();
+    let log = concat!(
+        r#"{"id":"bad"}"#,
+        "\n",
+        r#"{"seq":1,"type":"mcp/claimed","time":"2026-08-05T12:00:00.000Z","data":{"seqs":[7]}}"#,
+        "\n",
+    );
+    let file = sessions.join("bad.jsonl");
+    std::fs::write(&file, log).unwrap();
+    let config_path = dir.path().join("config.json");
+    std::fs::write(&config_path, config().to_string()).unwrap();
+    let output = tokio::process::Command::new(harness_bin())
+        .arg("mcp")
+        .arg("--dir")
+        .arg(&sessions)
+        .args(["--session", "bad"])
+        .arg("--config")
+        .arg(&config_path)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        "harness: corrupt inbox log at seq 1: seq 7 is not an unclaimed mcp/queued\n"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), log);
+}
