@@ -1,4 +1,4 @@
-//! Benchmarks for the schedule family (issue 7).
+//! Benchmarks for the schedule family.
 //!
 //! Domain (`support/schedule_domain.rs`): decode + fold of a 1,000,000-event JSONL log vs
 //! plain `serde_json::Value` parsing of the same lines, with a same-run ratio.
@@ -8,6 +8,8 @@
 
 #[path = "support/schedule_domain.rs"]
 mod schedule_domain;
+#[path = "support/schedule_log.rs"]
+mod schedule_log;
 #[path = "support/schedule_tools.rs"]
 mod schedule_tools;
 

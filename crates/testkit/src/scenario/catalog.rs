@@ -2,9 +2,12 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::path::Path;
 use std::sync::Arc;
 
-use harness_core::{Agent, Session, SessionHeader, ToolDefinition};
+use harness_core::{
+    Agent, JsonlStore, Session, SessionHeader, StoreError, ToolDefinition, TornTail,
+};
 use serde_json::{Value, json};
 
 use super::plugins::{self, FamilyConfigs};
@@ -98,4 +101,43 @@ pub fn summarize_log(session: &dyn Session) -> Result<String, String> {
     let mut text = serde_json::to_string_pretty(&summary).map_err(|e| e.to_string())?;
     text.push('\n');
     Ok(text)
+}
+
+/// What [`summarize_log_file`] found: the summary text and a torn last line, if any.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileSummary {
+    /// The summary, as [`summarize_log`] renders it.
+    pub text: String,
+    /// A torn last line (not part of the summary) that opening the session would truncate.
+    pub torn: Option<TornTail>,
+}
+
+/// Why [`summarize_log_file`] produced no summary.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum LogFileError {
+    /// The file could not be read, or a line is not a valid header or event.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A family refused its default configuration.
+    #[error("{0}")]
+    Summary(String),
+}
+
+/// Summarizes a JSONL session file without changing it (`harness log`): the same summary as
+/// [`summarize_log`], and the torn last line the file ends with, if any.
+///
+/// # Errors
+/// [`LogFileError::Store`] for an unreadable or malformed file; [`LogFileError::Summary`]
+/// when a family refused its default configuration.
+pub fn summarize_log_file(path: &Path) -> Result<FileSummary, LogFileError> {
+    let parsed = JsonlStore::inspect(path)?;
+    let store = harness_core::MemoryStore::new(Arc::new(ManualClock::at_default()));
+    let session =
+        harness_core::SessionStore::create_with_events(&store, parsed.header, parsed.events)?;
+    let text = summarize_log(session.as_ref()).map_err(LogFileError::Summary)?;
+    Ok(FileSummary {
+        text,
+        torn: parsed.torn,
+    })
 }
