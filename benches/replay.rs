@@ -39,7 +39,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness::core::{Clock, Harness, JsonlStore, Projection, SessionId, fold_events};
+use harness::core::{Clock, Harness, JsonlStore, Projection, SessionId, fold_raw_events};
 use harness::schedule::domain::ScheduleFold;
 use harness::todo::TodosProjection;
 use harness_testkit::{ManualClock, MemoryHarness, settle};
@@ -179,12 +179,12 @@ fn floor_todo(path: &Path) -> usize {
 
 fn crate_schedule(path: &Path) -> ScheduleFold {
     let file = JsonlStore::inspect(path).unwrap();
-    ScheduleFold::open(&file.events, file.header.seed_length).unwrap()
+    ScheduleFold::open_raw(&file.events, file.header.seed_length).unwrap()
 }
 
 fn crate_todo(path: &Path) -> Value {
     let file = JsonlStore::inspect(path).unwrap();
-    let state = fold_events(&TodosProjection, &file.events);
+    let state = fold_raw_events(&TodosProjection, &file.events);
     TodosProjection.view(&state)
 }
 

@@ -10,8 +10,7 @@ use futures::future::BoxFuture;
 #[error("clock unavailable: {0}")]
 pub struct ClockError(pub String);
 
-/// Every read of wall time and every logical wait in library code goes through this seam
-/// (DESIGN.md "Time and determinism").
+/// Every read of wall time and every logical wait in library code goes through this seam.
 ///
 /// Wall time ([`Clock::now`]) and sleeping ([`Clock::sleep`]) are separate on purpose: a sleep
 /// is measured on monotonic time, so moving the wall clock (a rollback or a forward jump)
@@ -72,6 +71,87 @@ pub fn format_instant(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+/// Parses the canonical instant `YYYY-MM-DDTHH:MM:SS.mmmZ` exactly (24 bytes, four-digit
+/// year 0001–9999, a real calendar date, hour ≤ 23, minute and second ≤ 59, three fraction
+/// digits, uppercase `T` and `Z`) into epoch milliseconds, without allocating. Anything else
+/// is `None`: callers that accept other RFC 3339 forms fall back to a general parser.
+pub fn parse_canonical_millis(text: &str) -> Option<i64> {
+    let b = text.as_bytes();
+    if b.len() != 24
+        || b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'.'
+        || b[23] != b'Z'
+    {
+        return None;
+    }
+    let year = digits(&b[0..4])?;
+    let month = digits(&b[5..7])?;
+    let day = digits(&b[8..10])?;
+    let hour = digits(&b[11..13])?;
+    let minute = digits(&b[14..16])?;
+    let second = digits(&b[17..19])?;
+    let milli = digits(&b[20..23])?;
+    if year == 0 || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    if month == 0 || month > 12 || day == 0 || day > days_in_month(year, month) {
+        return None;
+    }
+    Some(
+        days_from_civil(year, month, day) * 86_400_000
+            + ((hour * 60 + minute) * 60 + second) * 1000
+            + milli,
+    )
+}
+
+/// ASCII decimal digits to a number; `None` if any byte is not `0`–`9`.
+fn digits(bytes: &[u8]) -> Option<i64> {
+    let mut value = 0i64;
+    for &byte in bytes {
+        if !byte.is_ascii_digit() {
+            return None;
+        }
+        value = value * 10 + i64::from(byte - b'0');
+    }
+    Some(value)
+}
+
+/// Days in `month` (1–12) of `year`; 0 for an invalid month.
+const fn days_in_month(year: i64, month: i64) -> i64 {
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => 0,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+const fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// An RFC 3339 instant: the canonical form through [`parse_canonical_millis`], any other
+/// form through chrono's general parser (whose error a caller reports).
+pub(crate) fn parse_rfc3339(text: &str) -> Result<DateTime<Utc>, chrono::ParseError> {
+    if let Some(at) = parse_canonical_millis(text).and_then(DateTime::from_timestamp_millis) {
+        return Ok(at);
+    }
+    DateTime::parse_from_rfc3339(text).map(|t| t.with_timezone(&Utc))
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn epoch_millis(at: DateTime<Utc>) -> i64 {
     at.timestamp_millis()
@@ -88,8 +168,6 @@ pub(crate) mod millis_rfc3339 {
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
         let text = String::deserialize(d)?;
-        DateTime::parse_from_rfc3339(&text)
-            .map(|t| t.with_timezone(&Utc))
-            .map_err(serde::de::Error::custom)
+        super::parse_rfc3339(&text).map_err(serde::de::Error::custom)
     }
 }

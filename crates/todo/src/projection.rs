@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use harness_core::{Projection, ProjectionState, SessionEvent};
+use harness_core::{Projection, ProjectionState, RawEvent, SessionEvent};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -90,6 +90,23 @@ impl Projection for TodosProjection {
         }
         let current = Self::state(state);
         Self::transition(&current, event).map(|next| Arc::new(next) as ProjectionState)
+    }
+
+    /// The replay path: the same transition as [`Projection::apply`], with a `todo/write`
+    /// payload decoded straight from its raw JSON into the typed list. A payload that does not
+    /// decode that way takes the `Value` path of [`TodosProjection::transition`], which decides
+    /// it exactly as `apply` does (its warning text included).
+    fn apply_raw(&self, state: &ProjectionState, event: &RawEvent) -> Option<ProjectionState> {
+        match event.r#type() {
+            TODO_WRITE_EVENT => match event.decode::<TodoWriteEvent>() {
+                Ok(payload) => Some(Arc::new(Some(Arc::<[TodoItem]>::from(payload.todos)))),
+                Err(_) => self.apply(state, &event.to_event()),
+            },
+            TURN_START_EVENT if Self::state(state).is_some() => {
+                Some(Arc::new(None::<Arc<[TodoItem]>>))
+            }
+            _ => None,
+        }
     }
 
     fn view(&self, state: &ProjectionState) -> Value {

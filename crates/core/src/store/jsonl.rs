@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::log::EventLog;
 use super::{SessionStore, StoreError};
 use crate::{
-    AppendError, Clock, PersistenceError, Session, SessionEvent, SessionHeader, SessionId,
+    AppendError, Clock, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader, SessionId,
 };
 
 /// A folder of `<session id>.jsonl` files.
@@ -125,8 +125,8 @@ pub struct TornTail {
 pub struct SessionFile {
     /// The header line.
     pub header: SessionHeader,
-    /// The complete, valid events in order.
-    pub events: Vec<SessionEvent>,
+    /// The complete, valid events in order, in the log's shared form (payloads as raw JSON).
+    pub events: Vec<RawEvent>,
     /// A torn last line, if any (not part of `events`).
     pub torn: Option<TornTail>,
 }
@@ -193,7 +193,7 @@ fn parse_file(path: &Path) -> Result<SessionFile, StoreError> {
 }
 
 /// Reads and validates a session file, truncating a torn last line.
-fn read_file(path: &Path) -> Result<(SessionHeader, Vec<SessionEvent>), StoreError> {
+fn read_file(path: &Path) -> Result<(SessionHeader, Vec<RawEvent>), StoreError> {
     let file = parse_file(path)?;
     if let Some(torn) = &file.torn {
         tracing::warn!(
@@ -216,7 +216,7 @@ fn read_file(path: &Path) -> Result<(SessionHeader, Vec<SessionEvent>), StoreErr
 
 enum Line {
     Header(SessionHeader),
-    Event(SessionEvent),
+    Event(RawEvent),
 }
 
 enum LineError {
@@ -244,11 +244,11 @@ fn parse_line(line: &[u8], want_header: bool, expected_seq: u64) -> Result<Line,
             .map(Line::Header)
             .map_err(|e| classify(&e, "session header"));
     }
-    let event = serde_json::from_slice::<SessionEvent>(line).map_err(|e| classify(&e, "event"))?;
-    if event.seq != expected_seq {
+    let event = RawEvent::from_line(line).map_err(|e| classify(&e, "event"))?;
+    if event.seq() != expected_seq {
         return Err(LineError::Invalid(format!(
             "event seq {} where {expected_seq} was expected",
-            event.seq
+            event.seq()
         )));
     }
     Ok(Line::Event(event))
@@ -285,7 +285,7 @@ impl SessionStore for JsonlStore {
     fn create_with_events(
         &self,
         header: SessionHeader,
-        events: Vec<SessionEvent>,
+        events: Vec<RawEvent>,
     ) -> Result<Arc<dyn Session>, StoreError> {
         let path = self.path_of(&header.id)?;
         let mut file = OpenOptions::new()
@@ -299,7 +299,7 @@ impl SessionStore for JsonlStore {
         let mut bytes = Vec::new();
         write_line(&mut bytes, &header);
         for event in &events {
-            write_line(&mut bytes, event);
+            event.write_line(&mut bytes);
         }
         file.write_all(&bytes)
             .and_then(|()| file.sync_all())
@@ -340,7 +340,7 @@ struct FileState {
 impl JsonlSession {
     fn new(
         header: SessionHeader,
-        events: Vec<SessionEvent>,
+        events: Vec<RawEvent>,
         clock: Arc<dyn Clock>,
         path: &Path,
         file: File,
@@ -377,8 +377,8 @@ impl Session for JsonlSession {
         self.log.len()
     }
 
-    fn events_after(&self, after: u64) -> Vec<SessionEvent> {
-        self.log.events_after(after)
+    fn raw_events_after(&self, after: u64) -> Vec<RawEvent> {
+        self.log.raw_events_after(after)
     }
 
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {

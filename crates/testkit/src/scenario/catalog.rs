@@ -69,10 +69,10 @@ pub fn catalog_markdown(definitions: &[ToolDefinition]) -> String {
 /// # Errors
 /// A family refused its default configuration.
 pub fn summarize_log(session: &dyn Session) -> Result<String, String> {
-    let events = session.events();
+    let events = session.raw_events_after(0);
     let mut counts: BTreeMap<String, u64> = BTreeMap::new();
     for event in &events {
-        *counts.entry(event.r#type.clone()).or_default() += 1;
+        *counts.entry(event.r#type().to_owned()).or_default() += 1;
     }
     let header = serde_json::to_value(session.header()).map_err(|e| e.to_string())?;
     let store = harness_core::MemoryStore::new(Arc::new(ManualClock::at_default()));
