@@ -110,6 +110,37 @@ fn instant<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
     crate::time::parse_rfc3339(&text).map_err(de::Error::custom)
 }
 
+/// The parts of a line in exactly the form the stores write (`{"seq":N,"type":"…","time":"…",
+/// "data":…}`, no whitespace, a type without escapes, a canonical time), read by position;
+/// the payload is the text between `"data":` and the final `}`, not yet checked. `None` for
+/// any other form, which the general envelope decoder then reads.
+fn canonical_parts(line: &[u8]) -> Option<(u64, &str, DateTime<Utc>, &str)> {
+    let rest = line.strip_prefix(b"{\"seq\":")?;
+    let digits = rest.iter().position(|b| !b.is_ascii_digit())?;
+    if digits == 0 || (digits > 1 && rest[0] == b'0') {
+        return None;
+    }
+    let seq = rest[..digits].iter().try_fold(0u64, |seq, digit| {
+        seq.checked_mul(10)?.checked_add(u64::from(digit - b'0'))
+    })?;
+    let rest = rest[digits..].strip_prefix(b",\"type\":\"")?;
+    let end = rest
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+    if rest[end] != b'"' {
+        return None;
+    }
+    let r#type = std::str::from_utf8(&rest[..end]).ok()?;
+    let rest = rest[end..].strip_prefix(b"\",\"time\":\"")?;
+    if rest.get(24) != Some(&b'"') {
+        return None;
+    }
+    let millis = crate::parse_canonical_millis(std::str::from_utf8(&rest[..24]).ok()?)?;
+    let time = DateTime::from_timestamp_millis(millis)?;
+    let payload = rest[25..].strip_prefix(b",\"data\":")?.strip_suffix(b"}")?;
+    Some((seq, r#type, time, std::str::from_utf8(payload).ok()?))
+}
+
 impl RawEvent {
     /// An event from its parts; `payload` must be one JSON value (it is checked).
     ///
@@ -141,8 +172,22 @@ impl RawEvent {
     /// # Errors
     /// The line is not valid JSON, or not an event.
     pub fn from_line(line: &[u8]) -> Result<RawEvent, serde_json::Error> {
-        let envelope: Envelope<'_> = serde_json::from_slice(line)?;
-        let payload = envelope.data.get();
+        let (seq, r#type, time, payload) =
+            match canonical_parts(line).and_then(|(seq, r#type, time, payload)| {
+                let raw = serde_json::from_str::<&RawValue>(payload).ok()?;
+                Some((seq, SmolStr::new(r#type), time, raw.get()))
+            }) {
+                Some(parts) => parts,
+                None => {
+                    let envelope: Envelope<'_> = serde_json::from_slice(line)?;
+                    (
+                        envelope.seq,
+                        envelope.r#type,
+                        envelope.time,
+                        envelope.data.get(),
+                    )
+                }
+            };
         // Capturing raw text skips what decoding a string's escapes checks (a lone UTF-16
         // surrogate); payloads with escapes are rare, so they are checked in full.
         if payload.contains('\\')
@@ -153,9 +198,9 @@ impl RawEvent {
             return Err(error);
         }
         Ok(RawEvent {
-            seq: envelope.seq,
-            r#type: envelope.r#type,
-            time: envelope.time,
+            seq,
+            r#type,
+            time,
             payload: Arc::from(payload),
         })
     }

@@ -165,6 +165,16 @@ impl ProjectionSet {
         })
     }
 
+    /// The registered projections, in registration order (to fold a log that no session
+    /// holds, e.g. a file streamed by an inspection tool).
+    pub fn projections(&self) -> Vec<Arc<dyn Projection>> {
+        self.lock()
+            .projections
+            .iter()
+            .map(|(_, p)| Arc::clone(p))
+            .collect()
+    }
+
     /// The registered keys, in registration order.
     pub fn keys(&self) -> Vec<String> {
         self.lock()

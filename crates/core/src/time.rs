@@ -76,9 +76,8 @@ pub fn format_instant(at: DateTime<Utc>) -> String {
 /// digits, uppercase `T` and `Z`) into epoch milliseconds, without allocating. Anything else
 /// is `None`: callers that accept other RFC 3339 forms fall back to a general parser.
 pub fn parse_canonical_millis(text: &str) -> Option<i64> {
-    let b = text.as_bytes();
-    if b.len() != 24
-        || b[4] != b'-'
+    let b: &[u8; 24] = text.as_bytes().try_into().ok()?;
+    if b[4] != b'-'
         || b[7] != b'-'
         || b[10] != b'T'
         || b[13] != b':'
@@ -88,13 +87,15 @@ pub fn parse_canonical_millis(text: &str) -> Option<i64> {
     {
         return None;
     }
-    let year = digits(&b[0..4])?;
-    let month = digits(&b[5..7])?;
-    let day = digits(&b[8..10])?;
-    let hour = digits(&b[11..13])?;
-    let minute = digits(&b[14..16])?;
-    let second = digits(&b[17..19])?;
-    let milli = digits(&b[20..23])?;
+    let digit = |i: usize| {
+        let d = b[i].wrapping_sub(b'0');
+        (d < 10).then_some(i64::from(d))
+    };
+    let two = |i: usize| Some(digit(i)? * 10 + digit(i + 1)?);
+    let year = two(0)? * 100 + two(2)?;
+    let (month, day) = (two(5)?, two(8)?);
+    let (hour, minute, second) = (two(11)?, two(14)?, two(17)?);
+    let milli = digit(20)? * 100 + two(21)?;
     if year == 0 || hour > 23 || minute > 59 || second > 59 {
         return None;
     }
@@ -106,18 +107,6 @@ pub fn parse_canonical_millis(text: &str) -> Option<i64> {
             + ((hour * 60 + minute) * 60 + second) * 1000
             + milli,
     )
-}
-
-/// ASCII decimal digits to a number; `None` if any byte is not `0`–`9`.
-fn digits(bytes: &[u8]) -> Option<i64> {
-    let mut value = 0i64;
-    for &byte in bytes {
-        if !byte.is_ascii_digit() {
-            return None;
-        }
-        value = value * 10 + i64::from(byte - b'0');
-    }
-    Some(value)
 }
 
 /// Days in `month` (1–12) of `year`; 0 for an invalid month.

@@ -74,7 +74,21 @@ impl JsonlStore {
     /// # Errors
     /// [`StoreError::NotFound`], [`StoreError::Malformed`], or an I/O error.
     pub fn inspect(path: &Path) -> Result<SessionFile, StoreError> {
-        parse_file(path)
+        collect_file(path)
+    }
+
+    /// Like [`JsonlStore::inspect`], but hands each event to `visit` (with the header) as it
+    /// is read instead of keeping them: a caller that folds the log holds only its folded
+    /// state. Returns the header and the torn last line, if any. When the file turns out to be
+    /// malformed, the events before the bad line have been visited and the error is returned.
+    ///
+    /// # Errors
+    /// As [`JsonlStore::inspect`].
+    pub fn inspect_each(
+        path: &Path,
+        mut visit: impl FnMut(&SessionHeader, RawEvent),
+    ) -> Result<(SessionHeader, Option<TornTail>), StoreError> {
+        parse_file(path, &mut visit)
     }
 
     /// Opens a session file directly by path for appending (truncates a torn tail).
@@ -137,7 +151,13 @@ pub struct SessionFile {
 /// or it is not syntactically complete JSON. A complete line that is valid JSON but not a
 /// valid header or event (a missing field, a wrong type, a gap in `seq`) is
 /// [`StoreError::Malformed`] wherever it stands.
-fn parse_file(path: &Path) -> Result<SessionFile, StoreError> {
+///
+/// Events are handed to `visit` (with the header) as they are read, so a caller that folds
+/// them keeps only what it folds; [`collect_file`] keeps them all.
+fn parse_file(
+    path: &Path,
+    visit: &mut dyn FnMut(&SessionHeader, RawEvent),
+) -> Result<(SessionHeader, Option<TornTail>), StoreError> {
     let bytes = std::fs::read(path).map_err(|source| match source.kind() {
         std::io::ErrorKind::NotFound => StoreError::NotFound(SessionId::new(
             path.file_stem()
@@ -147,14 +167,14 @@ fn parse_file(path: &Path) -> Result<SessionFile, StoreError> {
         _ => io_error(path, source),
     })?;
     let mut header: Option<SessionHeader> = None;
-    let mut events = Vec::new();
+    let mut count = 0u64;
     let mut offset = 0usize;
     let mut number = 0usize;
     let mut torn = None;
     while offset < bytes.len() {
         number += 1;
         let rest = &bytes[offset..];
-        let (line, complete) = match rest.iter().position(|&b| b == b'\n') {
+        let (line, complete) = match find_newline(rest) {
             Some(end) => (&rest[..end], true),
             None => (rest, false),
         };
@@ -167,9 +187,14 @@ fn parse_file(path: &Path) -> Result<SessionFile, StoreError> {
             });
             break;
         }
-        match parse_line(line, header.is_none(), events.len() as u64 + 1) {
+        match parse_line(line, header.is_none(), count + 1) {
             Ok(Line::Header(h)) => header = Some(h),
-            Ok(Line::Event(e)) => events.push(e),
+            Ok(Line::Event(e)) => {
+                count += 1;
+                if let Some(header) = &header {
+                    visit(header, e);
+                }
+            }
             Err(LineError::Incomplete(message)) if is_last => {
                 torn = Some(TornTail {
                     offset: offset as u64,
@@ -185,6 +210,13 @@ fn parse_file(path: &Path) -> Result<SessionFile, StoreError> {
         offset += line.len() + 1;
     }
     let header = header.ok_or_else(|| malformed(path, 1, "missing session header"))?;
+    Ok((header, torn))
+}
+
+/// [`parse_file`], keeping every event.
+fn collect_file(path: &Path) -> Result<SessionFile, StoreError> {
+    let mut events = Vec::new();
+    let (header, torn) = parse_file(path, &mut |_, event| events.push(event))?;
     Ok(SessionFile {
         header,
         events,
@@ -192,9 +224,31 @@ fn parse_file(path: &Path) -> Result<SessionFile, StoreError> {
     })
 }
 
+/// The index of the first `\n` in `bytes`, eight bytes at a time (a session file is mostly
+/// long lines, and this scan runs over every byte of it on open).
+fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    const NEWLINES: u64 = ONES * b'\n' as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8])) ^ NEWLINES;
+        // A zero byte in `word` is a newline in `chunk` (the classic has-zero-byte test).
+        if (word.wrapping_sub(ONES) & !word & HIGHS) != 0 {
+            break;
+        }
+        offset += 8;
+    }
+    bytes[offset..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|index| offset + index)
+}
+
 /// Reads and validates a session file, truncating a torn last line.
 fn read_file(path: &Path) -> Result<(SessionHeader, Vec<RawEvent>), StoreError> {
-    let file = parse_file(path)?;
+    let file = collect_file(path)?;
     if let Some(torn) = &file.torn {
         tracing::warn!(
             file = %path.display(),
