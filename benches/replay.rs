@@ -503,6 +503,13 @@ fn main() {
             "schedule" => black_box(crate_schedule(Path::new(&args[2])).active_len()),
             "schedule-floor" => black_box(floor_schedule(Path::new(&args[2]))),
             "todo-floor" => black_box(floor_todo(Path::new(&args[2]))),
+            "open" => {
+                let dir = Path::new(&args[2]);
+                let open_dir = dir.join("open");
+                std::fs::create_dir_all(&open_dir).unwrap();
+                let pristine = write_session(dir, "open", &open_lines());
+                black_box(open_once(&open_dir, &pristine).as_nanos() as usize)
+            }
             _ => black_box(
                 crate_todo(Path::new(&args[2]))
                     .as_array()

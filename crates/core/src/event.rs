@@ -178,20 +178,25 @@ impl RawEvent {
                 Some((seq, SmolStr::new(r#type), time, raw.get()))
             }) {
                 Some(parts) => parts,
-                None => {
-                    let envelope: Envelope<'_> = serde_json::from_slice(line)?;
-                    (
+                None => match serde_json::from_slice::<Envelope<'_>>(line) {
+                    Ok(envelope) => (
                         envelope.seq,
                         envelope.r#type,
                         envelope.time,
                         envelope.data.get(),
-                    )
-                }
+                    ),
+                    // A line this decoder refuses is decided by the full parse, whose error (and
+                    // its position) is the one a reader of the file has always seen.
+                    Err(_) => {
+                        return serde_json::from_slice::<SessionEvent>(line)
+                            .map(|event| RawEvent::from_event(&event));
+                    }
+                },
             };
         // Capturing raw text skips what decoding a string's escapes checks (a lone UTF-16
-        // surrogate); payloads with escapes are rare, so they are checked in full.
+        // surrogate); payloads with escapes are rare, so they get the full parse.
         if payload.contains('\\')
-            && serde_json::from_str::<de::IgnoredAny>(payload).is_err()
+            && serde_json::from_str::<Value>(payload).is_err()
             && let Err(error) = serde_json::from_slice::<SessionEvent>(line)
         {
             // The full parse of the line reports the error where it stands in the line.
@@ -314,3 +319,7 @@ impl SessionHeader {
         self
     }
 }
+
+#[cfg(test)]
+#[path = "event_tests.rs"]
+mod tests;

@@ -420,12 +420,117 @@ pub fn decode_change_json(text: &[u8]) -> Result<ScheduleChange, ScheduleLogErro
 /// # Errors
 /// [`ScheduleLogError`] when the text is not JSON or not a valid change.
 pub fn decode_change_text(text: &str) -> Result<ScheduleChange, ScheduleLogError> {
+    if let Some(change) = canonical_change(text) {
+        return Ok(change);
+    }
     match serde_json::from_str::<WireChange<'_>>(text)
         .ok()
         .and_then(WireChange::into_change)
     {
         Some(change) => Ok(change),
         None => decode_change_json(text.as_bytes()),
+    }
+}
+
+/// A change in exactly the form [`ScheduleChange`] serializes to (keys in §3.2 order, no
+/// whitespace, strings without escapes, plain integers), read by position; `None` for any
+/// other text or an invalid change. The text's strings and numbers are then their values, so
+/// every rule of [`decode_change`] is checked on them as it is.
+fn canonical_change(text: &str) -> Option<ScheduleChange> {
+    let mut c = Cursor(text);
+    c.tag("{\"version\":1,\"operation\":\"")?;
+    let operation = c.string()?;
+    if operation == "create" {
+        c.tag(",\"schedule\":{\"id\":\"")?;
+        let id = c.string()?;
+        c.tag(",\"kind\":\"")?;
+        let kind = c.string()?;
+        c.tag(",\"prompt\":\"")?;
+        let prompt = c.string()?;
+        let rule = match kind {
+            "after" => {
+                c.tag(",\"afterSeconds\":")?;
+                Rule::After {
+                    seconds: c.integer()?,
+                }
+            }
+            "every" => {
+                c.tag(",\"everySeconds\":")?;
+                Rule::Every {
+                    seconds: c.integer()?,
+                }
+            }
+            "at" => Rule::At,
+            _ => return None,
+        };
+        c.tag(",\"scheduledAt\":\"")?;
+        let scheduled_at = Timestamp::parse(c.string()?)?;
+        c.tag("}}")?;
+        return c
+            .0
+            .is_empty()
+            .then_some(())
+            .and_then(|()| ScheduleRecord::new(id, prompt, rule, scheduled_at).ok())
+            .map(ScheduleChange::Create);
+    }
+    c.tag(",\"id\":\"")?;
+    let id = c.string()?;
+    check_id(id).ok()?;
+    let id = || Arc::<str>::from(id);
+    match (operation, c.0) {
+        ("delete", "}") => Some(ScheduleChange::Delete { id: id() }),
+        ("dispatch", "}") => Some(ScheduleChange::Dispatch { id: id() }),
+        ("dispatch", _) => {
+            c.tag(",\"acceptedAt\":\"")?;
+            let accepted_at = Timestamp::parse(c.string()?)?;
+            (c.0 == "}").then(|| ScheduleChange::DispatchEvery {
+                id: id(),
+                accepted_at,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The unread rest of a payload text, for [`canonical_change`].
+struct Cursor<'a>(&'a str);
+
+impl<'a> Cursor<'a> {
+    /// Consumes `tag` exactly.
+    fn tag(&mut self, tag: &str) -> Option<()> {
+        self.0 = self.0.strip_prefix(tag)?;
+        Some(())
+    }
+
+    /// Consumes a string's body and closing quote (the opening quote is part of the tag
+    /// before it); `None` if it holds an escape or a control character.
+    fn string(&mut self) -> Option<&'a str> {
+        let end = self
+            .0
+            .bytes()
+            .position(|b| b == b'"' || b == b'\\' || b < 0x20)?;
+        if self.0.as_bytes()[end] != b'"' {
+            return None;
+        }
+        let (body, rest) = self.0.split_at(end);
+        self.0 = &rest[1..];
+        Some(body)
+    }
+
+    /// Consumes a plain non-negative integer (no sign, fraction, exponent or leading zero)
+    /// that is a safe integer.
+    fn integer(&mut self) -> Option<i64> {
+        let digits = self.0.bytes().position(|b| !b.is_ascii_digit())?;
+        let (number, rest) = self.0.split_at(digits);
+        if digits == 0 || digits > 16 || (digits > 1 && number.starts_with('0')) {
+            return None;
+        }
+        if !matches!(rest.as_bytes().first(), Some(b',' | b'}')) {
+            return None;
+        }
+        let value: i64 = number.parse().ok()?;
+        self.0 = rest;
+        (value <= MAX_SAFE_INTEGER).then_some(value)
     }
 }
 
@@ -628,3 +733,7 @@ fn check_every_seconds(seconds: i64) -> Result<(), ScheduleLogError> {
 #[cfg(test)]
 #[path = "change_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "change_text_tests.rs"]
+mod text_tests;
