@@ -7,7 +7,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::write::{TODO_WRITE_EVENT, todos_json};
-use crate::{TodoItem, TodoWriteEvent};
+use crate::{TodoItem, TodoStatus, TodoWriteEvent};
 
 /// The projection key (exact).
 pub const TODOS_KEY: &str = "todos";
@@ -98,10 +98,14 @@ impl Projection for TodosProjection {
     /// it exactly as `apply` does (its warning text included).
     fn apply_raw(&self, state: &ProjectionState, event: &RawEvent) -> Option<ProjectionState> {
         match event.r#type() {
-            TODO_WRITE_EVENT => match event.decode::<TodoWriteEvent>() {
-                Ok(payload) => Some(Arc::new(Some(Arc::<[TodoItem]>::from(payload.todos)))),
-                Err(_) => self.apply(state, &event.to_event()),
-            },
+            TODO_WRITE_EVENT => {
+                match canonical_todos(event.payload())
+                    .map_or_else(|| event.decode::<TodoWriteEvent>().map(|p| p.todos), Ok)
+                {
+                    Ok(todos) => Some(Arc::new(Some(Arc::<[TodoItem]>::from(todos)))),
+                    Err(_) => self.apply(state, &event.to_event()),
+                }
+            }
             TURN_START_EVENT if Self::state(state).is_some() => {
                 Some(Arc::new(None::<Arc<[TodoItem]>>))
             }
@@ -114,6 +118,42 @@ impl Projection for TodosProjection {
     }
 }
 
+/// A `todo/write` payload in exactly the form the tool writes (`{"todos":[{"content":…,
+/// "status":…}…]}`, no whitespace, strings without escapes), read by position; `None` for any
+/// other text, which the serde decoder then reads. The strings are then their values, so the
+/// list is the one [`TodoWriteEvent`] decodes.
+fn canonical_todos(text: &str) -> Option<Vec<TodoItem>> {
+    let mut rest = text.strip_prefix("{\"todos\":[")?;
+    let mut todos = Vec::new();
+    if let Some(end) = rest.strip_prefix("]}") {
+        return end.is_empty().then_some(todos);
+    }
+    loop {
+        let (content, after) = string_body(rest.strip_prefix("{\"content\":\"")?)?;
+        let (status, after) = string_body(after.strip_prefix(",\"status\":\"")?)?;
+        let status = TodoStatus::from_name(status)?;
+        todos.push(TodoItem::new(content, status));
+        let after = after.strip_prefix('}')?;
+        match after.strip_prefix(',') {
+            Some(next) => rest = next,
+            None => return (after == "]}").then_some(todos),
+        }
+    }
+}
+
+/// A string's body up to its closing quote, and the text after that quote; `None` if the body
+/// holds an escape or a control character.
+fn string_body(text: &str) -> Option<(&str, &str)> {
+    let end = text
+        .bytes()
+        .position(|b| b == b'"' || b == b'\\' || b < 0x20)?;
+    (text.as_bytes()[end] == b'"').then(|| (&text[..end], &text[end + 1..]))
+}
+
 #[cfg(test)]
 #[path = "projection_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "projection_text_tests.rs"]
+mod text_tests;
