@@ -98,9 +98,12 @@ pub fn check_raw_event(event: &RawEvent) -> Result<(), InvariantViolation> {
     if event.r#type() != TODO_WRITE_EVENT {
         return Ok(());
     }
-    let coherent = event
-        .decode::<RawTodos<'_>>()
-        .is_ok_and(|payload| coherent(&payload.todos));
+    let coherent = match crate::projection::canonical_entries(event.payload()) {
+        Some(entries) => coherent(entries.iter().copied()),
+        None => event
+            .decode::<RawTodos<'_>>()
+            .is_ok_and(|payload| coherent(payload.todos.iter().map(|e| (e.content, e.status)))),
+    };
     if coherent {
         Ok(())
     } else {
@@ -144,14 +147,15 @@ impl<'de: 'a, 'a> Deserialize<'de> for RawEntry<'a> {
     }
 }
 
-/// What [`check_todo_write`] accepts, for an already-decoded list.
-fn coherent(entries: &[RawEntry<'_>]) -> bool {
+/// What [`check_todo_write`] accepts, for an already-decoded list of `(content, status)`.
+fn coherent<'a>(entries: impl ExactSizeIterator<Item = (&'a str, &'a str)>) -> bool {
     let mut seen: HashSet<&str> = HashSet::with_capacity(entries.len());
-    entries.iter().all(|entry| {
-        !entry.content.is_empty()
-            && js_trim(entry.content) == entry.content
-            && seen.insert(entry.content)
-            && TodoStatus::from_name(entry.status).is_some()
+    let mut entries = entries;
+    entries.all(|(content, status)| {
+        !content.is_empty()
+            && js_trim(content) == content
+            && seen.insert(content)
+            && TodoStatus::from_name(status).is_some()
     })
 }
 

@@ -118,25 +118,33 @@ impl Projection for TodosProjection {
     }
 }
 
-/// A `todo/write` payload in exactly the form the tool writes (`{"todos":[{"content":…,
-/// "status":…}…]}`, no whitespace, strings without escapes), read by position; `None` for any
-/// other text, which the serde decoder then reads. The strings are then their values, so the
-/// list is the one [`TodoWriteEvent`] decodes.
+/// A `todo/write` payload in exactly the form the tool writes, as the typed list
+/// [`TodoWriteEvent`] decodes from it; `None` for any other text (see
+/// [`canonical_entries`]), which the serde decoder then reads.
 fn canonical_todos(text: &str) -> Option<Vec<TodoItem>> {
+    canonical_entries(text)?
+        .into_iter()
+        .map(|(content, status)| Some(TodoItem::new(content, TodoStatus::from_name(status)?)))
+        .collect()
+}
+
+/// The `(content, status)` strings of a `todo/write` payload in exactly the form the tool
+/// writes (`{"todos":[{"content":…,"status":…}…]}`, no whitespace, strings without escapes),
+/// read by position; `None` for any other text. The strings are then their values.
+pub(crate) fn canonical_entries(text: &str) -> Option<Vec<(&str, &str)>> {
     let mut rest = text.strip_prefix("{\"todos\":[")?;
-    let mut todos = Vec::new();
+    let mut entries = Vec::new();
     if let Some(end) = rest.strip_prefix("]}") {
-        return end.is_empty().then_some(todos);
+        return end.is_empty().then_some(entries);
     }
     loop {
         let (content, after) = string_body(rest.strip_prefix("{\"content\":\"")?)?;
         let (status, after) = string_body(after.strip_prefix(",\"status\":\"")?)?;
-        let status = TodoStatus::from_name(status)?;
-        todos.push(TodoItem::new(content, status));
+        entries.push((content, status));
         let after = after.strip_prefix('}')?;
         match after.strip_prefix(',') {
             Some(next) => rest = next,
-            None => return (after == "]}").then_some(todos),
+            None => return (after == "]}").then_some(entries),
         }
     }
 }

@@ -31,7 +31,10 @@ fn reads_the_tool_form() {
         ])
     );
     assert_eq!(canonical_todos(PAYLOADS[1]), Some(Vec::new()));
-    assert_eq!(canonical_todos(r#"{"todos":[{"content":"a","status":"paused"}]}"#), None);
+    assert_eq!(
+        canonical_todos(r#"{"todos":[{"content":"a","status":"paused"}]}"#),
+        None
+    );
     assert_eq!(canonical_todos(r#"{"todos": []}"#), None);
     for payload in PAYLOADS {
         assert_eq!(canonical_todos(payload), by_value(payload), "{payload}");
@@ -53,5 +56,31 @@ proptest! {
         {
             prop_assert_eq!(Some(todos), by_value(text));
         }
+    }
+}
+
+/// The invariant check on the log's own form says what the check on the decoded event says.
+#[test]
+fn raw_invariant_check_agrees_with_the_decoded_check() {
+    let time = serde_json::from_str::<SessionEvent>(
+        r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":null}"#,
+    )
+    .unwrap()
+    .time;
+    for payload in PAYLOADS.iter().copied().chain([
+        r#"{"todos":[{"content":"a","status":"pending"},{"content":"a","status":"completed"}]}"#,
+        r#"{"todos":[{"content":"","status":"pending"}]}"#,
+        r#"{"todos":[{"content":"a","status":"paused"}]}"#,
+        r#"{"todos":[{"content":"a"}]}"#,
+        r#"{"todos":[["a","pending"]]}"#,
+        r#"[{"todos":[]}]"#,
+        r#"{"todos":{}}"#,
+    ]) {
+        let event = harness_core::RawEvent::new(7, "todo/write", time, payload).unwrap();
+        assert_eq!(
+            crate::check_raw_event(&event),
+            crate::check_event(&event.to_event()),
+            "{payload}"
+        );
     }
 }
