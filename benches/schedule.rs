@@ -8,6 +8,8 @@
 
 #[path = "support/schedule_domain.rs"]
 mod schedule_domain;
+#[path = "support/schedule_log.rs"]
+mod schedule_log;
 #[path = "support/schedule_tools.rs"]
 mod schedule_tools;
 

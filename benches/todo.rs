@@ -21,7 +21,11 @@ use criterion::{Criterion, Throughput, criterion_group};
 use harness::core::{Projection, SessionEvent, SessionHeader, SessionId, fold_events};
 use harness::todo::{TodoConfig, TodosProjection, install};
 use harness_testkit::{ManualClock, MemoryHarness};
+
+#[path = "support/todo_log.rs"]
+mod todo_log;
 use serde_json::{Value, json};
+use todo_log::replay_lines;
 
 /// Calls per fresh session, so the log does not grow without bound across iterations.
 const CALLS_PER_SESSION: u64 = 5_000;
@@ -79,33 +83,6 @@ fn bench_todo_write(c: &mut Criterion) {
     group.finish();
 }
 
-/// 100,000 `todo/write` event lines as a JSONL store writes them.
-fn replay_lines() -> Vec<String> {
-    let time = serde_json::from_value::<SessionEvent>(json!({
-        "seq": 1, "type": "todo/write", "time": "2026-08-05T12:00:00.000Z", "data": null
-    }))
-    .unwrap()
-    .time;
-    (0..REPLAY_EVENTS)
-        .map(|i| {
-            let count = 1 + i % 10;
-            let todos: Vec<Value> = (0..count)
-                .map(|j| {
-                    let status = ["pending", "in_progress", "completed"][(i + j) % 3];
-                    json!({"content": format!("task {j} of write {i}"), "status": status})
-                })
-                .collect();
-            let event = SessionEvent {
-                seq: i as u64 + 1,
-                r#type: "todo/write".to_owned(),
-                time,
-                data: json!({ "todos": todos }),
-            };
-            serde_json::to_string(&event).unwrap()
-        })
-        .collect()
-}
-
 fn plain_parse(lines: &[String]) -> usize {
     let mut n = 0;
     for line in lines {
@@ -130,7 +107,7 @@ fn replay(lines: &[String]) -> Value {
 }
 
 fn bench_replay(c: &mut Criterion) {
-    let lines = replay_lines();
+    let lines = replay_lines(REPLAY_EVENTS);
     // The fold must end on the last list.
     let last: SessionEvent = serde_json::from_str(lines.last().unwrap()).unwrap();
     assert_eq!(replay(&lines), last.data["todos"]);
@@ -150,7 +127,7 @@ fn bench_replay(c: &mut Criterion) {
     });
     group.finish();
 
-    // Same run, interleaved rounds, best of each: the ratio the issue asks for. Skipped when
+    // Same run, interleaved rounds, best of each: the ratio the target is stated in. Skipped when
     // a name filter on the command line leaves out the replay group.
     if !replay_selected() {
         return;

@@ -9,9 +9,9 @@ use async_trait::async_trait;
 use harness_core::{
     Agent, AgentDirectory, AgentError, AgentId, AgentListener, AgentStatus, AppendError, Busy,
     Clock, DisposeHook, Harness, HookId, LifecycleListener, MaintenanceGuard, MemoryStore,
-    PersistenceError, Projection, ProjectionSet, PromptSection, PromptSections, RegisterError,
-    Registration, RegistrationScope, Session, SessionEvent, SessionHeader, SessionId, SessionStore,
-    SystemClock, Tool, ToolRegistry, UserMessage,
+    PersistenceError, Projection, ProjectionSet, PromptSection, PromptSections, RawEvent,
+    RegisterError, Registration, RegistrationScope, Session, SessionEvent, SessionHeader,
+    SessionId, SessionStore, SystemClock, Tool, ToolRegistry, UserMessage,
 };
 use serde_json::{Value, json};
 
@@ -86,8 +86,8 @@ impl Session for Projected {
     fn len(&self) -> u64 {
         self.inner.len()
     }
-    fn events_after(&self, after: u64) -> Vec<SessionEvent> {
-        self.inner.events_after(after)
+    fn raw_events_after(&self, after: u64) -> Vec<RawEvent> {
+        self.inner.raw_events_after(after)
     }
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
         let event = self.inner.append(r#type, data)?;

@@ -4,11 +4,10 @@
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use harness_core::{JsonlStore, MemoryStore, SessionStore, SystemClock};
+use harness_testkit::scenario::LogFileError;
 
 mod mcp;
 
@@ -173,9 +172,16 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Log { file } => {
             // Inspection never changes the file: a torn tail is reported, not truncated.
-            let parsed = JsonlStore::inspect(&file)
-                .with_context(|| format!("reading {}", file.display()))?;
-            if let Some(torn) = &parsed.torn {
+            let summary = match harness_testkit::scenario::summarize_log_file(&file) {
+                Ok(summary) => summary,
+                Err(LogFileError::Store(error)) => {
+                    return Err(
+                        anyhow::Error::new(error).context(format!("reading {}", file.display()))
+                    );
+                }
+                Err(error) => return Err(anyhow::Error::msg(error.to_string())),
+            };
+            if let Some(torn) = &summary.torn {
                 eprintln!(
                     "harness: {}:{}: torn last line ({}); opening the session would truncate it",
                     file.display(),
@@ -183,13 +189,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                     torn.reason
                 );
             }
-            let store = MemoryStore::new(Arc::new(SystemClock));
-            let session = store
-                .create_with_events(parsed.header, parsed.events)
-                .map_err(anyhow::Error::msg)?;
-            let summary = harness_testkit::scenario::summarize_log(session.as_ref())
-                .map_err(anyhow::Error::msg)?;
-            emit(&summary)?;
+            emit(&summary.text)?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -1,8 +1,16 @@
-//! The session event log's records: [`SessionEvent`] and [`SessionHeader`].
+//! The session event log's records: [`SessionEvent`], the log's own shared form
+//! [`RawEvent`] (envelope plus raw JSON payload), and [`SessionHeader`].
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
+use smol_str::SmolStr;
 
 use crate::SessionId;
 
@@ -24,6 +32,260 @@ pub struct SessionEvent {
     pub time: DateTime<Utc>,
     /// Payload.
     pub data: Value,
+}
+
+/// One committed event as a session log holds it: the envelope (`seq`, `type`, `time`) and the
+/// payload as raw JSON text.
+///
+/// This is the read path's form. Cloning one is cheap (the type is a small inline string, the
+/// payload text is shared), so a session hands out its events without copying them, and
+/// nothing is decoded until a consumer asks: [`RawEvent::decode`] parses the payload straight
+/// into the consumer's own typed form, with no `serde_json::Value` tree in between.
+/// [`RawEvent::data`] and [`RawEvent::to_event`] build the `Value` form for model- and
+/// host-facing uses, where key order is part of the interface.
+#[derive(Clone, PartialEq)]
+pub struct RawEvent {
+    seq: u64,
+    r#type: SmolStr,
+    time: DateTime<Utc>,
+    payload: Arc<str>,
+}
+
+impl fmt::Debug for RawEvent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RawEvent")
+            .field("seq", &self.seq)
+            .field("type", &self.r#type.as_str())
+            .field("time", &self.time)
+            .field("payload", &&*self.payload)
+            .finish()
+    }
+}
+
+/// The envelope of one event line, borrowed from the line (a raw payload, no allocation for
+/// `type` or a canonical `time`).
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    seq: u64,
+    #[serde(rename = "type", deserialize_with = "small_string")]
+    r#type: SmolStr,
+    #[serde(deserialize_with = "instant")]
+    time: DateTime<Utc>,
+    #[serde(borrow)]
+    data: &'a RawValue,
+}
+
+/// Reads a string without allocating when it is short (what every event type is).
+fn small_string<'de, D: Deserializer<'de>>(d: D) -> Result<SmolStr, D::Error> {
+    struct SmallString;
+    impl Visitor<'_> for SmallString {
+        type Value = SmolStr;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<SmolStr, E> {
+            Ok(SmolStr::new(text))
+        }
+    }
+    d.deserialize_string(SmallString)
+}
+
+/// Reads an RFC 3339 instant: the canonical form on a fixed-format fast path, borrowed from
+/// the line; any other form through chrono, with chrono's error.
+fn instant<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+    struct Instant;
+    impl<'de> Visitor<'de> for Instant {
+        type Value = Cow<'de, str>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a string")
+        }
+        fn visit_borrowed_str<E: de::Error>(self, text: &'de str) -> Result<Self::Value, E> {
+            Ok(Cow::Borrowed(text))
+        }
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<Self::Value, E> {
+            Ok(Cow::Owned(text.to_owned()))
+        }
+    }
+    let text = d.deserialize_string(Instant)?;
+    crate::time::parse_rfc3339(&text).map_err(de::Error::custom)
+}
+
+/// The parts of a line in exactly the form the stores write (`{"seq":N,"type":"…","time":"…",
+/// "data":…}`, no whitespace, a type without escapes, a canonical time), read by position;
+/// the payload is the text between `"data":` and the final `}`, not yet checked. `None` for
+/// any other form, which the general envelope decoder then reads.
+fn canonical_parts(line: &[u8]) -> Option<(u64, &str, DateTime<Utc>, &str)> {
+    let rest = line.strip_prefix(b"{\"seq\":")?;
+    let digits = rest.iter().position(|b| !b.is_ascii_digit())?;
+    if digits == 0 || (digits > 1 && rest[0] == b'0') {
+        return None;
+    }
+    let seq = rest[..digits].iter().try_fold(0u64, |seq, digit| {
+        seq.checked_mul(10)?.checked_add(u64::from(digit - b'0'))
+    })?;
+    let rest = rest[digits..].strip_prefix(b",\"type\":\"")?;
+    let end = rest
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)?;
+    if rest[end] != b'"' {
+        return None;
+    }
+    let r#type = std::str::from_utf8(&rest[..end]).ok()?;
+    let rest = rest[end..].strip_prefix(b"\",\"time\":\"")?;
+    if rest.get(24) != Some(&b'"') {
+        return None;
+    }
+    let millis = crate::parse_canonical_millis(std::str::from_utf8(&rest[..24]).ok()?)?;
+    let time = DateTime::from_timestamp_millis(millis)?;
+    let payload = rest[25..].strip_prefix(b",\"data\":")?.strip_suffix(b"}")?;
+    Some((seq, r#type, time, std::str::from_utf8(payload).ok()?))
+}
+
+impl RawEvent {
+    /// An event from its parts; `payload` must be one JSON value (it is checked).
+    ///
+    /// # Errors
+    /// The payload is not valid JSON.
+    pub fn new(
+        seq: u64,
+        r#type: &str,
+        time: DateTime<Utc>,
+        payload: &str,
+    ) -> Result<RawEvent, serde_json::Error> {
+        let raw: &RawValue = serde_json::from_str(payload)?;
+        Ok(RawEvent {
+            seq,
+            r#type: SmolStr::new(r#type),
+            time,
+            payload: Arc::from(raw.get()),
+        })
+    }
+
+    /// Decodes one event line of a session file (`{"seq","type","time","data"}`; other keys
+    /// are ignored): the envelope is read in place and the payload is kept as raw JSON text.
+    ///
+    /// Every line that a full `serde_json` parse into a [`SessionEvent`] rejects is rejected
+    /// with the same error, but for one value-level check that only a full parse makes: a
+    /// number beyond the `f64` range inside the payload is accepted here (and fails when the
+    /// payload is decoded).
+    ///
+    /// # Errors
+    /// The line is not valid JSON, or not an event.
+    pub fn from_line(line: &[u8]) -> Result<RawEvent, serde_json::Error> {
+        let (seq, r#type, time, payload) =
+            match canonical_parts(line).and_then(|(seq, r#type, time, payload)| {
+                let raw = serde_json::from_str::<&RawValue>(payload).ok()?;
+                Some((seq, SmolStr::new(r#type), time, raw.get()))
+            }) {
+                Some(parts) => parts,
+                None => match serde_json::from_slice::<Envelope<'_>>(line) {
+                    Ok(envelope) => (
+                        envelope.seq,
+                        envelope.r#type,
+                        envelope.time,
+                        envelope.data.get(),
+                    ),
+                    // A line this decoder refuses is decided by the full parse, whose error (and
+                    // its position) is the one a reader of the file has always seen.
+                    Err(_) => {
+                        return serde_json::from_slice::<SessionEvent>(line)
+                            .map(|event| RawEvent::from_event(&event));
+                    }
+                },
+            };
+        // Capturing raw text skips what decoding a string's escapes checks (a lone UTF-16
+        // surrogate); payloads with escapes are rare, so they get the full parse.
+        if payload.contains('\\')
+            && serde_json::from_str::<Value>(payload).is_err()
+            && let Err(error) = serde_json::from_slice::<SessionEvent>(line)
+        {
+            // The full parse of the line reports the error where it stands in the line.
+            return Err(error);
+        }
+        Ok(RawEvent {
+            seq,
+            r#type,
+            time,
+            payload: Arc::from(payload),
+        })
+    }
+
+    /// The log form of an event (its payload written as compact JSON, key order kept).
+    pub fn from_event(event: &SessionEvent) -> RawEvent {
+        RawEvent {
+            seq: event.seq,
+            r#type: SmolStr::new(&event.r#type),
+            time: event.time,
+            payload: Arc::from(event.data.to_string()),
+        }
+    }
+
+    /// Appends the event as one JSONL line (with its newline) to `out`: the bytes `serde_json`
+    /// writes for the [`SessionEvent`] form when the payload is compact JSON.
+    pub fn write_line(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(b"{\"seq\":");
+        out.extend_from_slice(self.seq.to_string().as_bytes());
+        out.extend_from_slice(b",\"type\":");
+        // Writing a string into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, self.r#type.as_str());
+        out.extend_from_slice(b",\"time\":\"");
+        out.extend_from_slice(crate::format_instant(self.time).as_bytes());
+        out.extend_from_slice(b"\",\"data\":");
+        out.extend_from_slice(self.payload.as_bytes());
+        out.extend_from_slice(b"}\n");
+    }
+
+    /// Sequence number, 1-based per session.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Event type, e.g. `todo/write`.
+    pub fn r#type(&self) -> &str {
+        &self.r#type
+    }
+
+    /// Wall time of the append (UTC, milliseconds).
+    pub fn time(&self) -> DateTime<Utc> {
+        self.time
+    }
+
+    /// The payload as raw JSON text (one JSON value).
+    pub fn payload(&self) -> &str {
+        &self.payload
+    }
+
+    /// Decodes the payload straight into `T` (borrowing from the payload text where `T`
+    /// does).
+    ///
+    /// # Errors
+    /// The payload does not decode as `T`; the error's position is within the payload.
+    pub fn decode<'a, T: Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
+        serde_json::from_str(&self.payload)
+    }
+
+    /// The payload as a `serde_json::Value` (a full parse, key order kept). A payload that
+    /// does not parse as a `Value` (a number beyond the `f64` range, from a hand-edited file)
+    /// reads as `null`.
+    pub fn data(&self) -> Value {
+        serde_json::from_str(&self.payload).unwrap_or(Value::Null)
+    }
+
+    /// The owned [`SessionEvent`] form (the payload parsed as by [`RawEvent::data`]).
+    pub fn to_event(&self) -> SessionEvent {
+        SessionEvent {
+            seq: self.seq,
+            r#type: self.r#type.to_string(),
+            time: self.time,
+            data: self.data(),
+        }
+    }
+}
+
+impl From<&SessionEvent> for RawEvent {
+    fn from(event: &SessionEvent) -> Self {
+        RawEvent::from_event(event)
+    }
 }
 
 /// The header of a session log: its id and the facts fixed at creation.
@@ -57,3 +319,7 @@ impl SessionHeader {
         self
     }
 }
+
+#[cfg(test)]
+#[path = "event_tests.rs"]
+mod tests;

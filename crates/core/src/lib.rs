@@ -23,12 +23,14 @@ pub use agent::{
     MaintenanceGuard, same_agent,
 };
 pub use config::{ConfigError, decode_config};
-pub use event::{SessionEvent, SessionHeader};
+pub use event::{RawEvent, SessionEvent, SessionHeader};
 pub use formats::null_as_absent;
 pub use harness::{AgentDirectory, Harness, LifecycleEvent, LifecycleListener};
 pub use ids::{AgentId, ScopeKey, SessionId};
 pub use message::{MessageSource, UserMessage};
-pub use projection::{Projection, ProjectionSet, ProjectionState, ProjectionView, fold_events};
+pub use projection::{
+    Projection, ProjectionSet, ProjectionState, ProjectionView, fold_events, fold_raw_events,
+};
 pub use prompt::{PromptSection, PromptSections};
 pub use registration::Registration;
 pub use registry::{ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry};
@@ -37,7 +39,10 @@ pub use store::{JsonlStore, MemoryStore, SessionFile, SessionStore, StoreError, 
 pub use text::{
     MAX_SAFE_INTEGER, as_safe_integer, is_js_whitespace, js_trim, summarize_chars, truncate_utf8,
 };
-pub use time::{Clock, ClockError, SystemClock, epoch_millis, format_instant, truncate_to_millis};
+pub use time::{
+    Clock, ClockError, SystemClock, epoch_millis, format_instant, parse_canonical_millis,
+    truncate_to_millis,
+};
 pub use tool::{
     ContentBlock, Tool, ToolAnnotations, ToolCall, ToolDefinition, ToolError, ToolOutput, join_text,
 };

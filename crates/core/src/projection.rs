@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 
-use crate::{Registration, SessionEvent, SessionId};
+use crate::{RawEvent, Registration, SessionEvent, SessionId};
 
 /// A projection's state, type-erased so projections can be stored together. A projection
 /// downcasts its own state with `state.downcast_ref::<T>()`.
@@ -24,6 +24,15 @@ pub trait Projection: Send + Sync {
     /// Applies one committed event. Returns `None` when the event leaves the state unchanged
     /// (no clone, no change notification), else the new state.
     fn apply(&self, state: &ProjectionState, event: &SessionEvent) -> Option<ProjectionState>;
+
+    /// Applies one committed event in the log's own form (payload as raw JSON), as a replay
+    /// does; must agree with [`Projection::apply`] on the same event. The default decodes the
+    /// payload into a [`SessionEvent`] and calls `apply`; a projection on the replay path
+    /// overrides it to skip unrelated events by type and decode the rest straight into its
+    /// own typed form.
+    fn apply_raw(&self, state: &ProjectionState, event: &RawEvent) -> Option<ProjectionState> {
+        self.apply(state, &event.to_event())
+    }
 
     /// The JSON view of a state.
     fn view(&self, state: &ProjectionState) -> Value;
@@ -156,6 +165,16 @@ impl ProjectionSet {
         })
     }
 
+    /// The registered projections, in registration order (to fold a log that no session
+    /// holds, e.g. a file streamed by an inspection tool).
+    pub fn projections(&self) -> Vec<Arc<dyn Projection>> {
+        self.lock()
+            .projections
+            .iter()
+            .map(|(_, p)| Arc::clone(p))
+            .collect()
+    }
+
     /// The registered keys, in registration order.
     pub fn keys(&self) -> Vec<String> {
         self.lock()
@@ -180,10 +199,25 @@ pub fn fold_events<'a>(
     state
 }
 
+/// Folds a whole log in the log's own form into a projection's state (what a replay does:
+/// [`Projection::apply_raw`] per event).
+pub fn fold_raw_events<'a>(
+    projection: &dyn Projection,
+    events: impl IntoIterator<Item = &'a RawEvent>,
+) -> ProjectionState {
+    let mut state = projection.init();
+    for event in events {
+        if let Some(next) = projection.apply_raw(&state, event) {
+            state = next;
+        }
+    }
+    state
+}
+
 fn fold_all(projection: &dyn Projection, session: &dyn crate::Session) -> Folded {
-    let events = session.events();
+    let events = session.raw_events_after(0);
     Folded {
-        state: fold_events(projection, &events),
-        as_of_seq: events.last().map_or(0, |e| e.seq),
+        state: fold_raw_events(projection, &events),
+        as_of_seq: events.last().map_or(0, RawEvent::seq),
     }
 }

@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::{SessionEvent, SessionHeader, SessionId};
+use crate::{RawEvent, SessionEvent, SessionHeader, SessionId};
 
 /// Why an append was refused. Nothing was added to the log.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -62,11 +62,24 @@ pub trait Session: Send + Sync {
         self.len() == 0
     }
 
-    /// A copy of the events with `seq > after`, in order. `events_after(0)` is the whole log.
-    /// Incremental folds remember the last seq they applied and read only the suffix.
-    fn events_after(&self, after: u64) -> Vec<SessionEvent>;
+    /// The events with `seq > after`, in order, shared with the log: each is an envelope and
+    /// its raw JSON payload, and nothing is copied or decoded (a clone is a few reference
+    /// counts). `raw_events_after(0)` is the whole log. This is the read every fold uses:
+    /// incremental folds remember the last seq they applied and read only the suffix, and
+    /// each decodes only the payloads it folds, straight into its own typed form.
+    fn raw_events_after(&self, after: u64) -> Vec<RawEvent>;
 
-    /// The whole log.
+    /// A decoded copy of the events with `seq > after`, in order: every payload is parsed
+    /// into a `serde_json::Value`. For hosts, tools and tests that want owned values; folds
+    /// use [`Session::raw_events_after`].
+    fn events_after(&self, after: u64) -> Vec<SessionEvent> {
+        self.raw_events_after(after)
+            .iter()
+            .map(RawEvent::to_event)
+            .collect()
+    }
+
+    /// A decoded copy of the whole log (see [`Session::events_after`]).
     fn events(&self) -> Vec<SessionEvent> {
         self.events_after(0)
     }

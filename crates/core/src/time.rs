@@ -72,6 +72,76 @@ pub fn format_instant(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
+/// Parses the canonical instant `YYYY-MM-DDTHH:MM:SS.mmmZ` exactly (24 bytes, four-digit
+/// year 0001–9999, a real calendar date, hour ≤ 23, minute and second ≤ 59, three fraction
+/// digits, uppercase `T` and `Z`) into epoch milliseconds, without allocating. Anything else
+/// is `None`: callers that accept other RFC 3339 forms fall back to a general parser.
+pub fn parse_canonical_millis(text: &str) -> Option<i64> {
+    let b: &[u8; 24] = text.as_bytes().try_into().ok()?;
+    if b[4] != b'-'
+        || b[7] != b'-'
+        || b[10] != b'T'
+        || b[13] != b':'
+        || b[16] != b':'
+        || b[19] != b'.'
+        || b[23] != b'Z'
+    {
+        return None;
+    }
+    let digit = |i: usize| {
+        let d = b[i].wrapping_sub(b'0');
+        (d < 10).then_some(i64::from(d))
+    };
+    let two = |i: usize| Some(digit(i)? * 10 + digit(i + 1)?);
+    let year = two(0)? * 100 + two(2)?;
+    let (month, day) = (two(5)?, two(8)?);
+    let (hour, minute, second) = (two(11)?, two(14)?, two(17)?);
+    let milli = digit(20)? * 100 + two(21)?;
+    if year == 0 || hour > 23 || minute > 59 || second > 59 {
+        return None;
+    }
+    if month == 0 || month > 12 || day == 0 || day > days_in_month(year, month) {
+        return None;
+    }
+    Some(
+        days_from_civil(year, month, day) * 86_400_000
+            + ((hour * 60 + minute) * 60 + second) * 1000
+            + milli,
+    )
+}
+
+/// Days in `month` (1–12) of `year`; 0 for an invalid month.
+const fn days_in_month(year: i64, month: i64) -> i64 {
+    let leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if leap => 29,
+        2 => 28,
+        _ => 0,
+    }
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
+const fn days_from_civil(year: i64, month: i64, day: i64) -> i64 {
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+/// An RFC 3339 instant: the canonical form through [`parse_canonical_millis`], any other
+/// form through chrono's general parser (whose error a caller reports).
+pub(crate) fn parse_rfc3339(text: &str) -> Result<DateTime<Utc>, chrono::ParseError> {
+    if let Some(at) = parse_canonical_millis(text).and_then(DateTime::from_timestamp_millis) {
+        return Ok(at);
+    }
+    DateTime::parse_from_rfc3339(text).map(|t| t.with_timezone(&Utc))
+}
+
 /// Milliseconds since the Unix epoch.
 pub fn epoch_millis(at: DateTime<Utc>) -> i64 {
     at.timestamp_millis()
@@ -88,8 +158,6 @@ pub(crate) mod millis_rfc3339 {
 
     pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
         let text = String::deserialize(d)?;
-        DateTime::parse_from_rfc3339(&text)
-            .map(|t| t.with_timezone(&Utc))
-            .map_err(serde::de::Error::custom)
+        super::parse_rfc3339(&text).map_err(serde::de::Error::custom)
     }
 }

@@ -8,9 +8,9 @@ use async_trait::async_trait;
 use harness_core::{
     Agent, AgentDirectory, AgentError, AgentEvent, AgentId, AgentListener, AgentStatus,
     AppendError, Busy, Clock, DisposeHook, Harness, HookId, LifecycleListener, MaintenanceGuard,
-    PersistenceError, Projection, ProjectionSet, PromptSection, PromptSections, RegisterError,
-    Registration, RegistrationScope, Session, SessionEvent, SessionHeader, SessionId, Tool,
-    ToolRegistry, UserMessage,
+    PersistenceError, Projection, ProjectionSet, PromptSection, PromptSections, RawEvent,
+    RegisterError, Registration, RegistrationScope, Session, SessionEvent, SessionHeader,
+    SessionId, Tool, ToolRegistry, UserMessage,
 };
 use serde_json::Value;
 
@@ -131,8 +131,8 @@ impl Session for HostSession {
         self.inner.len()
     }
 
-    fn events_after(&self, after: u64) -> Vec<SessionEvent> {
-        self.inner.events_after(after)
+    fn raw_events_after(&self, after: u64) -> Vec<RawEvent> {
+        self.inner.raw_events_after(after)
     }
 
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {

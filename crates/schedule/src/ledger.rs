@@ -5,7 +5,8 @@
 //! itself out in request order, so transactions (tool calls from preflight through
 //! post-barrier, runtime passes from preflight through dispatch barrier) run one at a time in
 //! arrival order. The fold is replayed in full once, on first use; afterwards each refresh reads
-//! only `session.events_after(last_seq)`, so a tool call costs O(new events), not O(log).
+//! only `session.raw_events_after(last_seq)`, so a tool call costs O(new events), not O(log).
+//! Both reads share the log's events (no copy) and decode only `schedule/change` payloads.
 
 use std::sync::{Arc, Mutex};
 
@@ -63,10 +64,10 @@ impl Ledger {
         if scan.1 {
             return true;
         }
-        let events = self.session.events_after(scan.0);
+        let events = self.session.raw_events_after(scan.0);
         for event in &events {
-            scan.0 = scan.0.max(event.seq);
-            if event.r#type == SCHEDULE_CHANGE {
+            scan.0 = scan.0.max(event.seq());
+            if event.r#type() == SCHEDULE_CHANGE {
                 scan.1 = true;
                 break;
             }
@@ -87,12 +88,14 @@ impl FoldCache {
         session: &dyn Session,
     ) -> Result<&ScheduleFold, ScheduleLogError> {
         let fold = match self.fold.take() {
-            None => ScheduleFold::open(&session.events(), session.header().seed_length),
+            None => {
+                ScheduleFold::open_raw(&session.raw_events_after(0), session.header().seed_length)
+            }
             Some(Err(error)) => Err(error),
             Some(Ok(mut fold)) => {
                 let mut outcome = Ok(());
-                for event in session.events_after(fold.last_seq()) {
-                    if let Err(error) = fold.apply(&event) {
+                for event in session.raw_events_after(fold.last_seq()) {
+                    if let Err(error) = fold.apply_raw(&event) {
                         outcome = Err(error);
                         break;
                     }

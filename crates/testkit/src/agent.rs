@@ -111,9 +111,9 @@ impl MemoryAgent {
     pub(crate) fn spawn(host_session: Arc<HostSession>, host: Arc<HostShared>) -> Arc<Self> {
         let session: Arc<dyn Session> = host_session.clone();
         let turns = session
-            .events()
+            .raw_events_after(0)
             .iter()
-            .filter(|e| e.r#type == "turn/start")
+            .filter(|e| e.r#type() == "turn/start")
             .count() as u64;
         let agent = Arc::new_cyclic(|me| MemoryAgent {
             id: AgentId::from(session.id()),

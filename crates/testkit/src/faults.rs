@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use harness_core::{
-    AppendError, PersistenceError, ProjectionSet, Session, SessionEvent, SessionHeader, SessionId,
+    AppendError, PersistenceError, ProjectionSet, RawEvent, Session, SessionEvent, SessionHeader,
+    SessionId,
 };
 use serde_json::Value;
 use tokio::sync::watch;
@@ -148,8 +149,8 @@ impl Session for HostSession {
         self.inner.len()
     }
 
-    fn events_after(&self, after: u64) -> Vec<SessionEvent> {
-        self.inner.events_after(after)
+    fn raw_events_after(&self, after: u64) -> Vec<RawEvent> {
+        self.inner.raw_events_after(after)
     }
 
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {

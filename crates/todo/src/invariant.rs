@@ -7,11 +7,13 @@
 
 use std::collections::HashSet;
 
-use harness_core::{SessionEvent, js_trim};
+use harness_core::{RawEvent, SessionEvent, js_trim};
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::TodoStatus;
 use crate::error::json_quote;
+use crate::item::only_map;
 use crate::write::TODO_WRITE_EVENT;
 
 /// A `todo/write` event that breaks the invariant.
@@ -83,6 +85,77 @@ pub fn check_event(event: &SessionEvent) -> Result<(), InvariantViolation> {
     check_todo_write(&event.data).map_err(|message| InvariantViolation {
         seq: event.seq,
         message,
+    })
+}
+
+/// [`check_event`] for an event in the log's own form: a coherent payload is checked straight
+/// from its raw JSON; anything else is decided by [`check_event`] on the decoded event, so
+/// every message is the same.
+///
+/// # Errors
+/// As [`check_event`].
+pub fn check_raw_event(event: &RawEvent) -> Result<(), InvariantViolation> {
+    if event.r#type() != TODO_WRITE_EVENT {
+        return Ok(());
+    }
+    let coherent = match crate::projection::canonical_entries(event.payload()) {
+        Some(entries) => coherent(entries.iter().copied()),
+        None => event
+            .decode::<RawTodos<'_>>()
+            .is_ok_and(|payload| coherent(payload.todos.iter().map(|e| (e.content, e.status)))),
+    };
+    if coherent {
+        Ok(())
+    } else {
+        check_event(&event.to_event())
+    }
+}
+
+/// A `todo/write` payload's list, borrowed (an object; strings without escapes; each key
+/// once).
+struct RawTodos<'a> {
+    todos: Vec<RawEntry<'a>>,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawTodos<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Fields<'a> {
+            #[serde(borrow)]
+            todos: Vec<RawEntry<'a>>,
+        }
+        let Fields { todos } = only_map(deserializer)?;
+        Ok(RawTodos { todos })
+    }
+}
+
+/// One entry, which must be an object (see [`only_map`]); other keys are ignored.
+struct RawEntry<'a> {
+    content: &'a str,
+    status: &'a str,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for RawEntry<'a> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        struct Fields<'a> {
+            content: &'a str,
+            status: &'a str,
+        }
+        let Fields { content, status } = only_map(deserializer)?;
+        Ok(RawEntry { content, status })
+    }
+}
+
+/// What [`check_todo_write`] accepts, for an already-decoded list of `(content, status)`.
+fn coherent<'a>(entries: impl ExactSizeIterator<Item = (&'a str, &'a str)>) -> bool {
+    let mut seen: HashSet<&str> = HashSet::with_capacity(entries.len());
+    let mut entries = entries;
+    entries.all(|(content, status)| {
+        !content.is_empty()
+            && js_trim(content) == content
+            && seen.insert(content)
+            && TodoStatus::from_name(status).is_some()
     })
 }
 

@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use harness_core::{Projection, ProjectionState, SessionEvent};
+use harness_core::{Projection, ProjectionState, RawEvent, SessionEvent};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::write::{TODO_WRITE_EVENT, todos_json};
-use crate::{TodoItem, TodoWriteEvent};
+use crate::{TodoItem, TodoStatus, TodoWriteEvent};
 
 /// The projection key (exact).
 pub const TODOS_KEY: &str = "todos";
@@ -92,11 +92,76 @@ impl Projection for TodosProjection {
         Self::transition(&current, event).map(|next| Arc::new(next) as ProjectionState)
     }
 
+    /// The replay path: the same transition as [`Projection::apply`], with a `todo/write`
+    /// payload decoded straight from its raw JSON into the typed list. A payload that does not
+    /// decode that way takes the `Value` path of [`TodosProjection::transition`], which decides
+    /// it exactly as `apply` does (its warning text included).
+    fn apply_raw(&self, state: &ProjectionState, event: &RawEvent) -> Option<ProjectionState> {
+        match event.r#type() {
+            TODO_WRITE_EVENT => {
+                match canonical_todos(event.payload())
+                    .map_or_else(|| event.decode::<TodoWriteEvent>().map(|p| p.todos), Ok)
+                {
+                    Ok(todos) => Some(Arc::new(Some(Arc::<[TodoItem]>::from(todos)))),
+                    Err(_) => self.apply(state, &event.to_event()),
+                }
+            }
+            TURN_START_EVENT if Self::state(state).is_some() => {
+                Some(Arc::new(None::<Arc<[TodoItem]>>))
+            }
+            _ => None,
+        }
+    }
+
     fn view(&self, state: &ProjectionState) -> Value {
         Self::view_of(&Self::state(state))
     }
 }
 
+/// A `todo/write` payload in exactly the form the tool writes, as the typed list
+/// [`TodoWriteEvent`] decodes from it; `None` for any other text (see
+/// [`canonical_entries`]), which the serde decoder then reads.
+fn canonical_todos(text: &str) -> Option<Vec<TodoItem>> {
+    canonical_entries(text)?
+        .into_iter()
+        .map(|(content, status)| Some(TodoItem::new(content, TodoStatus::from_name(status)?)))
+        .collect()
+}
+
+/// The `(content, status)` strings of a `todo/write` payload in exactly the form the tool
+/// writes (`{"todos":[{"content":…,"status":…}…]}`, no whitespace, strings without escapes),
+/// read by position; `None` for any other text. The strings are then their values.
+pub(crate) fn canonical_entries(text: &str) -> Option<Vec<(&str, &str)>> {
+    let mut rest = text.strip_prefix("{\"todos\":[")?;
+    let mut entries = Vec::new();
+    if let Some(end) = rest.strip_prefix("]}") {
+        return end.is_empty().then_some(entries);
+    }
+    loop {
+        let (content, after) = string_body(rest.strip_prefix("{\"content\":\"")?)?;
+        let (status, after) = string_body(after.strip_prefix(",\"status\":\"")?)?;
+        entries.push((content, status));
+        let after = after.strip_prefix('}')?;
+        match after.strip_prefix(',') {
+            Some(next) => rest = next,
+            None => return (after == "]}").then_some(entries),
+        }
+    }
+}
+
+/// A string's body up to its closing quote, and the text after that quote; `None` if the body
+/// holds an escape or a control character.
+fn string_body(text: &str) -> Option<(&str, &str)> {
+    let end = text
+        .bytes()
+        .position(|b| b == b'"' || b == b'\\' || b < 0x20)?;
+    (text.as_bytes()[end] == b'"').then(|| (&text[..end], &text[end + 1..]))
+}
+
 #[cfg(test)]
 #[path = "projection_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "projection_text_tests.rs"]
+mod text_tests;

@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 use super::log::EventLog;
 use super::{SessionStore, StoreError};
 use crate::{
-    AppendError, Clock, PersistenceError, Session, SessionEvent, SessionHeader, SessionId,
+    AppendError, Clock, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader, SessionId,
 };
 
 /// A folder of `<session id>.jsonl` files.
@@ -103,6 +103,21 @@ impl JsonlStore {
         parse_bytes(path, &bytes)
     }
 
+    /// Like [`JsonlStore::inspect`], but hands each event to `visit` (with the header) as it
+    /// is read instead of keeping them: a caller that folds the log holds only its folded
+    /// state. Returns the header and the torn last line, if any. When the file turns out to be
+    /// malformed, the events before the bad line have been visited and the error is returned.
+    ///
+    /// # Errors
+    /// As [`JsonlStore::inspect`].
+    pub fn inspect_each(
+        path: &Path,
+        mut visit: impl FnMut(&SessionHeader, RawEvent),
+    ) -> Result<(SessionHeader, Option<TornTail>), StoreError> {
+        let bytes = std::fs::read(path).map_err(|source| not_found_or_io(path, source))?;
+        parse_bytes_each(path, &bytes, &mut visit)
+    }
+
     /// Opens a session file directly by path for appending: takes the file's lock, then
     /// truncates a torn tail. The session's id is the one in the header.
     ///
@@ -169,8 +184,8 @@ pub struct TornTail {
 pub struct SessionFile {
     /// The header line.
     pub header: SessionHeader,
-    /// The complete, valid events in order.
-    pub events: Vec<SessionEvent>,
+    /// The complete, valid events in order, in the log's shared form (payloads as raw JSON).
+    pub events: Vec<RawEvent>,
     /// A torn last line, if any (not part of `events`).
     pub torn: Option<TornTail>,
 }
@@ -191,8 +206,25 @@ fn torn_tail_start(bytes: &[u8]) -> Option<usize> {
     }
 }
 
-/// Parses the bytes of a session file at `path` without changing anything.
+/// Parses the bytes of a session file at `path` without changing anything, keeping every
+/// event.
 fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<SessionFile, StoreError> {
+    let mut events = Vec::new();
+    let (header, torn) = parse_bytes_each(path, bytes, &mut |_, event| events.push(event))?;
+    Ok(SessionFile {
+        header,
+        events,
+        torn,
+    })
+}
+
+/// Parses the bytes of a session file at `path` without changing anything, handing each
+/// event to `visit` (with the header) as it is read.
+fn parse_bytes_each(
+    path: &Path,
+    bytes: &[u8],
+    visit: &mut dyn FnMut(&SessionHeader, RawEvent),
+) -> Result<(SessionHeader, Option<TornTail>), StoreError> {
     let torn_start = torn_tail_start(bytes);
     let body = &bytes[..torn_start.unwrap_or(bytes.len())];
     if body.is_empty() {
@@ -203,13 +235,22 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<SessionFile, StoreError> {
         });
     }
     let mut header: Option<SessionHeader> = None;
-    let mut events = Vec::new();
+    let mut count = 0u64;
     let mut number = 0usize;
-    for line in body[..body.len() - 1].split(|&b| b == b'\n') {
+    let mut offset = 0usize;
+    // `body` ends with a newline, so every line found here is complete.
+    while let Some(end) = find_newline(&body[offset..]) {
+        let line = &body[offset..offset + end];
+        offset += end + 1;
         number += 1;
-        match parse_line(line, header.is_none(), events.len() as u64 + 1) {
+        match parse_line(line, header.is_none(), count + 1) {
             Ok(Line::Header(h)) => header = Some(h),
-            Ok(Line::Event(e)) => events.push(e),
+            Ok(Line::Event(e)) => {
+                count += 1;
+                if let Some(header) = &header {
+                    visit(header, e);
+                }
+            }
             Err(message) => return Err(malformed(path, number, message)),
         }
     }
@@ -219,16 +260,34 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<SessionFile, StoreError> {
         line: number + 1,
         reason: "missing trailing newline".to_owned(),
     });
-    Ok(SessionFile {
-        header,
-        events,
-        torn,
-    })
+    Ok((header, torn))
+}
+
+/// The index of the first `\n` in `bytes`, eight bytes at a time (a session file is mostly
+/// long lines, and this scan runs over every byte of it on open).
+fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    const NEWLINES: u64 = ONES * b'\n' as u64;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8])) ^ NEWLINES;
+        // A zero byte in `word` is a newline in `chunk` (the classic has-zero-byte test).
+        if (word.wrapping_sub(ONES) & !word & HIGHS) != 0 {
+            break;
+        }
+        offset += 8;
+    }
+    bytes[offset..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|index| offset + index)
 }
 
 enum Line {
     Header(SessionHeader),
-    Event(SessionEvent),
+    Event(RawEvent),
 }
 
 fn parse_line(line: &[u8], want_header: bool, expected_seq: u64) -> Result<Line, String> {
@@ -237,12 +296,11 @@ fn parse_line(line: &[u8], want_header: bool, expected_seq: u64) -> Result<Line,
             .map(Line::Header)
             .map_err(|e| format!("invalid session header: {e}"));
     }
-    let event =
-        serde_json::from_slice::<SessionEvent>(line).map_err(|e| format!("invalid event: {e}"))?;
-    if event.seq != expected_seq {
+    let event = RawEvent::from_line(line).map_err(|e| format!("invalid event: {e}"))?;
+    if event.seq() != expected_seq {
         return Err(format!(
             "event seq {} where {expected_seq} was expected",
-            event.seq
+            event.seq()
         ));
     }
     Ok(Line::Event(event))
@@ -335,13 +393,13 @@ impl SessionStore for JsonlStore {
     fn create_with_events(
         &self,
         header: SessionHeader,
-        events: Vec<SessionEvent>,
+        events: Vec<RawEvent>,
     ) -> Result<Arc<dyn Session>, StoreError> {
         let path = self.path_of(&header.id)?;
         let mut bytes = Vec::new();
         write_line(&mut bytes, &header);
         for event in &events {
-            write_line(&mut bytes, event);
+            event.write_line(&mut bytes);
         }
         let file = self.create_atomically(&header.id, &path, &bytes)?;
         Ok(Arc::new(JsonlSession::start(
@@ -493,7 +551,7 @@ impl JsonlSession {
     /// A session over `file`, whose first `durable_len` bytes are durable.
     fn start(
         header: SessionHeader,
-        events: Vec<SessionEvent>,
+        events: Vec<RawEvent>,
         clock: Arc<dyn Clock>,
         path: &Path,
         file: Box<dyn LogFile>,
@@ -628,8 +686,8 @@ impl Session for JsonlSession {
         self.log.len()
     }
 
-    fn events_after(&self, after: u64) -> Vec<SessionEvent> {
-        self.log.events_after(after)
+    fn raw_events_after(&self, after: u64) -> Vec<RawEvent> {
+        self.log.raw_events_after(after)
     }
 
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {

@@ -1,32 +1,33 @@
-//! The in-memory part every store shares: the ordered event vector and seq/time assignment.
+//! The in-memory part every store shares: the ordered event vector (in the shared
+//! [`RawEvent`] form) and seq/time assignment.
 
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use serde_json::Value;
 
-use crate::{Clock, SessionEvent};
+use crate::{Clock, RawEvent, SessionEvent};
 
 /// The live log of one session.
 pub(crate) struct EventLog {
-    events: RwLock<Vec<SessionEvent>>,
+    events: RwLock<Vec<RawEvent>>,
     clock: Arc<dyn Clock>,
 }
 
 impl EventLog {
-    pub(crate) fn new(events: Vec<SessionEvent>, clock: Arc<dyn Clock>) -> Self {
+    pub(crate) fn new(events: Vec<RawEvent>, clock: Arc<dyn Clock>) -> Self {
         Self {
             events: RwLock::new(events),
             clock,
         }
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, Vec<SessionEvent>> {
+    fn read(&self) -> RwLockReadGuard<'_, Vec<RawEvent>> {
         self.events
             .read()
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    fn write(&self) -> RwLockWriteGuard<'_, Vec<SessionEvent>> {
+    fn write(&self) -> RwLockWriteGuard<'_, Vec<RawEvent>> {
         self.events
             .write()
             .unwrap_or_else(|poison| poison.into_inner())
@@ -36,7 +37,8 @@ impl EventLog {
         self.read().len() as u64
     }
 
-    pub(crate) fn events_after(&self, after: u64) -> Vec<SessionEvent> {
+    /// The events with `seq > after`, shared (no payload is copied).
+    pub(crate) fn raw_events_after(&self, after: u64) -> Vec<RawEvent> {
         let events = self.read();
         let start = usize::try_from(after)
             .unwrap_or(usize::MAX)
@@ -61,7 +63,7 @@ impl EventLog {
             data,
         };
         commit(&event)?;
-        events.push(event.clone());
+        events.push(RawEvent::from_event(&event));
         Ok(event)
     }
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use super::log::EventLog;
 use super::{SessionStore, StoreError};
 use crate::{
-    AppendError, Clock, PersistenceError, Session, SessionEvent, SessionHeader, SessionId,
+    AppendError, Clock, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader, SessionId,
 };
 
 /// An in-memory store. `flush` always succeeds (memory is the persistence), and reopening a
@@ -64,7 +64,7 @@ impl SessionStore for MemoryStore {
     fn create_with_events(
         &self,
         header: SessionHeader,
-        events: Vec<SessionEvent>,
+        events: Vec<RawEvent>,
     ) -> Result<Arc<dyn Session>, StoreError> {
         let mut sessions = self.sessions();
         if sessions.contains_key(&header.id) {
@@ -98,8 +98,8 @@ impl Session for MemorySession {
         self.log.len()
     }
 
-    fn events_after(&self, after: u64) -> Vec<SessionEvent> {
-        self.log.events_after(after)
+    fn raw_events_after(&self, after: u64) -> Vec<RawEvent> {
+        self.log.raw_events_after(after)
     }
 
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {

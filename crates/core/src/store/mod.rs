@@ -101,7 +101,7 @@ pub trait SessionStore: Send + Sync {
     /// # Errors
     /// As [`SessionStore::create`].
     fn fork(&self, parent: &dyn Session, id: SessionId) -> Result<Arc<dyn Session>, StoreError> {
-        let events = parent.events();
+        let events = parent.raw_events_after(0);
         let header = SessionHeader {
             id,
             seed_length: Some(events.len() as u64),
@@ -110,13 +110,14 @@ pub trait SessionStore: Send + Sync {
         self.create_with_events(header, events)
     }
 
-    /// Creates a session whose log starts with `events` (used by [`SessionStore::fork`]).
+    /// Creates a session whose log starts with `events`, shared as they are (used by
+    /// [`SessionStore::fork`]).
     ///
     /// # Errors
     /// As [`SessionStore::create`].
     fn create_with_events(
         &self,
         header: SessionHeader,
-        events: Vec<crate::SessionEvent>,
+        events: Vec<crate::RawEvent>,
     ) -> Result<Arc<dyn Session>, StoreError>;
 }

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use harness_core::{MAX_SAFE_INTEGER, as_safe_integer, js_trim};
 use serde::ser::SerializeMap;
-use serde::{Serialize, Serializer};
-use serde_json::{Map, Value};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Number, Value};
 
 use super::error::ScheduleLogError;
 use super::instant::Timestamp;
@@ -173,6 +173,11 @@ impl ScheduleRecord {
     /// The target instant (`scheduledAt`).
     pub fn scheduled_at(&self) -> Timestamp {
         self.scheduled_at
+    }
+
+    /// Moves the target in place (an `every` record advancing inside the fold, §5).
+    pub(crate) fn set_scheduled_at(&mut self, scheduled_at: Timestamp) {
+        self.scheduled_at = scheduled_at;
     }
 
     /// The same record with another target (an `every` record advancing, §5).
@@ -404,6 +409,205 @@ pub fn decode_change_json(text: &[u8]) -> Result<ScheduleChange, ScheduleLogErro
     decode_change(&value)
 }
 
+/// Strictly decodes one `schedule/change` payload from its raw JSON text, as the replay path
+/// reads it: exactly the result of [`decode_change_json`] (the same change, or the same
+/// error), without building a `serde_json::Value`.
+///
+/// A payload is read straight into a borrowed typed form that admits only a valid v1 change;
+/// anything that form does not take (an invalid change, escaped strings, duplicate keys) is
+/// decided by [`decode_change_json`], so every error text is the `Value` path's.
+///
+/// # Errors
+/// [`ScheduleLogError`] when the text is not JSON or not a valid change.
+pub fn decode_change_text(text: &str) -> Result<ScheduleChange, ScheduleLogError> {
+    if let Some(change) = canonical_change(text) {
+        return Ok(change);
+    }
+    match serde_json::from_str::<WireChange<'_>>(text)
+        .ok()
+        .and_then(WireChange::into_change)
+    {
+        Some(change) => Ok(change),
+        None => decode_change_json(text.as_bytes()),
+    }
+}
+
+/// A change in exactly the form [`ScheduleChange`] serializes to (keys in §3.2 order, no
+/// whitespace, strings without escapes, plain integers), read by position; `None` for any
+/// other text or an invalid change. The text's strings and numbers are then their values, so
+/// every rule of [`decode_change`] is checked on them as it is.
+fn canonical_change(text: &str) -> Option<ScheduleChange> {
+    let mut c = Cursor(text);
+    c.tag("{\"version\":1,\"operation\":\"")?;
+    let operation = c.string()?;
+    if operation == "create" {
+        c.tag(",\"schedule\":{\"id\":\"")?;
+        let id = c.string()?;
+        c.tag(",\"kind\":\"")?;
+        let kind = c.string()?;
+        c.tag(",\"prompt\":\"")?;
+        let prompt = c.string()?;
+        let rule = match kind {
+            "after" => {
+                c.tag(",\"afterSeconds\":")?;
+                Rule::After {
+                    seconds: c.integer()?,
+                }
+            }
+            "every" => {
+                c.tag(",\"everySeconds\":")?;
+                Rule::Every {
+                    seconds: c.integer()?,
+                }
+            }
+            "at" => Rule::At,
+            _ => return None,
+        };
+        c.tag(",\"scheduledAt\":\"")?;
+        let scheduled_at = Timestamp::parse(c.string()?)?;
+        c.tag("}}")?;
+        return c
+            .0
+            .is_empty()
+            .then_some(())
+            .and_then(|()| ScheduleRecord::new(id, prompt, rule, scheduled_at).ok())
+            .map(ScheduleChange::Create);
+    }
+    c.tag(",\"id\":\"")?;
+    let id = c.string()?;
+    check_id(id).ok()?;
+    let id = || Arc::<str>::from(id);
+    match (operation, c.0) {
+        ("delete", "}") => Some(ScheduleChange::Delete { id: id() }),
+        ("dispatch", "}") => Some(ScheduleChange::Dispatch { id: id() }),
+        ("dispatch", _) => {
+            c.tag(",\"acceptedAt\":\"")?;
+            let accepted_at = Timestamp::parse(c.string()?)?;
+            (c.0 == "}").then(|| ScheduleChange::DispatchEvery {
+                id: id(),
+                accepted_at,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The unread rest of a payload text, for [`canonical_change`].
+struct Cursor<'a>(&'a str);
+
+impl<'a> Cursor<'a> {
+    /// Consumes `tag` exactly.
+    fn tag(&mut self, tag: &str) -> Option<()> {
+        self.0 = self.0.strip_prefix(tag)?;
+        Some(())
+    }
+
+    /// Consumes a string's body and closing quote (the opening quote is part of the tag
+    /// before it); `None` if it holds an escape or a control character.
+    fn string(&mut self) -> Option<&'a str> {
+        let end = self
+            .0
+            .bytes()
+            .position(|b| b == b'"' || b == b'\\' || b < 0x20)?;
+        if self.0.as_bytes()[end] != b'"' {
+            return None;
+        }
+        let (body, rest) = self.0.split_at(end);
+        self.0 = &rest[1..];
+        Some(body)
+    }
+
+    /// Consumes a plain non-negative integer (no sign, fraction, exponent or leading zero)
+    /// that is a safe integer.
+    fn integer(&mut self) -> Option<i64> {
+        let digits = self.0.bytes().position(|b| !b.is_ascii_digit())?;
+        let (number, rest) = self.0.split_at(digits);
+        if digits == 0 || digits > 16 || (digits > 1 && number.starts_with('0')) {
+            return None;
+        }
+        if !matches!(rest.as_bytes().first(), Some(b',' | b'}')) {
+            return None;
+        }
+        let value: i64 = number.parse().ok()?;
+        self.0 = rest;
+        (value <= MAX_SAFE_INTEGER).then_some(value)
+    }
+}
+
+/// A valid v1 change's keys, borrowed from the payload text. Closed, every key at most once,
+/// strings without escapes; a present key never reads as absent (`null` is not absent).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct WireChange<'a> {
+    version: Number,
+    operation: &'a str,
+    #[serde(default, deserialize_with = "present")]
+    schedule: Option<WireRecord<'a>>,
+    #[serde(default, deserialize_with = "present")]
+    id: Option<&'a str>,
+    #[serde(default, deserialize_with = "present")]
+    accepted_at: Option<&'a str>,
+}
+
+/// A valid record's keys (see [`WireChange`]).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct WireRecord<'a> {
+    id: &'a str,
+    kind: &'a str,
+    prompt: &'a str,
+    #[serde(default, deserialize_with = "present")]
+    after_seconds: Option<Number>,
+    #[serde(default, deserialize_with = "present")]
+    every_seconds: Option<Number>,
+    scheduled_at: &'a str,
+}
+
+/// A present key's value, which must decode as `T` (unlike `Option<T>`, `null` is an error).
+fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
+}
+
+impl WireChange<'_> {
+    /// The change, if it is valid by every rule of [`decode_change`]; `None` otherwise.
+    fn into_change(self) -> Option<ScheduleChange> {
+        if self.version.as_f64() != Some(1.0) {
+            return None;
+        }
+        let id = |id: &str| check_id(id).ok().map(|()| Arc::<str>::from(id));
+        match (self.operation, self.schedule, self.id, self.accepted_at) {
+            ("create", Some(record), None, None) => {
+                record.into_record().map(ScheduleChange::Create)
+            }
+            ("delete", None, Some(i), None) => Some(ScheduleChange::Delete { id: id(i)? }),
+            ("dispatch", None, Some(i), None) => Some(ScheduleChange::Dispatch { id: id(i)? }),
+            ("dispatch", None, Some(i), Some(at)) => Some(ScheduleChange::DispatchEvery {
+                id: id(i)?,
+                accepted_at: Timestamp::parse(at)?,
+            }),
+            _ => None,
+        }
+    }
+}
+
+impl WireRecord<'_> {
+    fn into_record(self) -> Option<ScheduleRecord> {
+        let seconds = |n: Number| as_safe_integer(&Value::Number(n));
+        let rule = match (self.kind, self.after_seconds, self.every_seconds) {
+            ("after", Some(after), None) => Rule::After {
+                seconds: seconds(after)?,
+            },
+            ("at", None, None) => Rule::At,
+            ("every", None, Some(every)) => Rule::Every {
+                seconds: seconds(every)?,
+            },
+            _ => return None,
+        };
+        let scheduled_at = Timestamp::parse(self.scheduled_at)?;
+        ScheduleRecord::new(self.id, self.prompt, rule, scheduled_at).ok()
+    }
+}
+
 /// Strictly decodes a record object (§3.1, §4 step 3).
 ///
 /// # Errors
@@ -529,3 +733,7 @@ fn check_every_seconds(seconds: i64) -> Result<(), ScheduleLogError> {
 #[cfg(test)]
 #[path = "change_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "change_text_tests.rs"]
+mod text_tests;

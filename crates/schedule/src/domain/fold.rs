@@ -1,17 +1,21 @@
 //! The fold (schedule.md §5), maintained incrementally, with id allocation (§7) and the due
 //! decision (§12.3).
 //!
-//! [`ScheduleFold::open`] replays a whole log once (at session open); afterwards the owner
-//! keeps the fold and calls [`ScheduleFold::apply`] for each new event
-//! (`session.events_after(fold.last_seq())`), so a tool call costs O(new events), not O(log).
+//! [`ScheduleFold::open_raw`] replays a whole log once (at session open); afterwards the
+//! owner keeps the fold and calls [`ScheduleFold::apply_raw`] for each new event
+//! (`session.raw_events_after(fold.last_seq())`), so a tool call costs O(new events), not
+//! O(log). [`ScheduleFold::open`] and [`ScheduleFold::apply`] do the same over decoded
+//! [`SessionEvent`]s.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
-use harness_core::{MAX_SAFE_INTEGER, SessionEvent, as_safe_integer};
+use harness_core::{MAX_SAFE_INTEGER, RawEvent, SessionEvent, as_safe_integer};
 use serde_json::Value;
 
-use super::change::{SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord, decode_change};
+use super::change::{
+    SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord, decode_change, decode_change_text,
+};
 use super::error::{ResolveError, ScheduleLogError};
 use super::every::resolve_every;
 use super::framing::{batch_framing, one_shot_framing};
@@ -72,6 +76,26 @@ impl ScheduleFold {
         events: &[SessionEvent],
         seed_length: Option<u64>,
     ) -> Result<ScheduleFold, ScheduleLogError> {
+        Self::open_events(events, seed_length)
+    }
+
+    /// [`ScheduleFold::open`] over the log's own form: each owned `schedule/change` payload is
+    /// decoded straight from its raw JSON ([`decode_change_text`]), other events are skipped by
+    /// type without being decoded. Same result, same errors.
+    ///
+    /// # Errors
+    /// As [`ScheduleFold::open`].
+    pub fn open_raw(
+        events: &[RawEvent],
+        seed_length: Option<u64>,
+    ) -> Result<ScheduleFold, ScheduleLogError> {
+        Self::open_events(events, seed_length)
+    }
+
+    fn open_events<E: FoldEvent>(
+        events: &[E],
+        seed_length: Option<u64>,
+    ) -> Result<ScheduleFold, ScheduleLogError> {
         let seed = seed_length.unwrap_or(0);
         let skip = usize::try_from(seed)
             .ok()
@@ -87,7 +111,7 @@ impl ScheduleFold {
             fold.apply_owned(event)?;
         }
         if let Some(last) = events.last() {
-            fold.last_seq = fold.last_seq.max(last.seq);
+            fold.last_seq = fold.last_seq.max(last.seq());
         }
         Ok(fold)
     }
@@ -123,22 +147,38 @@ impl ScheduleFold {
     /// [`ScheduleLogError`] if the change is invalid or the fold is already corrupt; the
     /// state is left unchanged and becomes corrupt.
     pub fn apply(&mut self, event: &SessionEvent) -> Result<(), ScheduleLogError> {
+        self.apply_event(event)
+    }
+
+    /// [`ScheduleFold::apply`] for an event in the log's own form (the payload is decoded
+    /// straight from its raw JSON, and only for an owned `schedule/change`).
+    ///
+    /// # Errors
+    /// As [`ScheduleFold::apply`].
+    pub fn apply_raw(&mut self, event: &RawEvent) -> Result<(), ScheduleLogError> {
+        self.apply_event(event)
+    }
+
+    fn apply_event<E: FoldEvent>(&mut self, event: &E) -> Result<(), ScheduleLogError> {
         if let Some(error) = &self.corrupt {
             return Err(error.clone());
         }
-        if event.seq <= self.last_seq {
+        if event.seq() <= self.last_seq {
             return Ok(());
         }
-        if event.seq > self.seed_length {
+        if event.seq() > self.seed_length {
             self.apply_owned(event)?;
         }
-        self.last_seq = self.last_seq.max(event.seq);
+        self.last_seq = self.last_seq.max(event.seq());
         Ok(())
     }
 
-    fn apply_owned(&mut self, event: &SessionEvent) -> Result<(), ScheduleLogError> {
-        if event.r#type == SCHEDULE_CHANGE {
-            self.apply_value(&event.data)
+    fn apply_owned<E: FoldEvent>(&mut self, event: &E) -> Result<(), ScheduleLogError> {
+        if event.is_change() {
+            if let Some(error) = &self.corrupt {
+                return Err(error.clone());
+            }
+            self.apply_decoded(event.change())
         } else {
             Ok(())
         }
@@ -152,7 +192,14 @@ impl ScheduleFold {
         if let Some(error) = &self.corrupt {
             return Err(error.clone());
         }
-        match decode_change(data) {
+        self.apply_decoded(decode_change(data))
+    }
+
+    fn apply_decoded(
+        &mut self,
+        decoded: Result<ScheduleChange, ScheduleLogError>,
+    ) -> Result<(), ScheduleLogError> {
+        match decoded {
             Ok(change) => self.apply_change(change),
             Err(error) => {
                 self.corrupt = Some(error.clone());
@@ -264,11 +311,11 @@ impl ScheduleFold {
                 }
             }
             (_, Transition::Advance(slot, next)) => {
-                if let Some(record) = self.active.get(&slot).cloned() {
+                if let Some(record) = self.active.get_mut(&slot) {
                     self.every_targets
                         .remove(&(record.scheduled_at().millis(), slot));
                     self.every_targets.insert((next.millis(), slot));
-                    self.active.insert(slot, record.with_scheduled_at(next));
+                    record.set_scheduled_at(next);
                 }
             }
             (_, Transition::Create) => {}
@@ -305,7 +352,7 @@ impl ScheduleFold {
         self.seed_length
     }
 
-    /// The highest event seq seen so far (read `session.events_after(last_seq)` next).
+    /// The highest event seq seen so far (read `session.raw_events_after(last_seq)` next).
     pub fn last_seq(&self) -> u64 {
         self.last_seq
     }
@@ -410,6 +457,43 @@ impl ScheduleFold {
         Ok(Decision::EveryBatch(EveryBatch { accepted_at, items }))
     }
 }
+
+/// What the fold reads of an event: both event forms fold alike.
+trait FoldEvent {
+    fn seq(&self) -> u64;
+    /// Whether the event is a `schedule/change` (decided without decoding the payload).
+    fn is_change(&self) -> bool;
+    /// The payload decoded strictly (§4).
+    fn change(&self) -> Result<ScheduleChange, ScheduleLogError>;
+}
+
+impl FoldEvent for SessionEvent {
+    fn seq(&self) -> u64 {
+        self.seq
+    }
+    fn is_change(&self) -> bool {
+        self.r#type == SCHEDULE_CHANGE
+    }
+    fn change(&self) -> Result<ScheduleChange, ScheduleLogError> {
+        decode_change(&self.data)
+    }
+}
+
+impl FoldEvent for RawEvent {
+    fn seq(&self) -> u64 {
+        RawEvent::seq(self)
+    }
+    fn is_change(&self) -> bool {
+        self.r#type() == SCHEDULE_CHANGE
+    }
+    fn change(&self) -> Result<ScheduleChange, ScheduleLogError> {
+        decode_change_text(self.payload())
+    }
+}
+
+/// The fold's id map: foldhash, not SipHash (ids come from our own log, and the map is
+/// touched once per change).
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 enum Transition {
     Create,

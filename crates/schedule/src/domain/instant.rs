@@ -54,35 +54,7 @@ impl Timestamp {
     /// date, hour ≤ 23, minute and second ≤ 59, exactly three fraction digits, uppercase `T`
     /// and `Z`. Anything else is `None`.
     pub fn parse(text: &str) -> Option<Timestamp> {
-        let b = text.as_bytes();
-        if b.len() != 24
-            || b[4] != b'-'
-            || b[7] != b'-'
-            || b[10] != b'T'
-            || b[13] != b':'
-            || b[16] != b':'
-            || b[19] != b'.'
-            || b[23] != b'Z'
-        {
-            return None;
-        }
-        let year = digits(&b[0..4])?;
-        let month = digits(&b[5..7])?;
-        let day = digits(&b[8..10])?;
-        let hour = digits(&b[11..13])?;
-        let minute = digits(&b[14..16])?;
-        let second = digits(&b[17..19])?;
-        let milli = digits(&b[20..23])?;
-        if year == 0 || hour > 23 || minute > 59 || second > 59 {
-            return None;
-        }
-        if month == 0 || month > 12 || day == 0 || day > days_in_month(year, month) {
-            return None;
-        }
-        let days = days_from_civil(year, month, day);
-        Timestamp::from_millis(
-            days * MILLIS_PER_DAY + ((hour * 60 + minute) * 60 + second) * 1000 + milli,
-        )
+        harness_core::parse_canonical_millis(text).and_then(Timestamp::from_millis)
     }
 
     /// Civil UTC fields `(year, month, day, hour, minute, second, millisecond)`.

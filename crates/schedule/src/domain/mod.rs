@@ -51,7 +51,8 @@ mod test_support;
 pub use at::{ZoneContext, parse_offset_at, resolve_at, resolve_local_at, resolve_time_zone};
 pub use change::{
     DELIVERY_MODE, MIN_EVERY_SECONDS, RecordKind, ReminderState, Rule, SCHEDULE_CHANGE,
-    ScheduleChange, ScheduleRecord, decode_change, decode_change_json, decode_record,
+    ScheduleChange, ScheduleRecord, decode_change, decode_change_json, decode_change_text,
+    decode_record,
 };
 pub use create::{
     CREATE_KEYS, CreateRequest, Selector, create_after, create_at, create_every, future_target,

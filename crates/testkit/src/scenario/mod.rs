@@ -18,7 +18,9 @@ mod fields;
 mod plugins;
 mod runtime;
 
-pub use catalog::{catalog_markdown, summarize_log, tool_catalog};
+pub use catalog::{
+    FileSummary, LogFileError, catalog_markdown, summarize_log, summarize_log_file, tool_catalog,
+};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -93,18 +93,3 @@ pub(crate) fn install(
         todo,
     })
 }
-
-/// Problems the families' invariant checks find in a session log (empty when it is sound).
-pub(crate) fn check_log(session: &dyn harness_core::Session) -> Vec<String> {
-    let events = session.events();
-    let mut problems: Vec<String> = harness_todo::find_violations(&events)
-        .into_iter()
-        .map(|v| v.to_string())
-        .collect();
-    if let Err(error) =
-        harness_schedule::domain::check_schedule_log(&events, session.header().seed_length)
-    {
-        problems.push(format!("schedule/change: {error}"));
-    }
-    problems
-}

@@ -1,0 +1,71 @@
+//! The replay decoder [`decode_change_text`] against the `Value` decoder
+//! [`decode_change_json`]: the same change or the same error, for valid payloads in every
+//! form and for any single-byte corruption of one.
+
+use pretty_assertions::assert_eq;
+use proptest::prelude::*;
+
+use super::*;
+
+/// Payloads in the canonical form, in other valid forms, and invalid ones.
+const PAYLOADS: &[&str] = &[
+    r#"{"version":1,"operation":"create","schedule":{"id":"schedule-1","kind":"after","prompt":"check logs","afterSeconds":30,"scheduledAt":"2026-08-05T12:00:30.000Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"a","kind":"every","prompt":"p","everySeconds":300,"scheduledAt":"2026-08-05T12:05:00.000Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"b","kind":"at","prompt":"p q","scheduledAt":"2026-08-05T12:05:00.000Z"}}"#,
+    r#"{"version":1,"operation":"delete","id":"schedule-1"}"#,
+    r#"{"version":1,"operation":"dispatch","id":"schedule-1"}"#,
+    r#"{"version":1,"operation":"dispatch","id":"a","acceptedAt":"2026-08-05T12:05:01.000Z"}"#,
+    r#"{"operation":"delete","version":1.0,"id":"x"}"#,
+    r#"{ "version": 1, "operation": "delete", "id": "\u0078" }"#,
+    r#"{"version":1,"operation":"delete","id":"x","id":"y"}"#,
+    r#"{"version":1,"operation":"delete","id":null}"#,
+    r#"{"version":1,"operation":"delete","id":" x"}"#,
+    r#"{"version":1,"operation":"delete","id":"x","extra":1}"#,
+    r#"{"version":"1","operation":"delete","id":"x"}"#,
+    r#"{"version":1,"operation":"dispatch","id":"a","acceptedAt":null}"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"a","kind":"after","prompt":"p","afterSeconds":30.0,"scheduledAt":"2026-08-05T12:00:30.000Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"a","kind":"after","prompt":"p","afterSeconds":0,"scheduledAt":"2026-08-05T12:00:30.000Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"a","kind":"after","prompt":"p","afterSeconds":9007199254740992,"scheduledAt":"2026-08-05T12:00:30.000Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"a","kind":"every","prompt":"p","everySeconds":299,"scheduledAt":"2026-08-05T12:00:30.000Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"a","kind":"at","prompt":"p","afterSeconds":1,"scheduledAt":"2026-08-05T12:00:30.000Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"a","kind":"after","prompt":"","afterSeconds":1,"scheduledAt":"2026-08-05T12:00:30.000Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"a","kind":"after","prompt":"p","afterSeconds":1,"scheduledAt":"2026-08-05T12:00:30Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":[],"id":"a"}"#,
+    r#"[1,2]"#,
+    r#"null"#,
+];
+
+#[test]
+fn text_decoder_agrees_with_the_value_decoder() {
+    for payload in PAYLOADS {
+        assert_eq!(
+            decode_change_text(payload),
+            decode_change_json(payload.as_bytes()),
+            "{payload}"
+        );
+    }
+}
+
+#[test]
+fn canonical_payloads_take_the_positional_path() {
+    let change = decode_change_text(PAYLOADS[0]).unwrap();
+    assert_eq!(serde_json::to_string(&change).unwrap(), PAYLOADS[0]);
+    assert_eq!(canonical_change(PAYLOADS[0]), Some(change));
+    assert_eq!(canonical_change(PAYLOADS[6]), None);
+}
+
+proptest! {
+    #[test]
+    fn single_byte_corruption_decodes_alike(
+        which in 0..PAYLOADS.len(),
+        position in any::<usize>(),
+        byte in any::<u8>(),
+    ) {
+        let mut text = PAYLOADS[which].as_bytes().to_vec();
+        let at = position % text.len();
+        text[at] = byte;
+        if let Ok(text) = std::str::from_utf8(&text) {
+            prop_assert_eq!(decode_change_text(text), decode_change_json(text.as_bytes()));
+        }
+    }
+}
