@@ -46,7 +46,7 @@ pub use time::{
 pub use tool::{
     ContentBlock, Tool, ToolAnnotations, ToolCall, ToolDefinition, ToolError, ToolOutput, join_text,
 };
-pub use validate::validate_arguments;
+pub use validate::{InvalidArguments, validate_arguments};
 
 /// Implementation details of exported macros; not part of the API.
 #[doc(hidden)]

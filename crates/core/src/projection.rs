@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use serde_json::Value;
 
-use crate::{RawEvent, Registration, SessionEvent, SessionId};
+use crate::{RawEvent, RegisterError, Registration, SessionEvent, SessionId};
 
 /// A projection's state, type-erased so projections can be stored together. A projection
 /// downcasts its own state with `state.downcast_ref::<T>()`.
@@ -86,18 +86,18 @@ impl ProjectionSet {
     /// Registers a projection and folds every tracked session into it.
     ///
     /// # Errors
-    /// The key is already registered.
-    pub fn register(&self, projection: Arc<dyn Projection>) -> Result<Registration, String> {
+    /// [`RegisterError::Conflict`] when the key is already registered.
+    pub fn register(&self, projection: Arc<dyn Projection>) -> Result<Registration, RegisterError> {
         let mut inner = self.lock();
         if inner
             .projections
             .iter()
             .any(|(_, p)| p.key() == projection.key())
         {
-            return Err(format!(
+            return Err(RegisterError::Conflict(format!(
                 "projection {:?} is already registered",
                 projection.key()
-            ));
+            )));
         }
         inner.next_id += 1;
         let id = inner.next_id;

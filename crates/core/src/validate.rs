@@ -13,25 +13,36 @@ use serde_json::{Map, Value};
 /// Validates `arguments` against `schema`.
 ///
 /// # Errors
-/// The full message `invalid arguments: <violation>; <violation>…`.
+/// [`InvalidArguments`], whose text is the full message
+/// `invalid arguments: <violation>; <violation>…`.
 ///
 /// ```
 /// use serde_json::json;
 /// let schema = json!({"type":"object","properties":{"n":{"type":"number"}},"required":["n"]});
 /// assert_eq!(
-///     harness_core::validate_arguments(&schema, &json!({})).unwrap_err(),
+///     harness_core::validate_arguments(&schema, &json!({})).unwrap_err().to_string(),
 ///     "invalid arguments: missing required property \"n\""
 /// );
 /// ```
-pub fn validate_arguments(schema: &Value, arguments: &Value) -> Result<(), String> {
+pub fn validate_arguments(schema: &Value, arguments: &Value) -> Result<(), InvalidArguments> {
     let mut violations = Vec::new();
     check(schema, arguments, "", true, &mut violations);
     if violations.is_empty() {
         Ok(())
     } else {
-        Err(format!("invalid arguments: {}", violations.join("; ")))
+        Err(InvalidArguments(format!(
+            "invalid arguments: {}",
+            violations.join("; ")
+        )))
     }
 }
+
+/// Arguments that break their tool's input schema. The text is the model-facing message
+/// (todo-jobs §1.4), e.g. `invalid arguments: missing required property "n"`; a tool result
+/// shows it as `Error: <text>`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct InvalidArguments(pub String);
 
 fn child(path: &str, key: &str) -> String {
     if path.is_empty() {

@@ -1,7 +1,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::validate_arguments;
+use super::{InvalidArguments, validate_arguments};
 
 fn todo_schema() -> Value {
     json!({
@@ -28,7 +28,7 @@ fn todo_schema() -> Value {
 
 fn err(args: Value) -> String {
     let args = args;
-    validate_arguments(&todo_schema(), &args).unwrap_err()
+    validate_arguments(&todo_schema(), &args).unwrap_err().0
 }
 
 #[test]
@@ -85,7 +85,9 @@ fn violations_are_joined_and_root_is_open() {
     );
     assert_eq!(
         validate_arguments(&todo_schema(), &json!([])),
-        Err(r#"invalid arguments: "arguments" must be an object"#.to_owned())
+        Err(InvalidArguments(
+            r#"invalid arguments: "arguments" must be an object"#.to_owned()
+        ))
     );
 }
 
@@ -103,10 +105,14 @@ fn one_of_picks_the_branch_by_type() {
     assert_eq!(validate_arguments(&schema, &json!({"at": "x"})), Ok(()));
     assert_eq!(
         validate_arguments(&schema, &json!({"at": 5})),
-        Err(r#"invalid arguments: "at" must be a string or an object"#.to_owned())
+        Err(InvalidArguments(
+            r#"invalid arguments: "at" must be a string or an object"#.to_owned()
+        ))
     );
     assert_eq!(
         validate_arguments(&schema, &json!({"at": {"date": "d"}})),
-        Err(r#"invalid arguments: missing required property "at.time""#.to_owned())
+        Err(InvalidArguments(
+            r#"invalid arguments: missing required property "at.time""#.to_owned()
+        ))
     );
 }

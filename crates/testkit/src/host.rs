@@ -272,10 +272,7 @@ impl Harness for MemoryHarness {
         &self,
         projection: Arc<dyn Projection>,
     ) -> Result<Option<Registration>, RegisterError> {
-        self.projections
-            .register(projection)
-            .map(Some)
-            .map_err(RegisterError::Conflict)
+        self.projections.register(projection).map(Some)
     }
 
     fn register_prompt_section(&self, section: PromptSection) -> Registration {

@@ -40,8 +40,18 @@ pub struct InvariantViolation {
 ///   does.
 ///
 /// # Errors
-/// The first failure's exact message.
-pub fn check_todo_write(data: &Value) -> Result<(), String> {
+/// [`IncoherentWrite`] with the first failure's exact message.
+pub fn check_todo_write(data: &Value) -> Result<(), IncoherentWrite> {
+    check_entries(data).map_err(IncoherentWrite)
+}
+
+/// A `todo/write` payload that breaks the invariant; the text is the spec's message (todo-jobs
+/// §2.6), e.g. `todo/write repeats content "same"`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct IncoherentWrite(pub String);
+
+fn check_entries(data: &Value) -> Result<(), String> {
     let Some(entries) = data.get("todos").and_then(Value::as_array) else {
         return Err("todo/write todos must be an array".to_owned());
     };
@@ -82,7 +92,7 @@ pub fn check_event(event: &SessionEvent) -> Result<(), InvariantViolation> {
     if event.r#type != TODO_WRITE_EVENT {
         return Ok(());
     }
-    check_todo_write(&event.data).map_err(|message| InvariantViolation {
+    check_todo_write(&event.data).map_err(|IncoherentWrite(message)| InvariantViolation {
         seq: event.seq,
         message,
     })

@@ -69,7 +69,11 @@ fn rejects_incoherent_snapshots() {
     ];
     for (todos, message) in cases {
         let data = json!({ "todos": todos });
-        assert_eq!(check_todo_write(&data), Err(message.to_owned()), "{data}");
+        assert_eq!(
+            check_todo_write(&data),
+            Err(IncoherentWrite(message.to_owned())),
+            "{data}"
+        );
         assert_eq!(
             check_event(&event(7, "todo/write", data.clone())),
             Err(InvariantViolation {
@@ -81,7 +85,9 @@ fn rejects_incoherent_snapshots() {
     // A payload that is not an object has no todos array.
     assert_eq!(
         check_todo_write(&json!([])),
-        Err("todo/write todos must be an array".to_owned())
+        Err(IncoherentWrite(
+            "todo/write todos must be an array".to_owned()
+        ))
     );
 }
 

@@ -14,8 +14,8 @@ pub use definition::{TOOL_NAME, definition, description, input_schema, output_sc
 pub use error::TodoError;
 pub use install::{Installed, install};
 pub use invariant::{
-    InvariantViolation, check_event, check_history, check_raw_event, check_todo_write,
-    find_violations,
+    IncoherentWrite, InvariantViolation, check_event, check_history, check_raw_event,
+    check_todo_write, find_violations,
 };
 pub use item::{TodoCounts, TodoItem, TodoStatus, TodoWriteValue};
 pub use projection::{TODOS_KEY, TODOS_STATE_VERSION, TodosProjection, TodosState};

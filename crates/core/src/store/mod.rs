@@ -41,6 +41,8 @@ pub enum StoreError {
     /// Another live handle — in this process or another — holds this session's file open for
     /// writing (JSONL: its exclusive advisory lock). Nothing was read or changed. The lock goes
     /// when that handle is dropped or its process dies; use the live handle, or retry after.
+    /// A held lock is waited for up to 100 ms first: a process being started from this one
+    /// shares the lock between `fork` and `exec`, for a moment after the last handle is gone.
     #[error("session file {path} is locked by another open handle")]
     Locked {
         /// The session file.

@@ -543,3 +543,38 @@ fn crash_torture_200_kills_lose_no_acknowledged_event() {
 fn crash_torture_3000_kills_lose_no_acknowledged_event() {
     assert_eq!(torture(3_000).kills, 3_000);
 }
+
+/// Another process holding the session file's lock (here `flock`, standing for a child that
+/// shares the descriptor between `fork` and `exec`): a brief hold is waited out, a long one
+/// is `Locked`.
+#[test]
+fn a_lock_held_for_a_moment_by_another_process_is_waited_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonlStore::new(dir.path(), Arc::new(harness_core::SystemClock)).unwrap();
+    drop(store.create(SessionHeader::new("s1")).unwrap());
+    let path = dir.path().join("s1.jsonl");
+    let hold = |seconds: &str| {
+        let mut holder = Command::new("flock")
+            .arg(&path)
+            .args(["sh", "-c", &format!("echo held; sleep {seconds}")])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(holder.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "held\n");
+        holder
+    };
+    let mut brief = hold("0.03");
+    assert_eq!(store.open(&SessionId::from("s1")).unwrap().len(), 0);
+    brief.wait().unwrap();
+    let mut long = hold("2");
+    let Err(error) = store.open(&SessionId::from("s1")) else {
+        panic!("opened a session whose lock another process holds");
+    };
+    assert!(matches!(error, StoreError::Locked { .. }), "{error}");
+    long.kill().unwrap();
+    long.wait().unwrap();
+}

@@ -40,8 +40,9 @@ fn with_default_host<T: Send>(
 /// sees them (global tools first, then per-agent tools), in registration order.
 ///
 /// # Errors
-/// A family refused its default configuration, or no runtime could be started.
-pub fn tool_catalog() -> Result<Vec<ToolDefinition>, String> {
+/// [`SetupError`]: a family refused its default configuration, or no runtime could be
+/// started.
+pub fn tool_catalog() -> Result<Vec<ToolDefinition>, SetupError> {
     with_default_host(async |host| {
         let agent = host
             .create_session(SessionHeader::new("catalog"))
@@ -49,7 +50,15 @@ pub fn tool_catalog() -> Result<Vec<ToolDefinition>, String> {
         crate::settle().await;
         Ok(host.tools().definitions(Some(&agent.scope_chain())))
     })
+    .map_err(SetupError)
 }
+
+/// The default host behind [`tool_catalog`] and the log summaries could not be set up; the
+/// text says why (a family's configuration message, `cannot start a runtime: …`, or
+/// `internal error: …`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SetupError(pub String);
 
 /// Renders definitions as the Markdown catalog of `docs/tool-catalog.md`.
 pub fn catalog_markdown(definitions: &[ToolDefinition]) -> String {
@@ -81,18 +90,18 @@ pub fn catalog_markdown(definitions: &[ToolDefinition]) -> String {
 /// projection the families register. Returns pretty JSON followed by a newline.
 ///
 /// # Errors
-/// A family refused its default configuration.
-pub fn summarize_log(session: &dyn Session) -> Result<String, String> {
+/// [`SetupError`]: a family refused its default configuration.
+pub fn summarize_log(session: &dyn Session) -> Result<String, SetupError> {
     let mut summary = LogSummary::new(default_projections()?, session.header());
     for event in session.raw_events_after(0) {
         summary.fold(&event);
     }
-    summary.render(session.header())
+    summary.render(session.header()).map_err(SetupError)
 }
 
 /// The projections the families register with default configuration.
-fn default_projections() -> Result<Vec<Arc<dyn Projection>>, String> {
-    with_default_host(async |host| Ok(host.projections().projections()))
+fn default_projections() -> Result<Vec<Arc<dyn Projection>>, SetupError> {
+    with_default_host(async |host| Ok(host.projections().projections())).map_err(SetupError)
 }
 
 /// What a log summary keeps while the events stream past: counts, folded projection states
@@ -213,7 +222,7 @@ pub enum LogFileError {
 /// [`LogFileError::Store`] for an unreadable or malformed file; [`LogFileError::Summary`]
 /// when a family refused its default configuration.
 pub fn summarize_log_file(path: &Path) -> Result<FileSummary, LogFileError> {
-    let projections = default_projections().map_err(LogFileError::Summary)?;
+    let projections = default_projections().map_err(|SetupError(e)| LogFileError::Summary(e))?;
     let mut summary: Option<LogSummary> = None;
     let (header, torn) = JsonlStore::inspect_each(path, |header, event| {
         summary
