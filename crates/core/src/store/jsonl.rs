@@ -355,6 +355,12 @@ impl SessionStore for JsonlStore {
     }
 }
 
+/// The serial number in the next temporary file name of a create (per process).
+static TEMP_SERIAL: AtomicU64 = AtomicU64::new(0);
+
+/// How many taken temporary names a create skips before it gives up.
+const MAX_TAKEN_TEMP_NAMES: usize = 1000;
+
 impl JsonlStore {
     /// Writes `bytes` to a synced temporary file, locks it, and links it to `path` (failing
     /// with [`StoreError::AlreadyExists`] if `path` exists), then syncs the folder. Returns the
@@ -365,23 +371,36 @@ impl JsonlStore {
         path: &Path,
         bytes: &[u8],
     ) -> Result<File, StoreError> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let temp = self.dir.join(format!(
-            ".{}.jsonl.{}-{}.tmp",
-            id.as_str(),
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .and_then(|mut file| {
-                file.write_all(bytes)?;
-                file.sync_all()?;
-                Ok(file)
-            });
+        // A name taken by a stray temporary file (left by a crashed process that had the same
+        // pid, as a container's first process always has) is skipped, never removed.
+        let mut skipped = 0;
+        let (temp, mut file) = loop {
+            let temp = self.dir.join(format!(
+                ".{}.jsonl.{}-{}.tmp",
+                id.as_str(),
+                std::process::id(),
+                TEMP_SERIAL.fetch_add(1, Ordering::Relaxed)
+            ));
+            match OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&temp)
+            {
+                Ok(file) => break (temp, file),
+                Err(source)
+                    if source.kind() == std::io::ErrorKind::AlreadyExists
+                        && skipped < MAX_TAKEN_TEMP_NAMES =>
+                {
+                    skipped += 1;
+                }
+                Err(source) => return Err(io_error(&temp, source)),
+            }
+        };
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .map(|()| file);
         let file = match written {
             Ok(file) => file,
             Err(source) => {

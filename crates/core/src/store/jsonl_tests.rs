@@ -319,3 +319,30 @@ async fn a_paused_test_clock_does_not_advance_while_a_flush_runs() {
     flush.await.unwrap();
     gatekeeper.join().unwrap();
 }
+
+/// A stray temporary file left by a crashed process that had this pid (a container's first
+/// process always has the same one) does not make a create fail, and is not removed: before,
+/// the create failed with `File exists` on the temporary name and deleted the stray file.
+#[test]
+fn create_skips_temporary_names_left_by_a_crashed_process_with_the_same_pid() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonlStore::new(dir.path(), Arc::new(Frozen)).unwrap();
+    let next = super::TEMP_SERIAL.load(std::sync::atomic::Ordering::Relaxed);
+    let stray = |n: u64| {
+        dir.path()
+            .join(format!(".s1.jsonl.{}-{n}.tmp", std::process::id()))
+    };
+    // Other tests in this process create sessions concurrently: cover the serials they may
+    // take meanwhile.
+    for n in next..next + 200 {
+        std::fs::write(stray(n), "{\"id\":\"s1\"}\n").unwrap();
+    }
+    let session = store.create(SessionHeader::new("s1")).unwrap();
+    assert_eq!(session.id().as_str(), "s1");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("s1.jsonl")).unwrap(),
+        HEADER
+    );
+    assert!(stray(next).exists());
+    assert_eq!(store.list(), [SessionId::from("s1")]);
+}
