@@ -21,6 +21,7 @@ pub const PLUGIN_NAME: &str = "tool-bash";
 /// `killGraceMs`, `containment`, `cwd`, `env`, `defaultTimeoutMs`, `maxTimeoutMs`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[non_exhaustive]
 pub struct BashConfig {
     /// Unread bytes kept in memory per stream (stdout and stderr each); older unread bytes
     /// are dropped and the next read carries the dropped-output notice. Integer ≥ 1;
@@ -76,6 +77,76 @@ impl Default for BashConfig {
 }
 
 impl BashConfig {
+    /// With `maxOutputBytes` set.
+    #[must_use]
+    pub fn with_max_output_bytes(mut self, max_output_bytes: u64) -> Self {
+        self.max_output_bytes = max_output_bytes;
+        self
+    }
+
+    /// With `maxSpillBytes` set.
+    #[must_use]
+    pub fn with_max_spill_bytes(mut self, max_spill_bytes: u64) -> Self {
+        self.max_spill_bytes = max_spill_bytes;
+        self
+    }
+
+    /// With `spillDir` set.
+    #[must_use]
+    pub fn with_spill_dir(mut self, spill_dir: impl Into<PathBuf>) -> Self {
+        self.spill_dir = Some(spill_dir.into());
+        self
+    }
+
+    /// With `keepSpillFiles` set.
+    #[must_use]
+    pub fn with_keep_spill_files(mut self, keep_spill_files: bool) -> Self {
+        self.keep_spill_files = keep_spill_files;
+        self
+    }
+
+    /// With `killGraceMs` set.
+    #[must_use]
+    pub fn with_kill_grace_ms(mut self, kill_grace_ms: u64) -> Self {
+        self.kill_grace_ms = kill_grace_ms;
+        self
+    }
+
+    /// With `containment` set.
+    #[must_use]
+    pub fn with_containment(mut self, containment: Containment) -> Self {
+        self.containment = containment;
+        self
+    }
+
+    /// With `cwd` set.
+    #[must_use]
+    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    /// With `env` set.
+    #[must_use]
+    pub fn with_env(mut self, env: BTreeMap<String, String>) -> Self {
+        self.env = env;
+        self
+    }
+
+    /// With `defaultTimeoutMs` (milliseconds) set.
+    #[must_use]
+    pub fn with_default_timeout_ms(mut self, default_timeout_ms: f64) -> Self {
+        self.default_timeout_ms = default_timeout_ms;
+        self
+    }
+
+    /// With `maxTimeoutMs` (milliseconds) set.
+    #[must_use]
+    pub fn with_max_timeout_ms(mut self, max_timeout_ms: f64) -> Self {
+        self.max_timeout_ms = max_timeout_ms;
+        self
+    }
+
     /// Decodes and validates the configuration from JSON.
     ///
     /// # Errors
