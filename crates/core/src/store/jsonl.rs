@@ -104,13 +104,22 @@ impl JsonlStore {
     }
 
     /// Opens a session file directly by path for appending: takes the file's lock, then
-    /// truncates a torn tail. The session's id is the one in the header.
+    /// truncates a torn tail. The session's id is the one in the header; for a file named
+    /// `<id>.jsonl` the header must name that `<id>`, as for [`SessionStore::open`] (else the
+    /// file `b.jsonl` of a header naming `a` would be a second writer of session `a` beside
+    /// `a.jsonl`).
     ///
     /// # Errors
-    /// [`StoreError::NotFound`], [`StoreError::Locked`], [`StoreError::Malformed`],
-    /// [`StoreError::InterruptedCreate`], or an I/O error.
+    /// [`StoreError::NotFound`], [`StoreError::Locked`], [`StoreError::Malformed`] (also when
+    /// the header names another session than the file name), [`StoreError::InterruptedCreate`],
+    /// or an I/O error.
     pub fn open_path(path: &Path, clock: Arc<dyn Clock>) -> Result<Arc<dyn Session>, StoreError> {
-        let session = open_file(path, None, clock, |file| Box::new(file))?;
+        let named = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .and_then(|name| name.strip_suffix(".jsonl"))
+            .map(SessionId::from);
+        let session = open_file(path, named.as_ref(), clock, |file| Box::new(file))?;
         Ok(Arc::new(session))
     }
 }
