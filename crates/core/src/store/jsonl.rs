@@ -37,7 +37,7 @@ use crate::{
 ///   the file back to its last durable length and keeps the lines for the next flush, which
 ///   writes them from that length again: no byte is written twice and none is dropped.
 /// * **Create is atomic.** The header (and a fork's events) go to a temporary file in the same
-///   folder (`.<id>.jsonl.<pid>-<n>.tmp`), which is synced, linked to `<id>.jsonl` (failing if
+///   folder (`.create-<pid>-<n>.tmp`), which is synced, linked to `<id>.jsonl` (failing if
 ///   that exists), and the folder is synced. A crash at any instant leaves either no session or
 ///   a complete one (at worst a stray temporary file, which the store ignores). The folder must
 ///   be on a file system with hard links.
@@ -384,9 +384,10 @@ impl JsonlStore {
         // pid, as a container's first process always has) is skipped, never removed.
         let mut skipped = 0;
         let (temp, mut file) = loop {
+            // Not named after the id: a long id whose `<id>.jsonl` fits the file-name limit
+            // must not fail on a longer temporary name.
             let temp = self.dir.join(format!(
-                ".{}.jsonl.{}-{}.tmp",
-                id.as_str(),
+                ".create-{}-{}.tmp",
                 std::process::id(),
                 TEMP_SERIAL.fetch_add(1, Ordering::Relaxed)
             ));
