@@ -270,7 +270,7 @@ impl Runner {
         }
         let clock: Arc<dyn Clock> = match &clock_mode {
             ClockMode::Manual(clock) => Arc::new(clock.clone()),
-            ClockMode::System => Arc::new(SystemClock),
+            ClockMode::System => Arc::new(RealTimeClock),
         };
         let (store, dir): (Arc<dyn SessionStore>, _) = if jsonl {
             let dir = tempfile::tempdir().map_err(|e| format!("cannot create a temp dir: {e}"))?;
@@ -883,6 +883,44 @@ impl Settlement {
             () = self.settled.notified() => true,
             _ = expired => false,
         }
+    }
+}
+
+/// The system clock of `{"mode":"system"}`, with sleeps in real time. The runner's runtime has
+/// a paused clock, on which [`SystemClock`]'s tokio sleeps would end as soon as the runtime is
+/// idle: a 2 s `job_output` wait returned at once, a kill grace ended early, and a reminder's
+/// timer spun until the wall clock reached its time. Each sleep waits on a thread of its own,
+/// which returns at once when the sleep is dropped.
+struct RealTimeClock;
+
+impl Clock for RealTimeClock {
+    fn now(&self) -> DateTime<Utc> {
+        SystemClock.now()
+    }
+
+    fn now_millis(&self) -> i64 {
+        SystemClock.now_millis()
+    }
+
+    fn sleep(&self, duration: Duration) -> futures::future::BoxFuture<'static, ()> {
+        let (dropped, cancelled) = std::sync::mpsc::channel::<()>();
+        let (elapse, elapsed) = futures::channel::oneshot::channel::<()>();
+        let started = std::thread::Builder::new()
+            .name("harness-scenario-sleep".to_owned())
+            .spawn(move || {
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    cancelled.recv_timeout(duration)
+                {
+                    let _ = elapse.send(());
+                }
+            });
+        Box::pin(async move {
+            let _dropped = dropped;
+            // Without a thread the sleep never ends, like a timer that never comes due.
+            if started.is_err() || elapsed.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        })
     }
 }
 

@@ -307,3 +307,25 @@ fn await_job_on_a_running_fake_job_is_an_error_at_once() {
     );
     assert!(!settled.failed, "{}", settled.to_text());
 }
+
+/// On `{"mode":"system"}` a timer takes real time, although the runner's runtime has a paused
+/// clock: before, a 300 ms `job_output` wait returned at once (tokio's paused clock jumped).
+#[test]
+fn a_system_clock_wait_takes_real_time() {
+    let started = std::time::Instant::now();
+    let transcript = run_scenario(
+        r#"{"do":"config","clock":{"mode":"system"}}
+{"do":"session","id":"s1"}
+{"do":"fake_job","session":"s1","kind":"fake","label":"x"}
+{"do":"call","session":"s1","tool":"job_output","args":{"job_id":"fake-1","wait":true,"timeout_ms":300}}
+{"do":"settle","job":"fake-1","status":"completed"}
+"#,
+    );
+    assert!(!transcript.failed, "{}", transcript.to_text());
+    assert!(
+        transcript.lines[1].ends_with(r#""text":"(no new output)\n[status: running]"}"#),
+        "{}",
+        transcript.lines[1]
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+}
