@@ -113,7 +113,9 @@ fn openai_parameters(schema: &Value, strict: bool) -> Value {
 /// * every object schema gets `"additionalProperties": false` and `required` listing every
 ///   property, in property order (`"required": []` when it has none);
 /// * a property that was optional also accepts `null`: a scalar or object `type` becomes
-///   `[type, "null"]` (an `enum` gains `null`), an `anyOf` gains a `{"type":"null"}` branch;
+///   `[type, "null"]` (an `enum` gains `null`), an `anyOf` gains a `{"type":"null"}` branch,
+///   and a schema with none of these (or with a `const`) becomes
+///   `{"anyOf": [schema, {"type":"null"}]}`;
 /// * `oneOf` becomes `anyOf` (strict mode refuses `oneOf`).
 ///
 /// Descriptions and every other keyword are kept in place.
@@ -125,6 +127,15 @@ fn strictify(schema: &Value, nullable: bool) -> Value {
     let Value::Object(source) = schema else {
         return schema.clone();
     };
+    // An optional property that neither a `type`, an `enum` nor branches can make nullable
+    // (no `type`, or a `const` that no added type could relax) accepts `null` as a branch.
+    let typed = source.contains_key("type")
+        || source.contains_key("enum")
+        || source.contains_key("anyOf")
+        || source.contains_key("oneOf");
+    if nullable && (!typed || source.contains_key("const")) {
+        return json!({"anyOf": [strictify(schema, false), {"type": "null"}]});
+    }
     let mut out = Map::new();
     let required: Vec<&str> = source
         .get("required")

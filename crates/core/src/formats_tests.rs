@@ -90,3 +90,25 @@ fn nulls_are_dropped_by_the_object_branch_the_value_fits() {
         json!({"targets": [{}]})
     );
 }
+
+/// An optional property without a `type`, `enum` or branches, or with a `const`, still
+/// accepts `null` in strict form (before, it became required with no way to leave it out:
+/// `{"const": "a"}` stayed as is in `required`).
+#[test]
+fn an_optional_property_without_a_type_or_with_a_const_accepts_null_as_a_branch() {
+    let schema = json!({"type": "object", "properties": {
+        "x": {"const": "a"},
+        "y": {"description": "anything"},
+        "z": {"type": "string", "const": "b"},
+        "w": {"type": "string", "const": "c"}
+    }, "required": ["w"]});
+    assert_eq!(
+        strict_schema(&schema),
+        json!({"type": "object", "properties": {
+            "x": {"anyOf": [{"const": "a"}, {"type": "null"}]},
+            "y": {"anyOf": [{"description": "anything"}, {"type": "null"}]},
+            "z": {"anyOf": [{"type": "string", "const": "b"}, {"type": "null"}]},
+            "w": {"type": "string", "const": "c"}
+        }, "required": ["x", "y", "z", "w"], "additionalProperties": false})
+    );
+}
