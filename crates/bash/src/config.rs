@@ -77,70 +77,70 @@ impl Default for BashConfig {
 }
 
 impl BashConfig {
-    /// With `maxOutputBytes` set (checked by [`BashConfig::validate`] at install).
+    /// With `maxOutputBytes` set.
     #[must_use]
     pub fn with_max_output_bytes(mut self, max_output_bytes: u64) -> Self {
         self.max_output_bytes = max_output_bytes;
         self
     }
 
-    /// With `maxSpillBytes` set (checked by [`BashConfig::validate`] at install).
+    /// With `maxSpillBytes` set.
     #[must_use]
     pub fn with_max_spill_bytes(mut self, max_spill_bytes: u64) -> Self {
         self.max_spill_bytes = max_spill_bytes;
         self
     }
 
-    /// With `spillDir` set (checked by [`BashConfig::validate`] at install).
+    /// With `spillDir` set.
     #[must_use]
-    pub fn with_spill_dir(mut self, spill_dir: Option<PathBuf>) -> Self {
-        self.spill_dir = spill_dir;
+    pub fn with_spill_dir(mut self, spill_dir: impl Into<PathBuf>) -> Self {
+        self.spill_dir = Some(spill_dir.into());
         self
     }
 
-    /// With `keepSpillFiles` set (checked by [`BashConfig::validate`] at install).
+    /// With `keepSpillFiles` set.
     #[must_use]
     pub fn with_keep_spill_files(mut self, keep_spill_files: bool) -> Self {
         self.keep_spill_files = keep_spill_files;
         self
     }
 
-    /// With `killGraceMs` (milliseconds) set (checked by [`BashConfig::validate`] at install).
+    /// With `killGraceMs` set.
     #[must_use]
     pub fn with_kill_grace_ms(mut self, kill_grace_ms: u64) -> Self {
         self.kill_grace_ms = kill_grace_ms;
         self
     }
 
-    /// With `containment` set (checked by [`BashConfig::validate`] at install).
+    /// With `containment` set.
     #[must_use]
     pub fn with_containment(mut self, containment: Containment) -> Self {
         self.containment = containment;
         self
     }
 
-    /// With `cwd` set (checked by [`BashConfig::validate`] at install).
+    /// With `cwd` set.
     #[must_use]
-    pub fn with_cwd(mut self, cwd: Option<PathBuf>) -> Self {
-        self.cwd = cwd;
+    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(cwd.into());
         self
     }
 
-    /// With `env` set (checked by [`BashConfig::validate`] at install).
+    /// With `env` set.
     #[must_use]
     pub fn with_env(mut self, env: BTreeMap<String, String>) -> Self {
         self.env = env;
         self
     }
 
-    /// With `defaultTimeoutMs` (milliseconds) set (checked by [`BashConfig::validate`] at install).
+    /// With `defaultTimeoutMs` (milliseconds) set.
     #[must_use]
     pub fn with_default_timeout_ms(mut self, default_timeout_ms: f64) -> Self {
         self.default_timeout_ms = default_timeout_ms;
         self
     }
 
-    /// With `maxTimeoutMs` (milliseconds) set (checked by [`BashConfig::validate`] at install).
+    /// With `maxTimeoutMs` (milliseconds) set.
     #[must_use]
     pub fn with_max_timeout_ms(mut self, max_timeout_ms: f64) -> Self {
         self.max_timeout_ms = max_timeout_ms;

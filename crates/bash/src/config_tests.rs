@@ -139,3 +139,27 @@ fn an_unsafe_default_folder_is_replaced_by_a_fresh_private_one() {
     std::os::unix::fs::symlink(temp.path(), &shared).unwrap();
     assert_ne!(super::choose_default_folder(temp.path()), shared);
 }
+
+/// `BashConfig` can grow without breaking callers (`#[non_exhaustive]`): each key has a
+/// builder, and the builders give what the JSON keys give.
+#[test]
+fn builders_match_the_json_keys() {
+    let built = BashConfig::default()
+        .with_max_output_bytes(10)
+        .with_max_spill_bytes(20)
+        .with_spill_dir("/tmp/spill")
+        .with_keep_spill_files(true)
+        .with_kill_grace_ms(30)
+        .with_containment(Containment::ProcessTree)
+        .with_cwd("/srv")
+        .with_env(BTreeMap::from([("A".to_owned(), "1".to_owned())]))
+        .with_default_timeout_ms(40.0)
+        .with_max_timeout_ms(50.0);
+    let decoded = BashConfig::from_json(&serde_json::json!({
+        "maxOutputBytes": 10, "maxSpillBytes": 20, "spillDir": "/tmp/spill",
+        "keepSpillFiles": true, "killGraceMs": 30, "containment": "processTree", "cwd": "/srv",
+        "env": {"A": "1"}, "defaultTimeoutMs": 40, "maxTimeoutMs": 50
+    }))
+    .unwrap();
+    assert_eq!(built, decoded);
+}

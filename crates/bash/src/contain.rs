@@ -352,11 +352,38 @@ mod cgroup {
         }
     }
 
-    /// The pids in the cgroup.
+    /// The pids in the cgroup and in every cgroup nested under it (a command that is a host
+    /// itself makes its own there, and may move processes into them).
     pub(super) fn pids(dir: &Path) -> Vec<i32> {
-        std::fs::read_to_string(dir.join("cgroup.procs"))
+        let mut pids: Vec<i32> = std::fs::read_to_string(dir.join("cgroup.procs"))
             .map(|text| text.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default();
+        for nested in nested(dir) {
+            pids.extend(self::pids(&nested));
+        }
+        pids
+    }
+
+    /// The cgroups directly under `dir`.
+    fn nested(dir: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path())
+                    .collect()
+            })
             .unwrap_or_default()
+    }
+
+    /// Removes `dir` and the cgroups nested under it, deepest first (a cgroup folder goes
+    /// with `rmdir` once it has no members and no nested cgroup).
+    fn remove_tree(dir: &Path) -> std::io::Result<()> {
+        for nested in nested(dir) {
+            let _ = remove_tree(&nested);
+        }
+        std::fs::remove_dir(dir)
     }
 
     /// Whether process `pid` is in cgroup `dir`.
@@ -368,14 +395,19 @@ mod cgroup {
         let Ok(own) = std::fs::read_to_string(format!("/proc/{pid}/cgroup")) else {
             return false;
         };
+        // In `dir` itself or in a cgroup nested under it.
         own.lines()
             .filter_map(|l| l.strip_prefix("0::"))
-            .any(|path| Path::new(path.trim()).ends_with(relative))
+            .any(|path| {
+                Path::new(path.trim())
+                    .ancestors()
+                    .any(|cgroup| cgroup.ends_with(relative))
+            })
     }
 
     /// Removes the cgroup; while members are still exiting, once they have.
     pub(super) fn remove(dir: &Path) {
-        match std::fs::remove_dir(dir) {
+        match remove_tree(dir) {
             Ok(()) => {}
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
             Err(_) => remove_when_empty(dir.to_path_buf()),
@@ -414,7 +446,7 @@ mod cgroup {
 
     impl Drop for RemoveOnDrop {
         fn drop(&mut self) {
-            if std::fs::remove_dir(&self.0).is_err() {
+            if remove_tree(&self.0).is_err() {
                 stale(std::mem::take(&mut self.0));
             }
         }

@@ -82,6 +82,24 @@ enum Command {
     },
 }
 
+/// The error and its causes joined with `: `, each cause left out when the message before it
+/// already says it (an error whose text includes its source, such as a store's I/O error,
+/// printed the operating system's message twice).
+fn report(error: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in error.chain() {
+        let message = cause.to_string();
+        if text.contains(&message) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&message);
+    }
+    text
+}
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -95,7 +113,7 @@ fn main() -> ExitCode {
     match run(cli.command) {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("harness: {error:#}");
+            eprintln!("harness: {}", report(&error));
             ExitCode::FAILURE
         }
     }

@@ -113,7 +113,9 @@ fn openai_parameters(schema: &Value, strict: bool) -> Value {
 /// * every object schema gets `"additionalProperties": false` and `required` listing every
 ///   property, in property order (`"required": []` when it has none);
 /// * a property that was optional also accepts `null`: a scalar or object `type` becomes
-///   `[type, "null"]` (an `enum` gains `null`), an `anyOf` gains a `{"type":"null"}` branch;
+///   `[type, "null"]` (an `enum` gains `null`), an `anyOf` gains a `{"type":"null"}` branch,
+///   and a schema with none of these (or with a `const`) becomes
+///   `{"anyOf": [schema, {"type":"null"}]}`;
 /// * `oneOf` becomes `anyOf` (strict mode refuses `oneOf`).
 ///
 /// Descriptions and every other keyword are kept in place.
@@ -125,6 +127,15 @@ fn strictify(schema: &Value, nullable: bool) -> Value {
     let Value::Object(source) = schema else {
         return schema.clone();
     };
+    // An optional property that neither a `type`, an `enum` nor branches can make nullable
+    // (no `type`, or a `const` that no added type could relax) accepts `null` as a branch.
+    let typed = source.contains_key("type")
+        || source.contains_key("enum")
+        || source.contains_key("anyOf")
+        || source.contains_key("oneOf");
+    if nullable && (!typed || source.contains_key("const")) {
+        return json!({"anyOf": [strictify(schema, false), {"type": "null"}]});
+    }
     let mut out = Map::new();
     let required: Vec<&str> = source
         .get("required")
@@ -208,8 +219,11 @@ fn strictify(schema: &Value, nullable: bool) -> Value {
 /// Walks `schema` alongside the value: in an object schema, a property that is not listed
 /// in `required` and whose value is `null` is dropped; declared properties are walked
 /// further (object properties, array `items`, and the `oneOf`/`anyOf` branches whose `type`
-/// matches the value). A `null` for a required property, an undeclared key or anything the
-/// schema does not describe is left alone, so validation still reports it.
+/// fits the value). When several branches fit, the value is stripped by the first one it
+/// then validates against (by the first fitting one if it validates against none), so a
+/// `null` is judged by the branch the value is written for. A `null` for a required
+/// property, an undeclared key or anything the schema does not describe is left alone, so
+/// validation still reports it.
 ///
 /// ```
 /// use serde_json::json;
@@ -221,7 +235,7 @@ fn strictify(schema: &Value, nullable: bool) -> Value {
 /// );
 /// ```
 pub fn null_as_absent(schema: &Value, arguments: Value) -> Value {
-    match arguments {
+    let mut value = match arguments {
         Value::Object(map) => Value::Object(strip_object(schema, map)),
         Value::Array(items) => match schema.get("items") {
             Some(item_schema) => Value::Array(
@@ -232,20 +246,35 @@ pub fn null_as_absent(schema: &Value, arguments: Value) -> Value {
             ),
             None => Value::Array(items),
         },
-        other => other,
+        other => return other,
+    };
+    for keyword in ["oneOf", "anyOf"] {
+        if let Some(branches) = schema.get(keyword).and_then(Value::as_array) {
+            value = through_branches(branches, value);
+        }
     }
+    value
+}
+
+/// `value` stripped by the branch it is written for: the first fitting branch it validates
+/// against once stripped, else the first fitting branch, else unchanged.
+fn through_branches(branches: &[Value], value: Value) -> Value {
+    let candidates: Vec<(&Value, Value)> = branches
+        .iter()
+        .filter(|branch| crate::validate::type_fits(branch, &value))
+        .map(|branch| (branch, null_as_absent(branch, value.clone())))
+        .collect();
+    let chosen = candidates
+        .iter()
+        .position(|(branch, candidate)| crate::validate::conforms(branch, candidate))
+        .unwrap_or(0);
+    candidates
+        .into_iter()
+        .nth(chosen)
+        .map_or(value, |(_, candidate)| candidate)
 }
 
 fn strip_object(schema: &Value, mut map: Map<String, Value>) -> Map<String, Value> {
-    for branches in ["oneOf", "anyOf"] {
-        if let Some(branches) = schema.get(branches).and_then(Value::as_array)
-            && let Some(branch) = branches
-                .iter()
-                .find(|b| b.get("type").and_then(Value::as_str) == Some("object"))
-        {
-            map = strip_object(branch, map);
-        }
-    }
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return map;
     };

@@ -54,3 +54,61 @@ fn only_a_non_object_root_is_wrapped() {
         )
     );
 }
+
+/// With several object branches, a `null` is dropped by the branch the value is written
+/// for (the one that validates once its optional nulls are gone), not always by the first
+/// object branch: before, `{"url": …, "timeout": null}` kept its `null` (the first branch
+/// does not declare `timeout`) and failed validation, and a `null` for `path`, required in
+/// the second branch, was dropped by the first (where it is optional).
+#[test]
+fn nulls_are_dropped_by_the_object_branch_the_value_fits() {
+    let schema = json!({"type": "object", "properties": {"target": {"oneOf": [
+        {"type": "object", "additionalProperties": false, "required": ["file"],
+         "properties": {"file": {"type": "string"}, "path": {"type": "string"}}},
+        {"type": "object", "additionalProperties": false, "required": ["url", "path"],
+         "properties": {"url": {"type": "string"}, "path": {"type": "string"},
+                        "timeout": {"type": "number"}}}
+    ]}}, "required": ["target"]});
+    let second = null_as_absent(
+        &schema,
+        json!({"target": {"url": "u", "path": "p", "timeout": null}}),
+    );
+    assert_eq!(second, json!({"target": {"url": "u", "path": "p"}}));
+    assert_eq!(crate::validate_arguments(&schema, &second), Ok(()));
+    let first = null_as_absent(&schema, json!({"target": {"file": "f", "path": null}}));
+    assert_eq!(first, json!({"target": {"file": "f"}}));
+    // Fits no branch either way: left as the first object branch strips it.
+    let neither = null_as_absent(&schema, json!({"target": {"url": "u", "path": null}}));
+    assert_eq!(neither, json!({"target": {"url": "u"}}));
+    // An array branch is walked too.
+    let listed = json!({"type": "object", "properties": {"targets": {"anyOf": [
+        {"type": "string"},
+        {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "number"}}}}
+    ]}}});
+    assert_eq!(
+        null_as_absent(&listed, json!({"targets": [{"n": null}]})),
+        json!({"targets": [{}]})
+    );
+}
+
+/// An optional property without a `type`, `enum` or branches, or with a `const`, still
+/// accepts `null` in strict form (before, it became required with no way to leave it out:
+/// `{"const": "a"}` stayed as is in `required`).
+#[test]
+fn an_optional_property_without_a_type_or_with_a_const_accepts_null_as_a_branch() {
+    let schema = json!({"type": "object", "properties": {
+        "x": {"const": "a"},
+        "y": {"description": "anything"},
+        "z": {"type": "string", "const": "b"},
+        "w": {"type": "string", "const": "c"}
+    }, "required": ["w"]});
+    assert_eq!(
+        strict_schema(&schema),
+        json!({"type": "object", "properties": {
+            "x": {"anyOf": [{"const": "a"}, {"type": "null"}]},
+            "y": {"anyOf": [{"description": "anything"}, {"type": "null"}]},
+            "z": {"anyOf": [{"type": "string", "const": "b"}, {"type": "null"}]},
+            "w": {"type": "string", "const": "c"}
+        }, "required": ["x", "y", "z", "w"], "additionalProperties": false})
+    );
+}

@@ -44,6 +44,20 @@ pub fn validate_arguments(schema: &Value, arguments: &Value) -> Result<(), Inval
 #[error("{0}")]
 pub struct InvalidArguments(pub String);
 
+/// Whether `value` (not at the root) satisfies `schema` as [`validate_arguments`] checks it.
+pub(crate) fn conforms(schema: &Value, value: &Value) -> bool {
+    let mut violations = Vec::new();
+    check(schema, value, "", false, &mut violations);
+    violations.is_empty()
+}
+
+/// Whether `value`'s type is one `schema` declares (any, when it declares none): how a
+/// `oneOf` branch is told to fit.
+pub(crate) fn type_fits(schema: &Value, value: &Value) -> bool {
+    let types = declared_types(schema);
+    types.is_empty() || types.iter().any(|t| type_matches(t, value))
+}
+
 fn child(path: &str, key: &str) -> String {
     if path.is_empty() {
         key.to_owned()
@@ -158,13 +172,7 @@ fn check_object(
 /// `oneOf` over branches told apart by type (the only use in these tools): the branch whose
 /// type fits decides; no fitting branch is a type violation naming every branch's type.
 fn check_one_of(branches: &[Value], value: &Value, path: &str, out: &mut Vec<String>) {
-    let fitting: Vec<&Value> = branches
-        .iter()
-        .filter(|b| {
-            let types = declared_types(b);
-            types.is_empty() || types.iter().any(|t| type_matches(t, value))
-        })
-        .collect();
+    let fitting: Vec<&Value> = branches.iter().filter(|b| type_fits(b, value)).collect();
     match fitting.as_slice() {
         [] => {
             let wanted: Vec<String> = branches

@@ -85,7 +85,8 @@ impl JobError {
     /// # Errors
     /// [`JobError::InvalidWaitTimeout`] unless `timeout_ms` is finite and > 0 (todo-jobs
     /// §4.5). A value too large for a [`Duration`] becomes [`Duration::MAX`]: a huge wait is
-    /// clamped by the registry, not refused.
+    /// clamped by the registry, not refused. A positive value below one nanosecond becomes
+    /// one nanosecond (a wait that times out at once), never the zero the registry refuses.
     ///
     /// ```
     /// use std::time::Duration;
@@ -101,7 +102,8 @@ impl JobError {
         if !timeout_ms.is_finite() || timeout_ms <= 0.0 {
             return Err(Self::invalid_wait_timeout(timeout_ms));
         }
-        Ok(Duration::try_from_secs_f64(timeout_ms / 1000.0).unwrap_or(Duration::MAX))
+        let timeout = Duration::try_from_secs_f64(timeout_ms / 1000.0).unwrap_or(Duration::MAX);
+        Ok(timeout.max(Duration::from_nanos(1)))
     }
 }
 
@@ -156,6 +158,26 @@ mod tests {
         assert_eq!(
             JobError::Producer("cancel boom".into()).to_string(),
             "cancel boom"
+        );
+    }
+
+    /// A positive timeout below a nanosecond is still a wait (before, it rounded to the zero
+    /// `wait` refuses, and `job_output` answered "got 0" for a positive `timeout_ms`).
+    #[test]
+    fn a_positive_timeout_below_a_nanosecond_waits_one_nanosecond() {
+        for tiny in [1e-10, 4e-7, f64::MIN_POSITIVE, 5e-324] {
+            assert_eq!(
+                JobError::wait_timeout(tiny).unwrap(),
+                Duration::from_nanos(1)
+            );
+        }
+        assert_eq!(
+            JobError::wait_timeout(1e-6).unwrap(),
+            Duration::from_nanos(1)
+        );
+        assert_eq!(
+            JobError::wait_timeout(0.5).unwrap(),
+            Duration::from_micros(500)
         );
     }
 

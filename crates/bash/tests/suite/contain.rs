@@ -436,3 +436,49 @@ async fn the_start_gate_is_invisible_to_the_command() {
     assert_eq!(lines.nth(2), Some("32"));
     assert!(outputs[0].ends_with("\nend\n"), "{}", outputs[0]);
 }
+
+/// A job's cgroup includes the cgroups made under it (a command that is itself a host, such
+/// as this crate's own tests run in a job, puts its jobs there): a leftover in a nested
+/// cgroup is stopped at disposal, and the job's folder, nested ones included, is removed.
+/// Before, only the job's own `cgroup.procs` was read: the nested leftover kept running and
+/// the folder could never be removed.
+#[tokio::test]
+async fn a_leftover_in_a_nested_cgroup_is_stopped_and_the_folders_removed() {
+    let probe = BashProcess::spawn(options("true")).unwrap();
+    let mechanism = probe.mechanism();
+    finish(&probe).await;
+    if mechanism != Mechanism::Cgroup {
+        // Nested cgroups need a cgroup per job; nothing to prove without one.
+        return;
+    }
+    let marker = unique("nested-cgroup");
+    let mount = std::fs::read_to_string("/proc/self/mountinfo")
+        .unwrap()
+        .lines()
+        .find(|l| l.contains(" - cgroup2 "))
+        .and_then(|l| l.split_whitespace().nth(4).map(str::to_owned))
+        .unwrap();
+    let process = BashProcess::spawn(options(&format!(
+        "own=$(sed -n 's/^0:://p' /proc/self/cgroup); echo \"$own\"; \
+         mkdir \"{mount}$own/nested\"; \
+         (echo $BASHPID > \"{mount}$own/nested/cgroup.procs\"; exec -a {marker} sleep 1000) \
+         >/dev/null 2>&1 &"
+    )))
+    .unwrap();
+    assert_eq!(
+        finish(&process).await.status,
+        harness_bash::EndStatus::Exited(0)
+    );
+    let own = process.read().trim_end().to_owned();
+    let folder = std::path::PathBuf::from(format!("{mount}{own}"));
+    assert!(folder.join("nested").is_dir(), "{}", folder.display());
+    assert_eq!(settle_count(&marker, 1).await, 1);
+    drop(process);
+    assert_eq!(settle_count(&marker, 0).await, 0);
+    // Removed once the members have exited (a pidfd wakes the removal): poll for it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while folder.exists() && std::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(!folder.exists(), "{}", folder.display());
+}

@@ -38,7 +38,7 @@ use crate::{
 ///   the file back to its last durable length and keeps the lines for the next flush, which
 ///   writes them from that length again: no byte is written twice and none is dropped.
 /// * **Create is atomic.** The header (and a fork's events) go to a temporary file in the same
-///   folder (`.<id>.jsonl.<pid>-<n>.tmp`), which is synced, linked to `<id>.jsonl` (failing if
+///   folder (`.create-<pid>-<n>.tmp`), which is synced, linked to `<id>.jsonl` (failing if
 ///   that exists), and the folder is synced. A crash at any instant leaves either no session or
 ///   a complete one (at worst a stray temporary file, which the store ignores). The folder must
 ///   be on a file system with hard links.
@@ -120,13 +120,22 @@ impl JsonlStore {
     }
 
     /// Opens a session file directly by path for appending: takes the file's lock, then
-    /// truncates a torn tail. The session's id is the one in the header.
+    /// truncates a torn tail. The session's id is the one in the header; for a file named
+    /// `<id>.jsonl` the header must name that `<id>`, as for [`SessionStore::open`] (else the
+    /// file `b.jsonl` of a header naming `a` would be a second writer of session `a` beside
+    /// `a.jsonl`).
     ///
     /// # Errors
-    /// [`StoreError::NotFound`], [`StoreError::Locked`], [`StoreError::Malformed`],
-    /// [`StoreError::InterruptedCreate`], or an I/O error.
+    /// [`StoreError::NotFound`], [`StoreError::Locked`], [`StoreError::Malformed`] (also when
+    /// the header names another session than the file name), [`StoreError::InterruptedCreate`],
+    /// or an I/O error.
     pub fn open_path(path: &Path, clock: Arc<dyn Clock>) -> Result<Arc<dyn Session>, StoreError> {
-        let session = open_file(path, None, clock, |file| Box::new(file))?;
+        let named = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .and_then(|name| name.strip_suffix(".jsonl"))
+            .map(SessionId::from);
+        let session = open_file(path, named.as_ref(), clock, |file| Box::new(file))?;
         Ok(Arc::new(session))
     }
 }
@@ -433,6 +442,12 @@ impl SessionStore for JsonlStore {
     }
 }
 
+/// The serial number in the next temporary file name of a create (per process).
+static TEMP_SERIAL: AtomicU64 = AtomicU64::new(0);
+
+/// How many taken temporary names a create skips before it gives up.
+const MAX_TAKEN_TEMP_NAMES: usize = 1000;
+
 impl JsonlStore {
     /// Writes `bytes` to a synced temporary file, locks it, and links it to `path` (failing
     /// with [`StoreError::AlreadyExists`] if `path` exists), then syncs the folder. Returns the
@@ -443,23 +458,37 @@ impl JsonlStore {
         path: &Path,
         bytes: &[u8],
     ) -> Result<File, StoreError> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let temp = self.dir.join(format!(
-            ".{}.jsonl.{}-{}.tmp",
-            id.as_str(),
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create_new(true)
-            .open(&temp)
-            .and_then(|mut file| {
-                file.write_all(bytes)?;
-                file.sync_all()?;
-                Ok(file)
-            });
+        // A name taken by a stray temporary file (left by a crashed process that had the same
+        // pid, as a container's first process always has) is skipped, never removed.
+        let mut skipped = 0;
+        let (temp, mut file) = loop {
+            // Not named after the id: a long id whose `<id>.jsonl` fits the file-name limit
+            // must not fail on a longer temporary name.
+            let temp = self.dir.join(format!(
+                ".create-{}-{}.tmp",
+                std::process::id(),
+                TEMP_SERIAL.fetch_add(1, Ordering::Relaxed)
+            ));
+            match OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&temp)
+            {
+                Ok(file) => break (temp, file),
+                Err(source)
+                    if source.kind() == std::io::ErrorKind::AlreadyExists
+                        && skipped < MAX_TAKEN_TEMP_NAMES =>
+                {
+                    skipped += 1;
+                }
+                Err(source) => return Err(io_error(&temp, source)),
+            }
+        };
+        let written = file
+            .write_all(bytes)
+            .and_then(|()| file.sync_all())
+            .map(|()| file);
         let file = match written {
             Ok(file) => file,
             Err(source) => {

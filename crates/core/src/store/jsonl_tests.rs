@@ -319,3 +319,45 @@ async fn a_paused_test_clock_does_not_advance_while_a_flush_runs() {
     flush.await.unwrap();
     gatekeeper.join().unwrap();
 }
+
+/// A stray temporary file left by a crashed process that had this pid (a container's first
+/// process always has the same one) does not make a create fail, and is not removed: before,
+/// the create failed with `File exists` on the temporary name and deleted the stray file.
+#[test]
+fn create_skips_temporary_names_left_by_a_crashed_process_with_the_same_pid() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonlStore::new(dir.path(), Arc::new(Frozen)).unwrap();
+    let next = super::TEMP_SERIAL.load(std::sync::atomic::Ordering::Relaxed);
+    let stray = |n: u64| {
+        dir.path()
+            .join(format!(".create-{}-{n}.tmp", std::process::id()))
+    };
+    // Other tests in this process create sessions concurrently: cover the serials they may
+    // take meanwhile.
+    for n in next..next + 200 {
+        std::fs::write(stray(n), "{\"id\":\"s1\"}\n").unwrap();
+    }
+    let session = store.create(SessionHeader::new("s1")).unwrap();
+    assert_eq!(session.id().as_str(), "s1");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("s1.jsonl")).unwrap(),
+        HEADER
+    );
+    assert!(stray(next).exists());
+    assert_eq!(store.list(), [SessionId::from("s1")]);
+}
+
+/// An id whose `<id>.jsonl` fits the file-name limit (255 bytes) can be created, though a
+/// temporary name built from it would not fit (before: `File name too long` on the
+/// temporary file for ids of about 236 to 249 bytes).
+#[test]
+fn an_id_whose_file_name_fits_can_be_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = JsonlStore::new(dir.path(), Arc::new(Frozen)).unwrap();
+    let id = "i".repeat(255 - ".jsonl".len());
+    let session = store.create(SessionHeader::new(id.as_str())).unwrap();
+    assert_eq!(session.id().as_str(), id);
+    drop(session);
+    assert_eq!(store.list(), [SessionId::from(id.as_str())]);
+    assert_eq!(store.open(&SessionId::from(id.as_str())).unwrap().len(), 0);
+}

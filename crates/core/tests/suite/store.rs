@@ -341,23 +341,42 @@ async fn opening_an_id_whose_file_header_names_another_session_is_malformed() {
     // A copy of `a` with a torn tail: the refusal must not cut it either.
     let bytes = [std::fs::read(&a).unwrap().as_slice(), b"{\"seq\""].concat();
     std::fs::write(&b, &bytes).unwrap();
-    match store.open(&SessionId::from("b")).err().unwrap() {
-        StoreError::Malformed {
-            file,
-            line,
-            message,
-        } => assert_eq!(
-            (file, line, message.as_str()),
-            (
-                b.display().to_string(),
-                1,
-                "the header names session \"a\", but this is the file of session \"b\""
-            )
-        ),
-        other => panic!("unexpected {other:?}"),
+    // By id and by path alike (before, `open_path` opened `b.jsonl` as session `a`: a second
+    // writer of `a` beside `a.jsonl`).
+    let attempts = [
+        store.open(&SessionId::from("b")),
+        JsonlStore::open_path(&b, Arc::new(Frozen)),
+    ];
+    for attempt in attempts {
+        match attempt.err().unwrap() {
+            StoreError::Malformed {
+                file,
+                line,
+                message,
+            } => assert_eq!(
+                (file, line, message.as_str()),
+                (
+                    b.display().to_string(),
+                    1,
+                    "the header names session \"a\", but this is the file of session \"b\""
+                )
+            ),
+            other => panic!("unexpected {other:?}"),
+        }
     }
     assert_eq!(std::fs::read(&b).unwrap(), bytes);
-    assert_eq!(store.open(&SessionId::from("a")).unwrap().len(), 1);
+    let a_session = store.open(&SessionId::from("a")).unwrap();
+    assert_eq!(a_session.len(), 1);
+    drop(a_session);
+    // A file not named `<id>.jsonl` opens as the session its header names.
+    let other = dir.path().join("a.backup");
+    std::fs::copy(&a, &other).unwrap();
+    assert_eq!(
+        JsonlStore::open_path(&other, Arc::new(Frozen))
+            .unwrap()
+            .id(),
+        &SessionId::from("a")
+    );
 }
 
 #[test]

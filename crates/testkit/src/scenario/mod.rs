@@ -131,7 +131,13 @@ async fn run_into(source: &str, lines: Arc<Mutex<Vec<String>>>) -> bool {
         }
         settle().await;
     }
-    runner.finish().await;
+    if let Err(message) = runner.finish().await
+        && !failed
+    {
+        // Not a step's error: line 0, like the runner's own failures.
+        push(&lines, error_line(0, &message));
+        failed = true;
+    }
     failed
 }
 
@@ -267,7 +273,7 @@ impl Runner {
         }
         let clock: Arc<dyn Clock> = match &clock_mode {
             ClockMode::Manual(clock) => Arc::new(clock.clone()),
-            ClockMode::System => Arc::new(SystemClock),
+            ClockMode::System => Arc::new(RealTimeClock),
         };
         let (store, dir): (Arc<dyn SessionStore>, _) = if jsonl {
             let dir = tempfile::tempdir().map_err(|e| format!("cannot create a temp dir: {e}"))?;
@@ -337,9 +343,15 @@ impl Runner {
             "dispose" => {
                 only(step, &["session"])?;
                 let id = SessionId::from(string(step, "session")?);
-                if !self.host()?.dispose_agent(&id).await {
+                let host = self.host()?;
+                if host.memory_agent(&id).is_none() {
                     return Err(format!("no live agent for session {id}"));
                 }
+                let what = format!("dispose of session {id}");
+                let stuck = blocked(&what, &format!("{TEARDOWN_HINT} first"));
+                let registry = self.registry().ok();
+                let disposal = host.dispose_agent(&id);
+                self.until_done(registry, &what, stuck, disposal).await?;
                 self.live.retain(|s| s != &id);
             }
             "resume" => {
@@ -384,8 +396,12 @@ impl Runner {
                     .remove(id)
                     .ok_or_else(|| format!("no async call {id:?} is pending"))?;
                 let what = format!("the await of call {id:?}");
-                let hint = "advance the clock or settle the job before awaiting it";
-                match self.until_done(&what, hint, &mut handle).await {
+                let stuck = blocked(
+                    &what,
+                    "advance the clock or settle the job before awaiting it",
+                );
+                let registry = self.registry().ok();
+                match self.until_done(registry, &what, stuck, &mut handle).await {
                     Ok(joined) => joined.map_err(|e| format!("call {id:?} failed: {e}"))?,
                     Err(error) => {
                         // The run stops here: the call must not print after the error.
@@ -605,6 +621,12 @@ impl Runner {
             .map_err(|e| format!("await_job {id:?}: {e}"))?
             .status
             .is_terminal();
+        if !terminal && self.jobs.contains_key(&id) {
+            // Nothing settles a fake job in real time: waiting could only run out the limit.
+            return Err(format!(
+                "job {id:?} is a fake job: only a later \"settle\" step can finish it"
+            ));
+        }
         if !terminal && !settlement.within(limit).await {
             return Err(format!(
                 "job {id:?} did not finish within {}ms",
@@ -624,8 +646,9 @@ impl Runner {
     /// scenario error naming `what`, with `hint` saying how to write the step instead.
     async fn until_done<T>(
         &mut self,
+        registry: Option<Arc<dyn harness_jobs::JobRegistry>>,
         what: &str,
-        hint: &str,
+        blocked: String,
         work: impl Future<Output = T>,
     ) -> Result<T, String> {
         let manual = matches!(self.setup()?.clock_mode, ClockMode::Manual(_));
@@ -639,8 +662,8 @@ impl Runner {
                 output = &mut work => return Ok(output),
                 () = settle() => {}
             }
-            let Some(registry) = self.registry().ok() else {
-                return Err(blocked(what, hint));
+            let Some(registry) = registry.clone() else {
+                return Err(blocked);
             };
             let fakes: Vec<harness_jobs::JobId> = self
                 .jobs
@@ -659,7 +682,7 @@ impl Runner {
                 .flat_map(|caller| registry.list(caller.as_ref()))
                 .any(|job| !job.status.is_terminal() && real(&job.id));
             if !running {
-                return Err(blocked(what, hint));
+                return Err(blocked);
             }
             if !settlement.within(REAL_TIME_LIMIT).await {
                 return Err(format!(
@@ -736,10 +759,16 @@ impl Runner {
         }
         let mark = self.lines.lock().unwrap_or_else(|p| p.into_inner()).len();
         let what = format!("call {id:?} ({tool})");
+        let stuck = blocked(
+            &what,
+            "make it \"async\":true, then advance the clock or settle the job",
+        );
+        let registry = self.registry().ok();
         let output = self
             .until_done(
+                registry,
                 &what,
-                "make it \"async\":true, then advance the clock or settle the job",
+                stuck,
                 host.execute(&tool, args, session.as_ref()),
             )
             .await?;
@@ -751,11 +780,13 @@ impl Runner {
 
     async fn restart(&mut self) -> Result<(), String> {
         let recorder = self.recorder();
+        let registry = self.registry().ok();
         let setup = self.setup()?;
-        setup.host.dispose_all().await;
-        if let Some(installed) = setup.installed.take() {
-            installed.dispose().await;
-        }
+        let teardown = teardown(setup.host.clone(), setup.installed.take());
+        let what = "the restart";
+        let stuck = blocked(what, &format!("{TEARDOWN_HINT} first"));
+        self.until_done(registry, what, stuck, teardown).await?;
+        let setup = self.setup()?;
         let host = MemoryHarness::restarted_from(&setup.host);
         host.set_recorder(recorder);
         setup.installed = Some(plugins::install(&host, &setup.configs)?);
@@ -767,16 +798,37 @@ impl Runner {
         Ok(())
     }
 
-    async fn finish(&mut self) {
+    /// Disposes every agent and plugin. On the manual clock a disposal that only time or a
+    /// step could finish (a job that hangs on cancel) is abandoned with an error instead of
+    /// waiting forever.
+    async fn finish(&mut self) -> Result<(), String> {
         for (_, handle) in self.calls.drain() {
             handle.abort();
         }
-        if let Some(mut setup) = self.setup.take() {
-            setup.host.dispose_all().await;
-            if let Some(installed) = setup.installed.take() {
-                installed.dispose().await;
-            }
-        }
+        let Some(setup) = self.setup.as_mut() else {
+            return Ok(());
+        };
+        let registry = setup.installed.as_ref().map(Installed::registry);
+        let teardown = teardown(setup.host.clone(), setup.installed.take());
+        let what = "the end of the run (disposing every agent and plugin)";
+        let stuck = format!(
+            "{what} cannot finish until the manual clock moves; {TEARDOWN_HINT} before the \
+             scenario ends"
+        );
+        let result = self.until_done(registry, what, stuck, teardown).await;
+        self.setup = None;
+        result
+    }
+}
+
+/// How to write a scenario whose disposal would wait for a job that hangs on cancel.
+const TEARDOWN_HINT: &str = "settle the jobs that hang on cancel (\"onCancel\":\"hang\")";
+
+/// Disposes every agent of `host`, then the plugins.
+async fn teardown(host: Arc<MemoryHarness>, installed: Option<Installed>) {
+    host.dispose_all().await;
+    if let Some(installed) = installed {
+        installed.dispose().await;
     }
 }
 
@@ -834,6 +886,44 @@ impl Settlement {
             () = self.settled.notified() => true,
             _ = expired => false,
         }
+    }
+}
+
+/// The system clock of `{"mode":"system"}`, with sleeps in real time. The runner's runtime has
+/// a paused clock, on which [`SystemClock`]'s tokio sleeps would end as soon as the runtime is
+/// idle: a 2 s `job_output` wait returned at once, a kill grace ended early, and a reminder's
+/// timer spun until the wall clock reached its time. Each sleep waits on a thread of its own,
+/// which returns at once when the sleep is dropped.
+struct RealTimeClock;
+
+impl Clock for RealTimeClock {
+    fn now(&self) -> DateTime<Utc> {
+        SystemClock.now()
+    }
+
+    fn now_millis(&self) -> i64 {
+        SystemClock.now_millis()
+    }
+
+    fn sleep(&self, duration: Duration) -> futures::future::BoxFuture<'static, ()> {
+        let (dropped, cancelled) = std::sync::mpsc::channel::<()>();
+        let (elapse, elapsed) = futures::channel::oneshot::channel::<()>();
+        let started = std::thread::Builder::new()
+            .name("harness-scenario-sleep".to_owned())
+            .spawn(move || {
+                if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                    cancelled.recv_timeout(duration)
+                {
+                    let _ = elapse.send(());
+                }
+            });
+        Box::pin(async move {
+            let _dropped = dropped;
+            // Without a thread the sleep never ends, like a timer that never comes due.
+            if started.is_err() || elapsed.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        })
     }
 }
 

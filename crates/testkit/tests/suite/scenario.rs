@@ -229,3 +229,103 @@ async fn public_functions_work_inside_a_current_thread_runtime() {
 async fn public_functions_work_inside_a_multi_thread_runtime() {
     public_functions_inside_a_runtime().await;
 }
+
+/// A disposal waiting for a job that hangs on cancel can finish only at a later step (a
+/// `settle`) or when the manual clock moves: the `dispose` and `restart` steps and the end of
+/// the run stop with an error naming it instead of waiting forever (before, the run hung and
+/// printed nothing, not even an earlier step's error).
+#[test]
+fn a_disposal_that_only_a_later_step_can_finish_is_a_scenario_error() {
+    let start = "{\"do\":\"session\",\"id\":\"s1\"}\n{\"do\":\"fake_job\",\"session\":\"s1\",\"kind\":\"fake\",\"label\":\"x\",\"onCancel\":\"hang\"}\n";
+    let job = r#"{"kind":"job","id":"fake-1","session":"s1"}"#;
+    let hint = r#"settle the jobs that hang on cancel (\"onCancel\":\"hang\")"#;
+    let cases = [
+        (
+            "{\"do\":\"dispose\",\"session\":\"s1\"}\n",
+            format!(
+                r#"{{"kind":"error","line":3,"message":"dispose of session s1 cannot finish until the manual clock moves or a later step runs; {hint} first"}}"#
+            ),
+        ),
+        (
+            "{\"do\":\"restart\"}\n",
+            format!(
+                r#"{{"kind":"error","line":3,"message":"the restart cannot finish until the manual clock moves or a later step runs; {hint} first"}}"#
+            ),
+        ),
+        (
+            "",
+            format!(
+                r#"{{"kind":"error","line":0,"message":"the end of the run (disposing every agent and plugin) cannot finish until the manual clock moves; {hint} before the scenario ends"}}"#
+            ),
+        ),
+    ];
+    for (last, error) in cases {
+        let transcript = run_scenario(&format!("{start}{last}"));
+        assert!(transcript.failed, "{last}");
+        assert_eq!(transcript.lines, [job.to_owned(), error], "{last}");
+    }
+    // An earlier step's error is the transcript's last line; the stuck cleanup adds none.
+    let transcript = run_scenario(&format!("{start}{{\"do\":\"nope\"}}\n"));
+    assert_eq!(
+        transcript.lines,
+        [
+            job,
+            r#"{"kind":"error","line":3,"message":"unknown step \"nope\""}"#
+        ]
+    );
+    // Settled first, the same scenario ends cleanly.
+    let transcript = run_scenario(&format!(
+        "{start}{{\"do\":\"settle\",\"job\":\"fake-1\",\"status\":\"killed\"}}\n{{\"do\":\"restart\"}}\n{{\"do\":\"dispose\",\"session\":\"s1\"}}\n"
+    ));
+    assert!(!transcript.failed, "{}", transcript.to_text());
+}
+
+/// Nothing settles a fake job in real time, so `await_job` on a running one is an error at
+/// once (before, it waited out the real-time limit, 30 s by default).
+#[test]
+fn await_job_on_a_running_fake_job_is_an_error_at_once() {
+    let transcript = run_scenario(
+        r#"{"do":"session","id":"s1"}
+{"do":"fake_job","session":"s1","kind":"fake","label":"x"}
+{"do":"await_job","job":"fake-1","timeoutMs":600000}
+"#,
+    );
+    assert!(transcript.failed);
+    assert_eq!(
+        transcript.lines,
+        [
+            r#"{"kind":"job","id":"fake-1","session":"s1"}"#,
+            r#"{"kind":"error","line":3,"message":"job \"fake-1\" is a fake job: only a later \"settle\" step can finish it"}"#,
+        ]
+    );
+    let settled = run_scenario(
+        r#"{"do":"session","id":"s1"}
+{"do":"fake_job","session":"s1","kind":"fake","label":"x"}
+{"do":"settle","job":"fake-1","status":"completed"}
+{"do":"await_job","job":"fake-1"}
+"#,
+    );
+    assert!(!settled.failed, "{}", settled.to_text());
+}
+
+/// On `{"mode":"system"}` a timer takes real time, although the runner's runtime has a paused
+/// clock: before, a 300 ms `job_output` wait returned at once (tokio's paused clock jumped).
+#[test]
+fn a_system_clock_wait_takes_real_time() {
+    let started = std::time::Instant::now();
+    let transcript = run_scenario(
+        r#"{"do":"config","clock":{"mode":"system"}}
+{"do":"session","id":"s1"}
+{"do":"fake_job","session":"s1","kind":"fake","label":"x"}
+{"do":"call","session":"s1","tool":"job_output","args":{"job_id":"fake-1","wait":true,"timeout_ms":300}}
+{"do":"settle","job":"fake-1","status":"completed"}
+"#,
+    );
+    assert!(!transcript.failed, "{}", transcript.to_text());
+    assert!(
+        transcript.lines[1].ends_with(r#""text":"(no new output)\n[status: running]"}"#),
+        "{}",
+        transcript.lines[1]
+    );
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300));
+}

@@ -1,0 +1,23 @@
+//! How the binary reports a failure on standard error.
+
+use std::process::Command;
+
+use pretty_assertions::assert_eq;
+
+/// A store error whose text includes the operating system's message prints it once (before:
+/// `… Is a directory (os error 21): Is a directory (os error 21)`).
+#[test]
+fn an_io_error_is_reported_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .arg("log")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let path = dir.path().display();
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        format!("harness: reading {path}: i/o error on {path}: Is a directory (os error 21)\n")
+    );
+}
