@@ -14,7 +14,8 @@ use harness_core::{MAX_SAFE_INTEGER, RawEvent, SessionEvent, as_safe_integer};
 use serde_json::Value;
 
 use super::change::{
-    SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord, decode_change, decode_change_text,
+    ChangeRef, SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord, canonical_transition,
+    decode_change, decode_change_text,
 };
 use super::error::{ResolveError, ScheduleLogError};
 use super::every::resolve_every;
@@ -178,7 +179,12 @@ impl ScheduleFold {
             if let Some(error) = &self.corrupt {
                 return Err(error.clone());
             }
-            self.apply_decoded(event.change())
+            match event.transition() {
+                // A delete or dispatch read in place: what decoding it and applying the
+                // change does, without an owned id.
+                Some(change) => self.apply_ref(change),
+                None => self.apply_decoded(event.change()),
+            }
         } else {
             Ok(())
         }
@@ -231,6 +237,20 @@ impl ScheduleFold {
         }
     }
 
+    /// [`ScheduleFold::apply_change`] for a delete or dispatch with a borrowed id.
+    fn apply_ref(&mut self, change: ChangeRef<'_>) -> Result<(), ScheduleLogError> {
+        match self.transition_of(change) {
+            Ok(transition) => {
+                self.commit_transition(transition);
+                Ok(())
+            }
+            Err(error) => {
+                self.corrupt = Some(error.clone());
+                Err(error)
+            }
+        }
+    }
+
     /// Checks that `change` would fold cleanly on top of this state, without applying it
     /// (the §15 invariant for an append candidate).
     ///
@@ -255,11 +275,22 @@ impl ScheduleFold {
                     Ok(Transition::Create)
                 }
             }
-            ScheduleChange::Delete { id } => {
+            ScheduleChange::Delete { id } => self.transition_of(ChangeRef::Delete(id)),
+            ScheduleChange::Dispatch { id } => self.transition_of(ChangeRef::Dispatch(id)),
+            ScheduleChange::DispatchEvery { id, accepted_at } => {
+                self.transition_of(ChangeRef::DispatchEvery(id, *accepted_at))
+            }
+        }
+    }
+
+    /// The transition of a delete or dispatch.
+    fn transition_of(&self, change: ChangeRef<'_>) -> Result<Transition, ScheduleLogError> {
+        match change {
+            ChangeRef::Delete(id) => {
                 let (slot, _) = self.active_slot(id)?;
                 Ok(Transition::Remove(slot))
             }
-            ScheduleChange::Dispatch { id } => {
+            ChangeRef::Dispatch(id) => {
                 let (slot, record) = self.active_slot(id)?;
                 if record.kind().is_one_shot() {
                     Ok(Transition::Remove(slot))
@@ -269,7 +300,7 @@ impl ScheduleFold {
                     )))
                 }
             }
-            ScheduleChange::DispatchEvery { id, accepted_at } => {
+            ChangeRef::DispatchEvery(id, accepted_at) => {
                 let (slot, record) = self.active_slot(id)?;
                 let Some(every_seconds) = record.every_seconds() else {
                     return Err(ScheduleLogError::new(format!(
@@ -290,8 +321,8 @@ impl ScheduleFold {
     }
 
     fn commit(&mut self, change: ScheduleChange, transition: Transition) {
-        match (change, transition) {
-            (ScheduleChange::Create(record), _) => {
+        match change {
+            ScheduleChange::Create(record) => {
                 let slot = self.next_slot;
                 self.next_slot += 1;
                 let id = Arc::clone(record.id_arc());
@@ -301,7 +332,14 @@ impl ScheduleFold {
                     .insert((record.scheduled_at().millis(), slot));
                 self.active.insert(slot, record);
             }
-            (_, Transition::Remove(slot)) => {
+            _ => self.commit_transition(transition),
+        }
+    }
+
+    /// Commits the transition of a delete or dispatch.
+    fn commit_transition(&mut self, transition: Transition) {
+        match transition {
+            Transition::Remove(slot) => {
                 if let Some(record) = self.active.remove(&slot) {
                     if let Some(entry) = self.ids.get_mut(record.id()) {
                         *entry = None;
@@ -310,7 +348,7 @@ impl ScheduleFold {
                         .remove(&(record.scheduled_at().millis(), slot));
                 }
             }
-            (_, Transition::Advance(slot, next)) => {
+            Transition::Advance(slot, next) => {
                 if let Some(record) = self.active.get_mut(&slot) {
                     self.every_targets
                         .remove(&(record.scheduled_at().millis(), slot));
@@ -318,7 +356,7 @@ impl ScheduleFold {
                     record.set_scheduled_at(next);
                 }
             }
-            (_, Transition::Create) => {}
+            Transition::Create => {}
         }
     }
 
@@ -465,6 +503,11 @@ trait FoldEvent {
     fn is_change(&self) -> bool;
     /// The payload decoded strictly (§4).
     fn change(&self) -> Result<ScheduleChange, ScheduleLogError>;
+    /// The payload as a delete or dispatch read in place, when it is in its canonical form
+    /// (then [`FoldEvent::change`] decodes it to the same change).
+    fn transition(&self) -> Option<ChangeRef<'_>> {
+        None
+    }
 }
 
 impl FoldEvent for SessionEvent {
@@ -488,6 +531,9 @@ impl FoldEvent for RawEvent {
     }
     fn change(&self) -> Result<ScheduleChange, ScheduleLogError> {
         decode_change_text(self.payload())
+    }
+    fn transition(&self) -> Option<ChangeRef<'_>> {
+        canonical_transition(self.payload())
     }
 }
 
