@@ -641,6 +641,7 @@ impl SeenIds {
     }
 }
 
+#[derive(Clone, Copy)]
 enum Transition {
     Create,
     Remove(u64),
