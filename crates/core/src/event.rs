@@ -252,16 +252,37 @@ fn plain_key(text: &[u8], i: &mut usize) -> bool {
 /// opening quote).
 fn plain_string(text: &[u8], i: &mut usize) -> bool {
     let body = &text[*i + 1..];
-    match body
-        .iter()
-        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
-    {
+    match string_stop(body) {
         Some(end) if body[end] == b'"' => {
             *i += end + 2;
             true
         }
         _ => false,
     }
+}
+
+/// The index of the first `"`, `\\` or control character in `bytes`, eight bytes at a time.
+fn string_stop(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |word: u64| (word.wrapping_sub(ONES) & !word & HIGHS) != 0;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        // A byte below 0x20 has none of the bits 0xE0 set.
+        if has_zero(word ^ (ONES * u64::from(b'"')))
+            || has_zero(word ^ (ONES * u64::from(b'\\')))
+            || has_zero(word & (ONES * 0xE0))
+        {
+            break;
+        }
+        offset += 8;
+    }
+    bytes[offset..]
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|index| offset + index)
 }
 
 /// A number in JSON's grammar at `text[*i..]`: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.

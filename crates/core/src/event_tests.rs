@@ -58,6 +58,7 @@ fn shared_line_decoder_agrees_with_the_line_decoder() {
 
 /// Lines in the stores' form whose payloads exercise the plain-JSON check, valid or not.
 const PLAIN_PAYLOADS: &[&str] = &[
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":{"a long key of some length":"a string well past eight bytes, with ünïcode in it","b":"0123456789abcdef0123456789abcdef"}}"#,
     r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":{"a":[],"b":{},"c":[{},[1,-0,0.5,1e3,-2.5E-7,true,false,null,"é"]]}}"#,
     r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}"#,
     r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":01}"#,
