@@ -43,12 +43,26 @@ pub struct SessionEvent {
 /// into the consumer's own typed form, with no `serde_json::Value` tree in between.
 /// [`RawEvent::data`] and [`RawEvent::to_event`] build the `Value` form for model- and
 /// host-facing uses, where key order is part of the interface.
-#[derive(Clone, PartialEq)]
+#[derive(Clone)]
 pub struct RawEvent {
     seq: u64,
     r#type: SmolStr,
     time: DateTime<Utc>,
-    payload: Arc<str>,
+    /// The text holding the payload: the payload alone, or a whole session file whose
+    /// events all share it.
+    text: Arc<String>,
+    /// The payload's byte range in `text` (on character boundaries).
+    start: usize,
+    end: usize,
+}
+
+impl PartialEq for RawEvent {
+    fn eq(&self, other: &Self) -> bool {
+        self.seq == other.seq
+            && self.r#type == other.r#type
+            && self.time == other.time
+            && self.payload() == other.payload()
+    }
 }
 
 impl fmt::Debug for RawEvent {
@@ -57,7 +71,7 @@ impl fmt::Debug for RawEvent {
             .field("seq", &self.seq)
             .field("type", &self.r#type.as_str())
             .field("time", &self.time)
-            .field("payload", &&*self.payload)
+            .field("payload", &self.payload())
             .finish()
     }
 }
@@ -115,6 +129,13 @@ fn instant<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
 /// the payload is the text between `"data":` and the final `}`, not yet checked. `None` for
 /// any other form, which the general envelope decoder then reads.
 fn canonical_parts(line: &[u8]) -> Option<(u64, &str, DateTime<Utc>, &str)> {
+    let (seq, r#type, time, payload) = canonical_layout(line)?;
+    Some((seq, r#type, time, std::str::from_utf8(&line[payload]).ok()?))
+}
+
+/// [`canonical_parts`] with the payload as its byte range in `line`, not checked at all
+/// (the line's caller knows it is UTF-8, or checks it).
+fn canonical_layout(line: &[u8]) -> Option<(u64, &str, DateTime<Utc>, std::ops::Range<usize>)> {
     let rest = line.strip_prefix(b"{\"seq\":")?;
     let digits = rest.iter().position(|b| !b.is_ascii_digit())?;
     if digits == 0 || (digits > 1 && rest[0] == b'0') {
@@ -138,7 +159,172 @@ fn canonical_parts(line: &[u8]) -> Option<(u64, &str, DateTime<Utc>, &str)> {
     let millis = crate::parse_canonical_millis(std::str::from_utf8(&rest[..24]).ok()?)?;
     let time = DateTime::from_timestamp_millis(millis)?;
     let payload = rest[25..].strip_prefix(b",\"data\":")?.strip_suffix(b"}")?;
-    Some((seq, r#type, time, std::str::from_utf8(payload).ok()?))
+    // `payload` ends where `line` ends, less the final `}`.
+    let end = line.len() - 1;
+    Some((seq, r#type, time, end - payload.len()..end))
+}
+
+/// Whether `text` is one JSON value in compact form that every JSON parser accepts as it
+/// is: no whitespace outside strings, strings without escapes or control characters,
+/// numbers in JSON's grammar, at most 64 levels of nesting. `false` says nothing: the text
+/// may still be valid JSON in some other form (the general parser decides those).
+fn is_plain_json(text: &[u8]) -> bool {
+    const MAX_DEPTH: u32 = 64;
+    let mut i = 0usize;
+    // One bit per open container, innermost lowest: 1 for an object, 0 for an array.
+    let mut objects = 0u64;
+    let mut depth = 0u32;
+    loop {
+        // A value starts at `i`.
+        match text.get(i) {
+            Some(b'{' | b'[') if depth == MAX_DEPTH => return false,
+            Some(b'{') => {
+                objects = (objects << 1) | 1;
+                depth += 1;
+                i += 1;
+                if text.get(i) != Some(&b'}') {
+                    if !plain_key(text, &mut i) {
+                        return false;
+                    }
+                    continue;
+                }
+                // An empty object: closed below.
+            }
+            Some(b'[') => {
+                objects <<= 1;
+                depth += 1;
+                i += 1;
+                if text.get(i) != Some(&b']') {
+                    continue;
+                }
+                // An empty array: closed below.
+            }
+            Some(b'"') => {
+                if !plain_string(text, &mut i) {
+                    return false;
+                }
+            }
+            Some(b't') if text[i..].starts_with(b"true") => i += 4,
+            Some(b'f') if text[i..].starts_with(b"false") => i += 5,
+            Some(b'n') if text[i..].starts_with(b"null") => i += 4,
+            Some(b'-' | b'0'..=b'9') => {
+                if !plain_number(text, &mut i) {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+        // A value ended before `i` (or an empty container starts at `i`, closed here).
+        loop {
+            if depth == 0 {
+                return i == text.len();
+            }
+            let in_object = objects & 1 == 1;
+            match text.get(i) {
+                Some(b',') => {
+                    i += 1;
+                    if in_object && !plain_key(text, &mut i) {
+                        return false;
+                    }
+                    break;
+                }
+                Some(b'}') if in_object => {}
+                Some(b']') if !in_object => {}
+                _ => return false,
+            }
+            i += 1;
+            objects >>= 1;
+            depth -= 1;
+        }
+    }
+}
+
+/// A key and its colon at `text[*i..]` (see [`is_plain_json`]).
+fn plain_key(text: &[u8], i: &mut usize) -> bool {
+    if text.get(*i) != Some(&b'"') || !plain_string(text, i) || text.get(*i) != Some(&b':') {
+        return false;
+    }
+    *i += 1;
+    true
+}
+
+/// A string without escapes or control characters at `text[*i..]` (which starts with its
+/// opening quote).
+fn plain_string(text: &[u8], i: &mut usize) -> bool {
+    let body = &text[*i + 1..];
+    match string_stop(body) {
+        Some(end) if body[end] == b'"' => {
+            *i += end + 2;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The index of the first `"`, `\\` or control character in `bytes`, eight bytes at a time.
+fn string_stop(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |word: u64| (word.wrapping_sub(ONES) & !word & HIGHS) != 0;
+    let mut chunks = bytes.chunks_exact(8);
+    let mut offset = 0;
+    for chunk in &mut chunks {
+        let word = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        // A byte below 0x20 has none of the bits 0xE0 set.
+        if has_zero(word ^ (ONES * u64::from(b'"')))
+            || has_zero(word ^ (ONES * u64::from(b'\\')))
+            || has_zero(word & (ONES * 0xE0))
+        {
+            break;
+        }
+        offset += 8;
+    }
+    bytes[offset..]
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\' || b < 0x20)
+        .map(|index| offset + index)
+}
+
+/// A number in JSON's grammar at `text[*i..]`: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
+fn plain_number(text: &[u8], i: &mut usize) -> bool {
+    let digits = |i: &mut usize| {
+        let start = *i;
+        while text.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i > start
+    };
+    if text.get(*i) == Some(&b'-') {
+        *i += 1;
+    }
+    match text.get(*i) {
+        Some(b'0') => {
+            *i += 1;
+            if text.get(*i).is_some_and(u8::is_ascii_digit) {
+                return false;
+            }
+        }
+        Some(b'1'..=b'9') => {
+            digits(i);
+        }
+        _ => return false,
+    }
+    if text.get(*i) == Some(&b'.') {
+        *i += 1;
+        if !digits(i) {
+            return false;
+        }
+    }
+    if matches!(text.get(*i), Some(b'e' | b'E')) {
+        *i += 1;
+        if matches!(text.get(*i), Some(b'+' | b'-')) {
+            *i += 1;
+        }
+        if !digits(i) {
+            return false;
+        }
+    }
+    true
 }
 
 impl RawEvent {
@@ -153,12 +339,12 @@ impl RawEvent {
         payload: &str,
     ) -> Result<RawEvent, serde_json::Error> {
         let raw: &RawValue = serde_json::from_str(payload)?;
-        Ok(RawEvent {
+        Ok(RawEvent::owned(
             seq,
-            r#type: SmolStr::new(r#type),
+            SmolStr::new(r#type),
             time,
-            payload: Arc::from(raw.get()),
-        })
+            raw.get().to_owned(),
+        ))
     }
 
     /// Decodes one event line of a session file (`{"seq","type","time","data"}`; other keys
@@ -202,22 +388,55 @@ impl RawEvent {
             // The full parse of the line reports the error where it stands in the line.
             return Err(error);
         }
-        Ok(RawEvent {
+        Ok(RawEvent::owned(seq, r#type, time, payload.to_owned()))
+    }
+
+    /// An event whose text is its payload alone.
+    fn owned(seq: u64, r#type: SmolStr, time: DateTime<Utc>, payload: String) -> RawEvent {
+        let end = payload.len();
+        RawEvent {
             seq,
             r#type,
             time,
-            payload: Arc::from(payload),
-        })
+            text: Arc::new(payload),
+            start: 0,
+            end,
+        }
+    }
+
+    /// [`RawEvent::from_line`] for the line `text[start..end]` of a whole file's text: same
+    /// event, same error. A line in the stores' own form with a plain payload (what every
+    /// line the stores write is) keeps its payload as a range of `text`, shared with every
+    /// other such event of the file, so reading a file allocates nothing per event.
+    pub(crate) fn from_line_in(
+        text: &Arc<String>,
+        start: usize,
+        end: usize,
+    ) -> Result<RawEvent, serde_json::Error> {
+        let line = &text.as_bytes()[start..end];
+        match canonical_layout(line) {
+            Some((seq, r#type, time, payload)) if is_plain_json(&line[payload.clone()]) => {
+                Ok(RawEvent {
+                    seq,
+                    r#type: SmolStr::new(r#type),
+                    time,
+                    text: Arc::clone(text),
+                    start: start + payload.start,
+                    end: start + payload.end,
+                })
+            }
+            _ => RawEvent::from_line(line),
+        }
     }
 
     /// The log form of an event (its payload written as compact JSON, key order kept).
     pub fn from_event(event: &SessionEvent) -> RawEvent {
-        RawEvent {
-            seq: event.seq,
-            r#type: SmolStr::new(&event.r#type),
-            time: event.time,
-            payload: Arc::from(event.data.to_string()),
-        }
+        RawEvent::owned(
+            event.seq,
+            SmolStr::new(&event.r#type),
+            event.time,
+            event.data.to_string(),
+        )
     }
 
     /// Appends the event as one JSONL line (with its newline) to `out`: the bytes `serde_json`
@@ -231,7 +450,7 @@ impl RawEvent {
         out.extend_from_slice(b",\"time\":\"");
         out.extend_from_slice(crate::format_instant(self.time).as_bytes());
         out.extend_from_slice(b"\",\"data\":");
-        out.extend_from_slice(self.payload.as_bytes());
+        out.extend_from_slice(self.payload().as_bytes());
         out.extend_from_slice(b"}\n");
     }
 
@@ -252,7 +471,7 @@ impl RawEvent {
 
     /// The payload as raw JSON text (one JSON value).
     pub fn payload(&self) -> &str {
-        &self.payload
+        self.text.get(self.start..self.end).unwrap_or_default()
     }
 
     /// Decodes the payload straight into `T` (borrowing from the payload text where `T`
@@ -261,14 +480,14 @@ impl RawEvent {
     /// # Errors
     /// The payload does not decode as `T`; the error's position is within the payload.
     pub fn decode<'a, T: Deserialize<'a>>(&'a self) -> Result<T, serde_json::Error> {
-        serde_json::from_str(&self.payload)
+        serde_json::from_str(self.payload())
     }
 
     /// The payload as a `serde_json::Value` (a full parse, key order kept). A payload that
     /// does not parse as a `Value` (a number beyond the `f64` range, from a hand-edited file)
     /// reads as `null`.
     pub fn data(&self) -> Value {
-        serde_json::from_str(&self.payload).unwrap_or(Value::Null)
+        serde_json::from_str(self.payload()).unwrap_or(Value::Null)
     }
 
     /// The owned [`SessionEvent`] form (the payload parsed as by [`RawEvent::data`]).

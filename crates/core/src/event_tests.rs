@@ -32,6 +32,52 @@ fn both(line: &[u8]) -> (Result<SessionEvent, String>, Result<SessionEvent, Stri
     )
 }
 
+/// [`RawEvent::from_line_in`] on `line` placed between two other lines of a file's text,
+/// against [`RawEvent::from_line`] on the line alone.
+fn shared_and_alone(line: &str) -> (Result<RawEvent, String>, Result<RawEvent, String>) {
+    let text = Arc::new(format!("{{\"id\":\"s\"}}\n{line}\n{}\n", LINES[1]));
+    let start = text.find('\n').unwrap() + 1;
+    (
+        RawEvent::from_line_in(&text, start, start + line.len()).map_err(|e| e.to_string()),
+        RawEvent::from_line(line.as_bytes()).map_err(|e| e.to_string()),
+    )
+}
+
+#[test]
+fn shared_line_decoder_agrees_with_the_line_decoder() {
+    for line in LINES.iter().chain(PLAIN_PAYLOADS) {
+        let (shared, alone) = shared_and_alone(line);
+        assert_eq!(shared, alone, "{line}");
+    }
+    let (shared, _) = shared_and_alone(LINES[1]);
+    assert_eq!(
+        shared.unwrap().payload(),
+        r#"{"version":1,"operation":"delete","id":"x"}"#
+    );
+}
+
+/// Lines in the stores' form whose payloads exercise the plain-JSON check, valid or not.
+const PLAIN_PAYLOADS: &[&str] = &[
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":{"a long key of some length":"a string well past eight bytes, with ünïcode in it","b":"0123456789abcdef0123456789abcdef"}}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":{"a":[],"b":{},"c":[{},[1,-0,0.5,1e3,-2.5E-7,true,false,null,"é"]]}}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":01}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":1.}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":-}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":1e}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":[1,]}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":{"a":1,}}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":{"a"}}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":{1:2}}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":[1 ]}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":tru}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":"a	b"}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":[}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":]}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":{"a":1}}}"#,
+    r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":}"#,
+];
+
 #[test]
 fn line_decoder_agrees_with_a_full_parse() {
     for line in LINES {
@@ -94,5 +140,22 @@ proptest! {
         line[at] = byte;
         let (raw, full) = both(&line);
         prop_assert_eq!(raw, full);
+    }
+
+    #[test]
+    fn single_byte_corruption_decodes_alike_in_a_shared_text(
+        which in 0..LINES.len() + PLAIN_PAYLOADS.len(),
+        position in any::<usize>(),
+        byte in any::<u8>(),
+    ) {
+        let line = LINES.iter().chain(PLAIN_PAYLOADS).nth(which).unwrap();
+        let mut line = line.as_bytes().to_vec();
+        let at = position % line.len();
+        line[at] = byte;
+        // The shared text is UTF-8 (a file that is not is read line by line).
+        if let Ok(line) = String::from_utf8(line) && !line.contains('\n') {
+            let (shared, alone) = shared_and_alone(&line);
+            prop_assert_eq!(shared, alone);
+        }
     }
 }

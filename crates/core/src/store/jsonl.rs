@@ -101,7 +101,7 @@ impl JsonlStore {
     /// or an I/O error.
     pub fn inspect(path: &Path) -> Result<SessionFile, StoreError> {
         let bytes = std::fs::read(path).map_err(|source| not_found_or_io(path, source))?;
-        parse_bytes(path, &bytes)
+        parse_bytes(path, bytes)
     }
 
     /// Like [`JsonlStore::inspect`], but hands each event to `visit` (with the header) as it
@@ -116,7 +116,7 @@ impl JsonlStore {
         mut visit: impl FnMut(&SessionHeader, RawEvent),
     ) -> Result<(SessionHeader, Option<TornTail>), StoreError> {
         let bytes = std::fs::read(path).map_err(|source| not_found_or_io(path, source))?;
-        parse_bytes_each(path, &bytes, &mut visit)
+        parse_bytes_each(path, bytes, &mut visit)
     }
 
     /// Opens a session file directly by path for appending: takes the file's lock, then
@@ -237,7 +237,7 @@ fn torn_tail_start(bytes: &[u8]) -> Option<usize> {
 
 /// Parses the bytes of a session file at `path` without changing anything, keeping every
 /// event.
-fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<SessionFile, StoreError> {
+fn parse_bytes(path: &Path, bytes: Vec<u8>) -> Result<SessionFile, StoreError> {
     let mut events = Vec::new();
     let (header, torn) = parse_bytes_each(path, bytes, &mut |_, event| events.push(event))?;
     Ok(SessionFile {
@@ -249,13 +249,25 @@ fn parse_bytes(path: &Path, bytes: &[u8]) -> Result<SessionFile, StoreError> {
 
 /// Parses the bytes of a session file at `path` without changing anything, handing each
 /// event to `visit` (with the header) as it is read.
+///
+/// The events of a file whose complete lines are all UTF-8 (every file the stores write)
+/// share one copy of its text; any other file is read line by line, with the same result.
 fn parse_bytes_each(
     path: &Path,
-    bytes: &[u8],
+    mut bytes: Vec<u8>,
     visit: &mut dyn FnMut(&SessionHeader, RawEvent),
 ) -> Result<(SessionHeader, Option<TornTail>), StoreError> {
-    let torn_start = torn_tail_start(bytes);
-    let body = &bytes[..torn_start.unwrap_or(bytes.len())];
+    let torn_start = torn_tail_start(&bytes);
+    // The torn tail is never parsed (only its position is reported).
+    bytes.truncate(torn_start.unwrap_or(bytes.len()));
+    let text = match String::from_utf8(bytes) {
+        Ok(text) => Ok(Arc::new(text)),
+        Err(error) => Err(error.into_bytes()),
+    };
+    let body = match &text {
+        Ok(text) => text.as_bytes(),
+        Err(bytes) => bytes.as_slice(),
+    };
     if body.is_empty() {
         // No complete header line: what a create interrupted in an older, non-atomic build
         // leaves (zero bytes, or a header without its newline).
@@ -269,10 +281,14 @@ fn parse_bytes_each(
     let mut offset = 0usize;
     // `body` ends with a newline, so every line found here is complete.
     while let Some(end) = find_newline(&body[offset..]) {
-        let line = &body[offset..offset + end];
+        let (start, stop) = (offset, offset + end);
         offset += end + 1;
         number += 1;
-        match parse_line(line, header.is_none(), count + 1) {
+        let parsed = match &text {
+            Ok(text) if header.is_some() => parse_event_in(text, start, stop, count + 1),
+            _ => parse_line(&body[start..stop], header.is_none(), count + 1),
+        };
+        match parsed {
             Ok(Line::Header(h)) => header = Some(h),
             Ok(Line::Event(e)) => {
                 count += 1;
@@ -326,6 +342,22 @@ fn parse_line(line: &[u8], want_header: bool, expected_seq: u64) -> Result<Line,
             .map_err(|e| format!("invalid session header: {e}"));
     }
     let event = RawEvent::from_line(line).map_err(|e| format!("invalid event: {e}"))?;
+    check_seq(event, expected_seq)
+}
+
+/// [`parse_line`] for an event line `text[start..end]` of a file's shared text.
+fn parse_event_in(
+    text: &Arc<String>,
+    start: usize,
+    end: usize,
+    expected_seq: u64,
+) -> Result<Line, String> {
+    let event =
+        RawEvent::from_line_in(text, start, end).map_err(|e| format!("invalid event: {e}"))?;
+    check_seq(event, expected_seq)
+}
+
+fn check_seq(event: RawEvent, expected_seq: u64) -> Result<Line, String> {
     if event.seq() != expected_seq {
         return Err(format!(
             "event seq {} where {expected_seq} was expected",
@@ -353,7 +385,8 @@ fn open_file(
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes)
         .map_err(|source| io_error(path, source))?;
-    let parsed = parse_bytes(path, &bytes)?;
+    let file_len = bytes.len() as u64;
+    let parsed = parse_bytes(path, bytes)?;
     if let Some(id) = expect
         && parsed.header.id != *id
     {
@@ -367,7 +400,7 @@ fn open_file(
             ),
         ));
     }
-    let mut durable_len = bytes.len() as u64;
+    let mut durable_len = file_len;
     if let Some(torn) = &parsed.torn {
         tracing::warn!(
             file = %path.display(),

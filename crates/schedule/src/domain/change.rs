@@ -473,20 +473,62 @@ fn canonical_change(text: &str) -> Option<ScheduleChange> {
             .and_then(|()| ScheduleRecord::new(id, prompt, rule, scheduled_at).ok())
             .map(ScheduleChange::Create);
     }
+    let transition = canonical_transition_rest(operation, c)?;
+    let id = Arc::<str>::from(transition.id());
+    Some(match transition {
+        ChangeRef::Delete(_) => ScheduleChange::Delete { id },
+        ChangeRef::Dispatch(_) => ScheduleChange::Dispatch { id },
+        ChangeRef::DispatchEvery(_, accepted_at) => {
+            ScheduleChange::DispatchEvery { id, accepted_at }
+        }
+    })
+}
+
+/// A delete or dispatch, its id borrowed from the payload text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ChangeRef<'a> {
+    /// [`ScheduleChange::Delete`].
+    Delete(&'a str),
+    /// [`ScheduleChange::Dispatch`].
+    Dispatch(&'a str),
+    /// [`ScheduleChange::DispatchEvery`].
+    DispatchEvery(&'a str, Timestamp),
+}
+
+impl<'a> ChangeRef<'a> {
+    /// The id the change is about.
+    pub(crate) fn id(self) -> &'a str {
+        match self {
+            ChangeRef::Delete(id) | ChangeRef::Dispatch(id) | ChangeRef::DispatchEvery(id, _) => id,
+        }
+    }
+}
+
+/// A delete or dispatch in exactly the form [`canonical_change`] reads, with its id borrowed
+/// from `text` (what [`decode_change_text`] decodes it to, without allocating); `None` for
+/// any other text, a create included.
+pub(crate) fn canonical_transition(text: &str) -> Option<ChangeRef<'_>> {
+    let mut c = Cursor(text);
+    c.tag("{\"version\":1,\"operation\":\"")?;
+    let operation = c.string()?;
+    if operation == "create" {
+        return None;
+    }
+    canonical_transition_rest(operation, c)
+}
+
+/// The rest of a canonical delete or dispatch after its operation.
+fn canonical_transition_rest<'a>(operation: &str, mut c: Cursor<'a>) -> Option<ChangeRef<'a>> {
     c.tag(",\"id\":\"")?;
     let id = c.string()?;
     check_id(id).ok()?;
-    let id = || Arc::<str>::from(id);
     match (operation, c.0) {
-        ("delete", "}") => Some(ScheduleChange::Delete { id: id() }),
-        ("dispatch", "}") => Some(ScheduleChange::Dispatch { id: id() }),
+        ("delete", "}") => Some(ChangeRef::Delete(id)),
+        ("dispatch", "}") => Some(ChangeRef::Dispatch(id)),
         ("dispatch", _) => {
             c.tag(",\"acceptedAt\":\"")?;
             let accepted_at = Timestamp::parse(c.string()?)?;
-            (c.0 == "}").then(|| ScheduleChange::DispatchEvery {
-                id: id(),
-                accepted_at,
-            })
+            (c.0 == "}").then_some(ChangeRef::DispatchEvery(id, accepted_at))
         }
         _ => None,
     }

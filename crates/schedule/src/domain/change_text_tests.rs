@@ -54,7 +54,75 @@ fn canonical_payloads_take_the_positional_path() {
     assert_eq!(canonical_change(PAYLOADS[6]), None);
 }
 
+/// [`canonical_transition`] reads exactly the deletes and dispatches that
+/// [`decode_change_text`] decodes, to the same operation and id.
+fn transition_agrees(text: &str) -> Result<(), String> {
+    let Some(transition) = canonical_transition(text) else {
+        return Ok(());
+    };
+    let expected = match decode_change_text(text) {
+        Ok(ScheduleChange::Delete { id }) => id.to_string(),
+        Ok(ScheduleChange::Dispatch { id }) => id.to_string(),
+        Ok(ScheduleChange::DispatchEvery { id, accepted_at }) => {
+            match transition {
+                ChangeRef::DispatchEvery(_, at) if at == accepted_at => {}
+                _ => return Err(format!("{text}: {transition:?}")),
+            }
+            id.to_string()
+        }
+        other => return Err(format!("{text}: {transition:?} for {other:?}")),
+    };
+    let operation = match transition {
+        ChangeRef::Delete(_) => "delete",
+        _ => "dispatch",
+    };
+    let decoded = decode_change_text(text).map(|change| change.operation());
+    if transition.id() == expected && decoded == Ok(operation) {
+        Ok(())
+    } else {
+        Err(format!("{text}: {transition:?}"))
+    }
+}
+
+#[test]
+fn canonical_transitions_borrow_the_id_of_the_decoded_change() {
+    for payload in PAYLOADS {
+        assert_eq!(transition_agrees(payload), Ok(()));
+    }
+    assert_eq!(
+        canonical_transition(PAYLOADS[5]),
+        Some(ChangeRef::DispatchEvery(
+            "a",
+            Timestamp::parse("2026-08-05T12:05:01.000Z").unwrap()
+        ))
+    );
+    assert_eq!(
+        canonical_transition(PAYLOADS[3]),
+        Some(ChangeRef::Delete("schedule-1"))
+    );
+    assert_eq!(
+        canonical_transition(PAYLOADS[4]),
+        Some(ChangeRef::Dispatch("schedule-1"))
+    );
+    assert_eq!(canonical_transition(PAYLOADS[0]), None);
+    assert_eq!(canonical_transition(PAYLOADS[10]), None);
+}
+
 proptest! {
+    #[test]
+    fn single_byte_corruption_reads_transitions_alike(
+        which in 0..PAYLOADS.len(),
+        position in any::<usize>(),
+        byte in any::<u8>(),
+    ) {
+        let mut text = PAYLOADS[which].as_bytes().to_vec();
+        let at = position % text.len();
+        text[at] = byte;
+        if let Ok(text) = std::str::from_utf8(&text) {
+            prop_assert_eq!(transition_agrees(text), Ok(()));
+        }
+    }
+
     #[test]
     fn single_byte_corruption_decodes_alike(
         which in 0..PAYLOADS.len(),

@@ -7,6 +7,7 @@
 //! O(log). [`ScheduleFold::open`] and [`ScheduleFold::apply`] do the same over decoded
 //! [`SessionEvent`]s.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 
@@ -14,7 +15,8 @@ use harness_core::{MAX_SAFE_INTEGER, RawEvent, SessionEvent, as_safe_integer};
 use serde_json::Value;
 
 use super::change::{
-    SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord, decode_change, decode_change_text,
+    ChangeRef, SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord, canonical_transition,
+    decode_change, decode_change_text,
 };
 use super::error::{ResolveError, ScheduleLogError};
 use super::every::resolve_every;
@@ -31,15 +33,12 @@ use super::instant::Timestamp;
 pub struct ScheduleFold {
     /// Creation counter → active record.
     active: BTreeMap<u64, ScheduleRecord>,
-    /// Every id created in the owned suffix → its creation counter while active, `None`
-    /// once deleted or terminated (one hash per operation).
-    ids: HashMap<Arc<str>, Option<u64>>,
-    /// Every id created in the owned suffix, in creation order.
-    seen_order: Vec<Arc<str>>,
+    /// Every id created in the owned suffix, with its creation counter (the record's slot
+    /// while it is active).
+    ids: SeenIds,
     /// `(scheduledAt ms, creation counter)` of active one-shots / every records.
     one_shot_targets: BTreeSet<(i64, u64)>,
     every_targets: BTreeSet<(i64, u64)>,
-    next_slot: u64,
     seed_length: u64,
     last_seq: u64,
     corrupt: Option<ScheduleLogError>,
@@ -178,7 +177,12 @@ impl ScheduleFold {
             if let Some(error) = &self.corrupt {
                 return Err(error.clone());
             }
-            self.apply_decoded(event.change())
+            match event.transition() {
+                // A delete or dispatch read in place: what decoding it and applying the
+                // change does, without an owned id.
+                Some(change) => self.apply_ref(change),
+                None => self.apply_decoded(event.change()),
+            }
         } else {
             Ok(())
         }
@@ -231,6 +235,20 @@ impl ScheduleFold {
         }
     }
 
+    /// [`ScheduleFold::apply_change`] for a delete or dispatch with a borrowed id.
+    fn apply_ref(&mut self, change: ChangeRef<'_>) -> Result<(), ScheduleLogError> {
+        match self.transition_of(change) {
+            Ok(transition) => {
+                self.commit_transition(transition);
+                Ok(())
+            }
+            Err(error) => {
+                self.corrupt = Some(error.clone());
+                Err(error)
+            }
+        }
+    }
+
     /// Checks that `change` would fold cleanly on top of this state, without applying it
     /// (the §15 invariant for an append candidate).
     ///
@@ -246,7 +264,7 @@ impl ScheduleFold {
     fn transition(&self, change: &ScheduleChange) -> Result<Transition, ScheduleLogError> {
         match change {
             ScheduleChange::Create(record) => {
-                if self.ids.contains_key(record.id()) {
+                if self.ids.contains(record.id()) {
                     Err(ScheduleLogError::new(format!(
                         "schedule id {:?} was reused",
                         record.id()
@@ -255,11 +273,22 @@ impl ScheduleFold {
                     Ok(Transition::Create)
                 }
             }
-            ScheduleChange::Delete { id } => {
+            ScheduleChange::Delete { id } => self.transition_of(ChangeRef::Delete(id)),
+            ScheduleChange::Dispatch { id } => self.transition_of(ChangeRef::Dispatch(id)),
+            ScheduleChange::DispatchEvery { id, accepted_at } => {
+                self.transition_of(ChangeRef::DispatchEvery(id, *accepted_at))
+            }
+        }
+    }
+
+    /// The transition of a delete or dispatch.
+    fn transition_of(&self, change: ChangeRef<'_>) -> Result<Transition, ScheduleLogError> {
+        match change {
+            ChangeRef::Delete(id) => {
                 let (slot, _) = self.active_slot(id)?;
                 Ok(Transition::Remove(slot))
             }
-            ScheduleChange::Dispatch { id } => {
+            ChangeRef::Dispatch(id) => {
                 let (slot, record) = self.active_slot(id)?;
                 if record.kind().is_one_shot() {
                     Ok(Transition::Remove(slot))
@@ -269,7 +298,7 @@ impl ScheduleFold {
                     )))
                 }
             }
-            ScheduleChange::DispatchEvery { id, accepted_at } => {
+            ChangeRef::DispatchEvery(id, accepted_at) => {
                 let (slot, record) = self.active_slot(id)?;
                 let Some(every_seconds) = record.every_seconds() else {
                     return Err(ScheduleLogError::new(format!(
@@ -290,27 +319,27 @@ impl ScheduleFold {
     }
 
     fn commit(&mut self, change: ScheduleChange, transition: Transition) {
-        match (change, transition) {
-            (ScheduleChange::Create(record), _) => {
-                let slot = self.next_slot;
-                self.next_slot += 1;
-                let id = Arc::clone(record.id_arc());
-                self.seen_order.push(Arc::clone(&id));
-                self.ids.insert(id, Some(slot));
+        match change {
+            ScheduleChange::Create(record) => {
+                let slot = self.ids.insert(record.id_arc());
                 self.targets_mut(&record)
                     .insert((record.scheduled_at().millis(), slot));
                 self.active.insert(slot, record);
             }
-            (_, Transition::Remove(slot)) => {
+            _ => self.commit_transition(transition),
+        }
+    }
+
+    /// Commits the transition of a delete or dispatch.
+    fn commit_transition(&mut self, transition: Transition) {
+        match transition {
+            Transition::Remove(slot) => {
                 if let Some(record) = self.active.remove(&slot) {
-                    if let Some(entry) = self.ids.get_mut(record.id()) {
-                        *entry = None;
-                    }
                     self.targets_mut(&record)
                         .remove(&(record.scheduled_at().millis(), slot));
                 }
             }
-            (_, Transition::Advance(slot, next)) => {
+            Transition::Advance(slot, next) => {
                 if let Some(record) = self.active.get_mut(&slot) {
                     self.every_targets
                         .remove(&(record.scheduled_at().millis(), slot));
@@ -318,7 +347,7 @@ impl ScheduleFold {
                     record.set_scheduled_at(next);
                 }
             }
-            (_, Transition::Create) => {}
+            Transition::Create => {}
         }
     }
 
@@ -333,9 +362,7 @@ impl ScheduleFold {
     /// The slot and record of an active id.
     fn active_slot(&self, id: &str) -> Result<(u64, &ScheduleRecord), ScheduleLogError> {
         self.ids
-            .get(id)
-            .copied()
-            .flatten()
+            .slot(id)
             .and_then(|slot| self.active.get(&slot).map(|record| (slot, record)))
             .ok_or_else(|| {
                 ScheduleLogError::new(format!("transition references inactive id {id:?}"))
@@ -369,36 +396,32 @@ impl ScheduleFold {
 
     /// The active record with `id`.
     pub fn get(&self, id: &str) -> Option<&ScheduleRecord> {
-        self.ids
-            .get(id)
-            .copied()
-            .flatten()
-            .and_then(|slot| self.active.get(&slot))
+        self.ids.slot(id).and_then(|slot| self.active.get(&slot))
     }
 
     /// Whether `id` is active.
     pub fn is_active(&self, id: &str) -> bool {
-        matches!(self.ids.get(id), Some(Some(_)))
+        self.get(id).is_some()
     }
 
     /// Every id created in the owned suffix (including deleted / dispatched ones), in
     /// creation order.
-    pub fn seen_ids(&self) -> &[Arc<str>] {
-        &self.seen_order
+    pub fn seen_ids(&self) -> &SeenIds {
+        &self.ids
     }
 
     /// A comparable copy of the state.
     pub fn snapshot(&self) -> FoldSnapshot {
         FoldSnapshot {
             active: self.active.values().cloned().collect(),
-            seen_ids: self.seen_order.iter().map(|id| id.to_string()).collect(),
+            seen_ids: self.ids.iter().map(Cow::into_owned).collect(),
         }
     }
 
     /// The next free id (§7): `schedule-N` with N starting at |seen| + 1 and incremented
     /// while `schedule-N` was seen.
     pub fn allocate_id(&self) -> String {
-        allocate_with(self.ids.len(), |id| self.ids.contains_key(id))
+        allocate_with(self.ids.len(), |id| self.ids.contains(id))
     }
 
     /// The earliest target over all active records (what a waiting runtime arms its timer
@@ -465,6 +488,11 @@ trait FoldEvent {
     fn is_change(&self) -> bool;
     /// The payload decoded strictly (§4).
     fn change(&self) -> Result<ScheduleChange, ScheduleLogError>;
+    /// The payload as a delete or dispatch read in place, when it is in its canonical form
+    /// (then [`FoldEvent::change`] decodes it to the same change).
+    fn transition(&self) -> Option<ChangeRef<'_>> {
+        None
+    }
 }
 
 impl FoldEvent for SessionEvent {
@@ -489,12 +517,131 @@ impl FoldEvent for RawEvent {
     fn change(&self) -> Result<ScheduleChange, ScheduleLogError> {
         decode_change_text(self.payload())
     }
+    fn transition(&self) -> Option<ChangeRef<'_>> {
+        canonical_transition(self.payload())
+    }
 }
 
 /// The fold's id map: foldhash, not SipHash (ids come from our own log, and the map is
 /// touched once per change).
 type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
+/// Every id created in a fold's owned suffix, in creation order, each with its creation
+/// counter (its index in that order).
+///
+/// Ids of the form `schedule-N` (what §7 allocates: `N` in decimal without leading zeros)
+/// are held as the number `N`, most of them in a table indexed by `N`; other ids are
+/// hashed. Remembering an allocated id costs a few bytes and no allocation.
+#[derive(Clone, Debug, Default)]
+pub struct SeenIds {
+    /// Creation order: `N` of a `schedule-N` id, or the index of a named id in `named`
+    /// with [`NAMED`] set.
+    order: Vec<u64>,
+    /// At `N`: 1 + the creation counter of `schedule-N` (0: not seen or held in `sparse`).
+    dense: Vec<u64>,
+    /// `schedule-N` ids whose `N` is too far beyond the count to be held in `dense`.
+    sparse: HashMap<u64, u64>,
+    /// Every other id → its creation counter.
+    named: HashMap<Arc<str>, u64>,
+    /// Other ids in creation order (indexed from `order`).
+    names: Vec<Arc<str>>,
+}
+
+/// The tag of a named id in [`SeenIds::order`].
+const NAMED: u64 = 1 << 63;
+
+/// `N` of an id `schedule-N` whose `N` is written in decimal without leading zeros (so the
+/// id is `format!("schedule-{N}")`), below 10^18.
+fn numbered(id: &str) -> Option<u64> {
+    let digits = id.strip_prefix("schedule-")?.as_bytes();
+    if digits.is_empty() || digits.len() > 18 || (digits[0] == b'0' && digits.len() > 1) {
+        return None;
+    }
+    digits.iter().try_fold(0u64, |n, &digit| {
+        digit
+            .is_ascii_digit()
+            .then(|| n * 10 + u64::from(digit - b'0'))
+    })
+}
+
+impl SeenIds {
+    /// How many ids were seen.
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    /// Whether no id was seen.
+    pub fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    /// Whether `id` was seen.
+    pub fn contains(&self, id: &str) -> bool {
+        self.slot(id).is_some()
+    }
+
+    /// The ids in creation order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Cow<'_, str>> + '_ {
+        self.order.iter().map(|&entry| {
+            if entry & NAMED == 0 {
+                Cow::Owned(format!("schedule-{entry}"))
+            } else {
+                let index = usize::try_from(entry & !NAMED).unwrap_or(usize::MAX);
+                Cow::Borrowed(self.names.get(index).map_or("", |name| &**name))
+            }
+        })
+    }
+
+    /// The creation counter of a seen id.
+    fn slot(&self, id: &str) -> Option<u64> {
+        match numbered(id) {
+            Some(n) => usize::try_from(n)
+                .ok()
+                .and_then(|n| self.dense.get(n))
+                .and_then(|slot| slot.checked_sub(1))
+                .or_else(|| {
+                    if self.sparse.is_empty() {
+                        None
+                    } else {
+                        self.sparse.get(&n).copied()
+                    }
+                }),
+            None => self.named.get(id).copied(),
+        }
+    }
+
+    /// Adds an id not seen before; returns its creation counter.
+    fn insert(&mut self, id: &Arc<str>) -> u64 {
+        let slot = self.order.len() as u64;
+        match numbered(id) {
+            Some(n) => {
+                // The table grows to twice the count (plus some room), so ids allocated
+                // by §7 (from the count upward) land in it.
+                let bound = 2 * self.order.len() + 4096;
+                match usize::try_from(n).ok().filter(|&n| n < bound) {
+                    Some(index) => {
+                        if self.dense.len() <= index {
+                            self.dense.resize((index + 1).max(2 * self.dense.len()), 0);
+                        }
+                        self.dense[index] = slot + 1;
+                    }
+                    None => {
+                        self.sparse.insert(n, slot);
+                    }
+                }
+                self.order.push(n);
+            }
+            None => {
+                self.order.push(NAMED | self.names.len() as u64);
+                self.names.push(Arc::clone(id));
+                self.named.insert(Arc::clone(id), slot);
+            }
+        }
+        slot
+    }
+}
+
+#[derive(Clone, Copy)]
 enum Transition {
     Create,
     Remove(u64),

@@ -588,7 +588,7 @@ fn run(ops: &[Op]) -> (Vec<SessionEvent>, u64, ScheduleFold) {
                 } else {
                     state.allocate_id()
                 };
-                if state.seen_ids().iter().any(|seen| **seen == *id) {
+                if state.seen_ids().contains(&id) {
                     continue;
                 }
                 let now = T0 + offset_ms;
@@ -635,12 +635,7 @@ fn run(ops: &[Op]) -> (Vec<SessionEvent>, u64, ScheduleFold) {
                 assert_eq!(state.active_len(), 0);
             }
         }
-        assert!(
-            !state
-                .seen_ids()
-                .iter()
-                .any(|seen| **seen == *state.allocate_id())
-        );
+        assert!(!state.seen_ids().contains(&state.allocate_id()));
     }
     (log, seed, state)
 }
@@ -757,4 +752,39 @@ fn exhaustive_single_byte_corruption_never_panics() {
         corrupt > 0 && same > 0 && different > 0,
         "{corrupt} {same} {different}"
     );
+}
+
+#[test]
+fn seen_ids_keep_creation_order_and_tell_numbered_ids_from_others() {
+    let mut seen = SeenIds::default();
+    let ids = [
+        "schedule-2",
+        "schedule-007",
+        "schedule-0",
+        "custom",
+        "schedule-",
+        "schedule-99999999999",
+        "schedule-1",
+        "schedule-1000000000000000000",
+    ];
+    for (slot, id) in ids.iter().enumerate() {
+        assert_eq!(seen.insert(&Arc::from(*id)), slot as u64);
+    }
+    assert_eq!(seen.iter().collect::<Vec<_>>(), ids);
+    assert_eq!(seen.len(), 8);
+    for (slot, id) in ids.iter().enumerate() {
+        assert_eq!(seen.slot(id), Some(slot as u64), "{id}");
+    }
+    for id in [
+        "schedule-7",
+        "schedule-3",
+        "schedule-00",
+        "schedule-99999999998",
+        "other",
+    ] {
+        assert!(!seen.contains(id), "{id}");
+    }
+    assert_eq!(numbered("schedule-99999999999"), Some(99_999_999_999));
+    assert_eq!(numbered("schedule-1000000000000000000"), None);
+    assert_eq!(numbered("schedule-1a"), None);
 }

@@ -67,8 +67,8 @@ pub use error::{
 };
 pub use every::{Occurrence, resolve_every};
 pub use fold::{
-    BatchItem, Decision, EveryBatch, FoldSnapshot, ScheduleFold, allocate_id, allocate_id_in,
-    check_seed_length,
+    BatchItem, Decision, EveryBatch, FoldSnapshot, ScheduleFold, SeenIds, allocate_id,
+    allocate_id_in, check_seed_length,
 };
 pub use framing::{
     BATCH_HEADER, BATCH_INSTRUCTION, ONE_SHOT_HEADER, ONE_SHOT_INSTRUCTION, batch_framing,
