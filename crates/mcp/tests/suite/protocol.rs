@@ -8,15 +8,17 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::suite::support::{BOUND, config, harness_bin};
 
-async fn exchange(lines: &[Value]) -> Vec<Value> {
+/// `harness mcp` serving `session` in a fresh folder, its standard input and output piped.
+/// The folder lives as long as the returned guard.
+fn serve(session: &str) -> (tempfile::TempDir, tokio::process::Child) {
     let dir = tempfile::tempdir().unwrap();
     let config_path = dir.path().join("config.json");
     std::fs::write(&config_path, config().to_string()).unwrap();
-    let mut child = tokio::process::Command::new(harness_bin())
+    let child = tokio::process::Command::new(harness_bin())
         .arg("mcp")
         .arg("--dir")
         .arg(dir.path().join("sessions"))
-        .args(["--session", "raw"])
+        .args(["--session", session])
         .arg("--config")
         .arg(&config_path)
         .stdin(Stdio::piped())
@@ -24,6 +26,11 @@ async fn exchange(lines: &[Value]) -> Vec<Value> {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    (dir, child)
+}
+
+async fn exchange(lines: &[Value]) -> Vec<Value> {
+    let (_dir, mut child) = serve("raw");
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut replies = Vec::new();
@@ -125,21 +132,7 @@ async fn a_missing_parallel_choice_is_a_startup_error() {
 
 #[tokio::test]
 async fn sigterm_stops_the_jobs_and_exits_cleanly() {
-    let dir = tempfile::tempdir().unwrap();
-    let config_path = dir.path().join("config.json");
-    std::fs::write(&config_path, config().to_string()).unwrap();
-    let mut child = tokio::process::Command::new(harness_bin())
-        .arg("mcp")
-        .arg("--dir")
-        .arg(dir.path().join("sessions"))
-        .args(["--session", "term"])
-        .arg("--config")
-        .arg(&config_path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let (_dir, mut child) = serve("term");
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
     for line in [
