@@ -111,6 +111,18 @@ pub struct ToolCall {
     pub cancel: CancellationToken,
 }
 
+impl ToolCall {
+    /// The arguments decoded into the tool's typed form `T` ([`crate::decode_arguments`]).
+    /// A body returns the error with `?`: it becomes the result `Error: invalid arguments:
+    /// <serde message>`.
+    ///
+    /// # Errors
+    /// [`crate::InvalidArguments`] when the arguments do not decode as `T`.
+    pub fn arguments_as<'de, T: Deserialize<'de>>(&'de self) -> Result<T, crate::InvalidArguments> {
+        crate::decode_arguments(&self.arguments)
+    }
+}
+
 impl std::fmt::Debug for ToolCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolCall")
