@@ -5,7 +5,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use harness_core::{Session, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, js_trim};
+use harness_core::{
+    Session, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, decode_arguments, js_trim,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -144,8 +146,7 @@ impl TodoWriteTool {
         arguments: &Value,
         session: Option<&dyn Session>,
     ) -> Result<TodoWriteValue, TodoError> {
-        let args = TodoWriteArgs::deserialize(arguments)
-            .map_err(|e| TodoError::InvalidArguments(e.to_string()))?;
+        let args: TodoWriteArgs = decode_arguments(arguments)?;
         let todos = validate_todos(args.todos, self.policy)?;
         let session = session.ok_or(TodoError::NoAgent)?;
         let value = TodoWriteValue::new(todos);

@@ -394,7 +394,7 @@ fn error_messages_are_exact() {
             "todo_write requires an owning agent session",
         ),
         (
-            TodoError::InvalidArguments("x".into()),
+            TodoError::InvalidArguments(harness_core::InvalidArguments::new("x")),
             "invalid arguments: x",
         ),
     ];

@@ -42,11 +42,6 @@ struct KillArgs {
     reason: Option<String>,
 }
 
-fn decode<T: serde::de::DeserializeOwned>(arguments: &Value) -> Result<T, ToolOutput> {
-    T::deserialize(arguments)
-        .map_err(|error| ToolOutput::error(format!("invalid arguments: {error}")))
-}
-
 fn caller_id(call: &ToolCall) -> Option<AgentId> {
     call.caller.as_ref().map(|agent| agent.id().clone())
 }
@@ -122,9 +117,9 @@ impl Tool for JobOutputTool {
     }
 
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
-        let args: OutputArgs = match decode(&call.arguments) {
+        let args: OutputArgs = match call.arguments_as() {
             Ok(args) => args,
-            Err(output) => return Ok(output),
+            Err(invalid) => return Ok(ToolOutput::error(invalid)),
         };
         if args.job_id.is_empty() {
             return Ok(ToolOutput::error(EMPTY_JOB_ID));
@@ -242,9 +237,9 @@ impl Tool for JobKillTool {
     }
 
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
-        let args: KillArgs = match decode(&call.arguments) {
+        let args: KillArgs = match call.arguments_as() {
             Ok(args) => args,
-            Err(output) => return Ok(output),
+            Err(invalid) => return Ok(ToolOutput::error(invalid)),
         };
         if args.job_id.is_empty() {
             return Ok(ToolOutput::error(EMPTY_JOB_ID));

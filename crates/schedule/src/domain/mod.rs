@@ -55,8 +55,8 @@ pub use change::{
     decode_record,
 };
 pub use create::{
-    CREATE_KEYS, CreateRequest, Selector, create_after, create_at, create_every, future_target,
-    validate_delete_id,
+    CREATE_KEYS, CreateArgs, CreateRequest, Selector, create_after, create_at, create_every,
+    future_target, validate_delete_id,
 };
 pub use error::{
     ERR_AFTER, ERR_AT_OFFSET, ERR_AT_REAL, ERR_AT_SHAPE, ERR_AT_TYPE, ERR_CONFIRM_ZONE,
