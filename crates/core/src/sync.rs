@@ -81,6 +81,11 @@ impl<T> Registered<T> {
         self.entries.iter().map(|(id, item)| (*id, item))
     }
 
+    /// Removes every entry; ids stay unused, so an old id never removes a later entry.
+    pub fn clear(&mut self) {
+        self.entries.clear();
+    }
+
     /// The number of entries.
     pub fn len(&self) -> usize {
         self.entries.len()

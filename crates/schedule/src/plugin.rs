@@ -66,7 +66,7 @@ fn key_of(agent: &Arc<dyn Agent>) -> usize {
 
 impl PluginInner {
     fn adopted(&self) -> MutexGuard<'_, HashMap<usize, Adopted>> {
-        self.adopted.lock().unwrap_or_else(|p| p.into_inner())
+        harness_core::lock(&self.adopted)
     }
 
     /// Adopts a newly published root agent (§14): tools in the agent's own scope, the status

@@ -126,7 +126,7 @@ impl DeliveryRuntime {
 
     /// Spawns the task and requests the first pass (a start always preflights, §12.1).
     pub(crate) fn start(&self) {
-        let mut task = self.task.lock().unwrap_or_else(|p| p.into_inner());
+        let mut task = harness_core::lock(&self.task);
         if task.is_some() || self.shared.stopping.load(Ordering::SeqCst) {
             return;
         }
@@ -163,7 +163,7 @@ impl DeliveryRuntime {
     /// a barrier). Idempotent.
     pub(crate) async fn dispose(&self) {
         self.stop();
-        let task = self.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let task = harness_core::lock(&self.task).take();
         if let Some(task) = task {
             // A panicked or cancelled task has nothing left to clean up.
             let _ = task.await;

@@ -15,20 +15,7 @@ pub const NOTICE_MARKER: &str = "\n[notice truncated]";
 /// The short collection instruction that ends a cut completion notice (§5.7).
 pub const NOTICE_ACTION: &str = "\nDone; job_output.";
 
-/// The last `max_bytes` bytes of `text`, with a leading partial code point dropped (so the
-/// result can be shorter than `max_bytes`).
-pub fn tail_utf8(text: &str, max_bytes: usize) -> &str {
-    if text.len() <= max_bytes {
-        return text;
-    }
-    let start = text.ceil_char_boundary(text.len() - max_bytes);
-    &text[start..]
-}
-
-/// The first `max_bytes` bytes of `text`, with a trailing partial code point dropped.
-pub fn head_utf8(text: &str, max_bytes: usize) -> &str {
-    &text[..text.floor_char_boundary(max_bytes)]
-}
+pub(crate) use harness_core::{tail_utf8, truncate_utf8 as head_utf8};
 
 /// Fit-with-suffix (todo-jobs §5.5): bounds `content + suffix` to `limit` bytes, keeping the
 /// suffix and the **tail** of the content.

@@ -14,7 +14,7 @@ pub use config::{CompletionDelivery, ToolJobsConfig};
 pub use delivery::notice_message;
 pub use fit::{
     NOTICE_ACTION, NOTICE_MARKER, NoticeParts, OUTPUT_MARKER, RESULT_MARKER, fit_notice,
-    fit_with_suffix, head_utf8, tail_utf8,
+    fit_with_suffix,
 };
 pub use install::{Installed, install, install_scoped};
 pub use public::PublicJob;
