@@ -22,9 +22,9 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::PLUGIN_NAME;
 use crate::domain::{Decision, SCHEDULE_CHANGE, Timestamp};
 use crate::ledger::{FoldCache, Ledger};
-use crate::plugin::PLUGIN_NAME;
 
 /// The longest single timer segment (§12.4: the 2^31−1 ms cap is kept; every wake re-decides).
 const MAX_TIMER: Duration = Duration::from_millis(2_147_483_647);
@@ -37,7 +37,7 @@ pub(crate) struct Liveness {
 
 impl Liveness {
     /// Liveness as the host's agent registry reports it.
-    pub(crate) fn new(harness: Weak<dyn Harness>, _agent: &Arc<dyn Agent>) -> Self {
+    pub(crate) fn new(harness: Weak<dyn Harness>) -> Self {
         Self { harness }
     }
 

@@ -129,11 +129,6 @@ impl TodoWriteTool {
         }
     }
 
-    /// The policy the tool enforces.
-    pub fn policy(&self) -> InProgressPolicy {
-        self.policy
-    }
-
     /// The body of the tool on raw arguments: decode, validate (§2.3 steps 1–2), require a
     /// session (step 3), append `todo/write` with the trimmed list (step 4), and return the
     /// canonical value (step 5). `session` is the calling agent's session, `None` for a call

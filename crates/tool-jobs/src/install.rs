@@ -95,7 +95,7 @@ pub fn install_scoped(
     let mut installed = Installed {
         registrations: Vec::with_capacity(6),
         reporter: reporter.clone(),
-        scope: RegistrationScope::Global,
+        scope: scope.clone(),
     };
     installed
         .registrations
@@ -127,6 +127,5 @@ pub fn install_scoped(
         )?;
         installed.registrations.push(registration);
     }
-    installed.scope = scope;
     Ok(installed)
 }
