@@ -197,6 +197,10 @@ impl Tool for TodoWriteTool {
             .map(|value| success_output(&value))
             .map_err(|error| ToolError::msg(error.to_string()))
     }
+
+    fn present_call(&self, arguments: &Value) -> Option<Value> {
+        serde_json::to_value(present_call(arguments)).ok()
+    }
 }
 
 /// What a UI shows for a `todo_write` call (todo-jobs §2.2 `presentCall`):

@@ -570,3 +570,15 @@ proptest! {
         prop_assert_eq!(by_schema, by_type, "disagree on {}", args);
     }
 }
+
+#[test]
+fn the_tool_presents_its_call_card() {
+    let args = json!({"todos": [{"content": "a", "status": "pending"}]});
+    assert_eq!(
+        Tool::present_call(&tool(false), &args),
+        Some(
+            json!({"card": "generic", "title": "Update todo list", "kind": "other",
+                    "rawInput": [{"content": "a", "status": "pending"}]})
+        )
+    );
+}

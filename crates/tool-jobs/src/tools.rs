@@ -116,6 +116,10 @@ impl Tool for JobOutputTool {
         &self.definition
     }
 
+    fn present_call(&self, arguments: &Value) -> Option<Value> {
+        crate::text::present_call(&self.definition.name, arguments)
+    }
+
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
         let args: OutputArgs = match call.arguments_as() {
             Ok(args) => args,
@@ -159,6 +163,10 @@ impl JobListTool {
 impl Tool for JobListTool {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    fn present_call(&self, arguments: &Value) -> Option<Value> {
+        crate::text::present_call(&self.definition.name, arguments)
     }
 
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
@@ -234,6 +242,10 @@ impl JobKillTool {
 impl Tool for JobKillTool {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    fn present_call(&self, arguments: &Value) -> Option<Value> {
+        crate::text::present_call(&self.definition.name, arguments)
     }
 
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {

@@ -268,6 +268,10 @@ impl Tool for ScheduleTool {
         &self.definition
     }
 
+    fn present_call(&self, arguments: &Value) -> Option<Value> {
+        present_call(&self.definition.name, arguments)
+    }
+
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
         match self.which {
             Which::Create => self.core.create(call).await,
