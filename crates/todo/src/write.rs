@@ -41,9 +41,9 @@ impl InProgressPolicy {
 /// The arguments of `todo_write`. The root is open (unknown top-level keys are ignored), the
 /// items are closed: the same acceptance as [`crate::input_schema`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct TodoWriteArgs {
+pub(crate) struct TodoWriteArgs {
     /// The complete list, untrimmed as the model sent it.
-    pub todos: Vec<TodoItem>,
+    pub(crate) todos: Vec<TodoItem>,
 }
 
 /// The field-by-name shape shared by [`TodoWriteArgs`] and [`TodoWriteEvent`]; open.
@@ -70,9 +70,9 @@ impl<'de> Deserialize<'de> for TodoWriteEvent {
 /// list (todo-jobs §1.6). Decoding it is strict: closed items, known statuses (other
 /// top-level keys are ignored).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct TodoWriteEvent {
+pub(crate) struct TodoWriteEvent {
     /// The whole list.
-    pub todos: Vec<TodoItem>,
+    pub(crate) todos: Vec<TodoItem>,
 }
 
 /// Steps 1 and 2 of todo-jobs §2.3: trims every item's content (JavaScript `trim`,
@@ -83,7 +83,7 @@ pub struct TodoWriteEvent {
 /// # Errors
 /// The first failure, in that order: [`TodoError::EmptyContent`],
 /// [`TodoError::DuplicateContent`], [`TodoError::TooManyInProgress`].
-pub fn validate_todos(
+pub(crate) fn validate_todos(
     mut todos: Vec<TodoItem>,
     policy: InProgressPolicy,
 ) -> Result<Vec<TodoItem>, TodoError> {

@@ -9,11 +9,11 @@
 /// Marker appended when a `job_output` body is cut (rule A of §5.5).
 pub const OUTPUT_MARKER: &str = "\n[output truncated]";
 /// Marker appended when any other single-text result is cut (rule B of §5.5).
-pub const RESULT_MARKER: &str = "\n[result truncated]";
+pub(crate) const RESULT_MARKER: &str = "\n[result truncated]";
 /// Marker inserted when a completion notice is cut (§5.7).
-pub const NOTICE_MARKER: &str = "\n[notice truncated]";
+pub(crate) const NOTICE_MARKER: &str = "\n[notice truncated]";
 /// The short collection instruction that ends a cut completion notice (§5.7).
-pub const NOTICE_ACTION: &str = "\nDone; job_output.";
+pub(crate) const NOTICE_ACTION: &str = "\nDone; job_output.";
 
 pub(crate) use harness_core::{tail_utf8, truncate_utf8 as head_utf8};
 

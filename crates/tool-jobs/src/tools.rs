@@ -48,7 +48,7 @@ fn caller_id(call: &ToolCall) -> Option<AgentId> {
 
 /// `job_output`: wait (only with `wait: true`), then a consuming read; the value is
 /// `{ text, job: PublicJob }` and the rendering `<body>\n[status: …]` (todo-jobs §5.4).
-pub struct JobOutputTool {
+pub(crate) struct JobOutputTool {
     definition: ToolDefinition,
     registry: Arc<dyn JobRegistry>,
     wait_timeout_ms: f64,
@@ -57,7 +57,7 @@ pub struct JobOutputTool {
 
 impl JobOutputTool {
     /// The tool over `registry` with the wait settings of `config`.
-    pub fn new(registry: Arc<dyn JobRegistry>, config: &ToolJobsConfig) -> Self {
+    pub(crate) fn new(registry: Arc<dyn JobRegistry>, config: &ToolJobsConfig) -> Self {
         Self {
             definition: ToolDefinition {
                 name: JOB_OUTPUT.to_owned(),
@@ -138,14 +138,14 @@ impl Tool for JobOutputTool {
 
 /// `job_list`: the caller's jobs plus unowned jobs, one line each (todo-jobs §5.4). Never
 /// capped.
-pub struct JobListTool {
+pub(crate) struct JobListTool {
     definition: ToolDefinition,
     registry: Arc<dyn JobRegistry>,
 }
 
 impl JobListTool {
     /// The tool over `registry`.
-    pub fn new(registry: Arc<dyn JobRegistry>) -> Self {
+    pub(crate) fn new(registry: Arc<dyn JobRegistry>) -> Self {
         Self {
             definition: ToolDefinition {
                 name: JOB_LIST.to_owned(),
@@ -191,14 +191,14 @@ impl Tool for JobListTool {
 
 /// `job_kill`: cancel first, then a non-consuming `get`; the value is
 /// `{ outcome: "cancellation-requested" | "already-finished", job }` (todo-jobs §5.4).
-pub struct JobKillTool {
+pub(crate) struct JobKillTool {
     definition: ToolDefinition,
     registry: Arc<dyn JobRegistry>,
 }
 
 impl JobKillTool {
     /// The tool over `registry`.
-    pub fn new(registry: Arc<dyn JobRegistry>) -> Self {
+    pub(crate) fn new(registry: Arc<dyn JobRegistry>) -> Self {
         Self {
             definition: ToolDefinition {
                 name: JOB_KILL.to_owned(),
