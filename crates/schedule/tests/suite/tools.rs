@@ -730,22 +730,18 @@ fn case_49_present_call_cards() {
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn case_49_the_tools_present_their_call_cards() {
     let t = ToolsOnly::new();
-    let other = t.host.session("s2");
-    let tools = ScheduleTools::new(
-        other.as_dyn(),
-        Arc::new(t.host.clock.clone()),
-        Arc::new(|| {}),
-    );
-    let cards: Vec<Option<Value>> = tools
-        .tools()
-        .iter()
-        .zip([
-            json!({"prompt":"x","after_seconds":1}),
-            json!({}),
-            json!({"id":"schedule-1"}),
-        ])
-        .map(|(tool, args)| tool.present_call(&args))
-        .collect();
+    let chain = t.agent.scope_chain();
+    let cards: Vec<Option<Value>> = [
+        ("schedule_create", json!({"prompt":"x","after_seconds":1})),
+        ("schedule_list", json!({})),
+        ("schedule_delete", json!({"id":"schedule-1"})),
+    ]
+    .into_iter()
+    .map(|(name, args)| {
+        let tool = t.host.host.tools().find(name, Some(&chain))?;
+        tool.present_call(&args)
+    })
+    .collect();
     assert_eq!(
         cards,
         [
