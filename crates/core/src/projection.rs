@@ -3,11 +3,11 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::{RawEvent, RegisterError, Registration, SessionEvent, SessionId};
+use crate::{RawEvent, RegisterError, Registered, Registration, SessionEvent, SessionId, lock};
 
 /// A projection's state, type-erased so projections can be stored together. A projection
 /// downcasts its own state with `state.downcast_ref::<T>()`.
@@ -45,8 +45,7 @@ struct Folded {
 
 #[derive(Default)]
 struct Inner {
-    next_id: u64,
-    projections: Vec<(u64, Arc<dyn Projection>)>,
+    projections: Registered<Arc<dyn Projection>>,
     /// Folded state per (session, projection id).
     states: HashMap<(SessionId, u64), Folded>,
     /// Tracked sessions, re-read when a projection is registered later.
@@ -77,50 +76,46 @@ impl ProjectionSet {
         Self::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-    }
-
     /// Registers a projection and folds every tracked session into it.
     ///
     /// # Errors
     /// [`RegisterError::Conflict`] when the key is already registered.
     pub fn register(&self, projection: Arc<dyn Projection>) -> Result<Registration, RegisterError> {
-        let mut inner = self.lock();
+        let mut inner = lock(&self.inner);
         if inner
             .projections
             .iter()
-            .any(|(_, p)| p.key() == projection.key())
+            .any(|p| p.key() == projection.key())
         {
             return Err(RegisterError::Conflict(format!(
                 "projection {:?} is already registered",
                 projection.key()
             )));
         }
-        inner.next_id += 1;
-        let id = inner.next_id;
         let sessions: Vec<_> = inner.sessions.values().cloned().collect();
-        for session in sessions {
-            let folded = fold_all(projection.as_ref(), session.as_ref());
+        let folded: Vec<_> = sessions
+            .iter()
+            .map(|session| fold_all(projection.as_ref(), session.as_ref()))
+            .collect();
+        let id = inner.projections.insert(projection);
+        for (session, folded) in sessions.iter().zip(folded) {
             inner.states.insert((session.id().clone(), id), folded);
         }
-        inner.projections.push((id, projection));
-        let weak = Arc::downgrade(&self.inner);
-        Ok(Registration::new(move || {
-            if let Some(inner) = weak.upgrade() {
-                let mut inner = inner.lock().unwrap_or_else(|poison| poison.into_inner());
-                inner.projections.retain(|(pid, _)| *pid != id);
-                inner.states.retain(|(_, pid), _| *pid != id);
-            }
+        Ok(Registration::weak(&self.inner, move |inner| {
+            let mut inner = lock(inner);
+            inner.projections.remove(id);
+            inner.states.retain(|(_, pid), _| *pid != id);
         }))
     }
 
     /// Starts folding `session`: replays its whole log into every projection.
     pub fn track(&self, session: Arc<dyn crate::Session>) {
-        let mut inner = self.lock();
-        let projections = inner.projections.clone();
+        let mut inner = lock(&self.inner);
+        let projections: Vec<_> = inner
+            .projections
+            .entries()
+            .map(|(id, projection)| (id, projection.clone()))
+            .collect();
         for (id, projection) in projections {
             let folded = fold_all(projection.as_ref(), session.as_ref());
             inner.states.insert((session.id().clone(), id), folded);
@@ -130,21 +125,21 @@ impl ProjectionSet {
 
     /// Stops folding a session and drops its states.
     pub fn untrack(&self, session: &SessionId) {
-        let mut inner = self.lock();
+        let mut inner = lock(&self.inner);
         inner.sessions.remove(session);
         inner.states.retain(|(sid, _), _| sid != session);
     }
 
     /// Folds one newly appended event of `session` into every projection.
     pub fn apply(&self, session: &SessionId, event: &SessionEvent) {
-        let mut inner = self.lock();
+        let mut inner = lock(&self.inner);
         let Inner {
             projections,
             states,
             ..
         } = &mut *inner;
-        for (id, projection) in projections.iter() {
-            let Some(folded) = states.get_mut(&(session.clone(), *id)) else {
+        for (id, projection) in projections.entries() {
+            let Some(folded) = states.get_mut(&(session.clone(), id)) else {
                 continue;
             };
             if let Some(next) = projection.apply(&folded.state, event) {
@@ -156,9 +151,9 @@ impl ProjectionSet {
 
     /// The view of projection `key` for `session`, if both are known.
     pub fn view(&self, session: &SessionId, key: &str) -> Option<ProjectionView> {
-        let inner = self.lock();
-        let (id, projection) = inner.projections.iter().find(|(_, p)| p.key() == key)?;
-        let folded = inner.states.get(&(session.clone(), *id))?;
+        let inner = lock(&self.inner);
+        let (id, projection) = inner.projections.entries().find(|(_, p)| p.key() == key)?;
+        let folded = inner.states.get(&(session.clone(), id))?;
         Some(ProjectionView {
             value: projection.view(&folded.state),
             as_of_seq: folded.as_of_seq,
@@ -168,19 +163,15 @@ impl ProjectionSet {
     /// The registered projections, in registration order (to fold a log that no session
     /// holds, e.g. a file streamed by an inspection tool).
     pub fn projections(&self) -> Vec<Arc<dyn Projection>> {
-        self.lock()
-            .projections
-            .iter()
-            .map(|(_, p)| Arc::clone(p))
-            .collect()
+        lock(&self.inner).projections.to_vec()
     }
 
     /// The registered keys, in registration order.
     pub fn keys(&self) -> Vec<String> {
-        self.lock()
+        lock(&self.inner)
             .projections
             .iter()
-            .map(|(_, p)| p.key().to_owned())
+            .map(|p| p.key().to_owned())
             .collect()
     }
 }

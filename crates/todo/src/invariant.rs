@@ -41,7 +41,7 @@ pub struct InvariantViolation {
 ///
 /// # Errors
 /// [`IncoherentWrite`] with the first failure's exact message.
-pub fn check_todo_write(data: &Value) -> Result<(), IncoherentWrite> {
+pub(crate) fn check_todo_write(data: &Value) -> Result<(), IncoherentWrite> {
     check_entries(data).map_err(IncoherentWrite)
 }
 

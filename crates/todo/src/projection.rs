@@ -6,8 +6,9 @@ use harness_core::{Projection, ProjectionState, RawEvent, SessionEvent};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::write::TodoWriteEvent;
 use crate::write::{TODO_WRITE_EVENT, todos_json};
-use crate::{TodoItem, TodoStatus, TodoWriteEvent};
+use crate::{TodoItem, TodoStatus};
 
 /// The projection key (exact).
 pub const TODOS_KEY: &str = "todos";
