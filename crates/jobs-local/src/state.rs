@@ -78,6 +78,9 @@ pub(crate) struct Record {
         reason = "one word in every record instead of three; most jobs are never waited on"
     )]
     pub(crate) waiters: Option<Box<Vec<Waiter>>>,
+    /// The job's `harness.job` span while it runs (`None` when no subscriber wanted it):
+    /// boxed, so a record without one pays one word.
+    pub(crate) span: Option<Box<tracing::Span>>,
 }
 
 impl Record {

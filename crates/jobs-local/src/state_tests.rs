@@ -21,6 +21,7 @@ fn record(seq: u64, id: JobId, kind: JobKind) -> Record {
         finished_at: 0,
         reported: false,
         waiters: None,
+        span: None,
     }
 }
 

@@ -217,6 +217,9 @@ impl Shared {
                 history: History::new(sh.limits.output_history_bytes),
             }))
         });
+        // The kind for the job's span, kept only when a subscriber wants `harness.job` spans
+        // (an interest check, cached per call site, when none does).
+        let span_kind = tracing::span_enabled!(tracing::Level::INFO).then(|| kind.clone());
         // 8.–9. Id and record.
         let (id, slot, seq, disposed, orphaned, observers) = {
             let mut state = sh.lock();
@@ -248,12 +251,16 @@ impl Shared {
                 finished_at: 0,
                 reported: false,
                 waiters: None,
+                span: None,
             });
             // The owner's cleanup may have run while `run` was executing (another thread
             // disposed it): then nothing else would ever tear this job down.
             let orphaned = key.is_some_and(|k| !state.owners.contains_key(&k));
             (id, slot, seq, state.disposed, orphaned, observers)
         };
+        if let Some(kind) = span_kind {
+            sh.attach_span(&id, &kind, Ticket { slot, seq });
+        }
         // A progress change shows in `list`, so observers hear of it. Installed after the
         // lock (the producer's own observer, if any, is dropped here) and before step 11's
         // notification, which covers any change made before.
@@ -286,6 +293,40 @@ impl Shared {
             }
         }
         Ok(id)
+    }
+}
+
+impl Shared {
+    /// Opens job `id`'s `harness.job` span (fields `job.id`, `job.kind`, `job.owner` — the
+    /// owner's session id, absent for an unowned job — and `job.status`, recorded at
+    /// settlement; see `docs/observability.md`) and keeps it in the record until settlement.
+    /// Made outside the lock: a subscriber's code never runs under it.
+    fn attach_span(&self, id: &JobId, kind: &JobKind, ticket: Ticket) {
+        let span = tracing::info_span!(
+            "harness.job",
+            job.id = %id,
+            job.kind = %kind,
+            job.owner = tracing::field::Empty,
+            job.status = tracing::field::Empty,
+        );
+        if span.is_disabled() {
+            return;
+        }
+        let mut state = self.lock();
+        let Some(record) = state.records.at_mut(ticket.slot, ticket.seq) else {
+            return;
+        };
+        if let Some(owner) = &record.owner {
+            span.record("job.owner", tracing::field::display(&owner.id));
+        }
+        if record.status.is_terminal() {
+            // Settled on another thread meanwhile: the span closes with its status.
+            span.record("job.status", tracing::field::display(record.status));
+            drop(state);
+            drop(span);
+            return;
+        }
+        record.span = Some(Box::new(span));
     }
 }
 

@@ -39,6 +39,7 @@ impl Shared {
         let now = self.now_millis();
         let released_hooks;
         let released_progress;
+        let span;
         let (snapshot, target, observers, listeners) = {
             let mut state = self.lock();
             let state = &mut *state;
@@ -59,6 +60,7 @@ impl Shared {
             // Released after the lock: dropping producer code never runs under it.
             released_hooks = record.cancel.take();
             released_progress = record.progress.take();
+            span = record.span.take();
             let mut counted = false;
             let waiters = record.waiters.take().map_or_else(Vec::new, |w| *w);
             let mut released = Vec::new();
@@ -86,6 +88,12 @@ impl Shared {
             (snapshot, target, observers, listeners)
         };
         drop(released_hooks);
+        // The job's span, if any, takes its status, and the observers and listeners below
+        // run inside it; it closes when this settlement returns.
+        if let Some(span) = &span {
+            span.record("job.status", tracing::field::display(snapshot.status));
+        }
+        let _entered = span.as_deref().map(tracing::Span::enter);
         // The progress line stops notifying; its observer is dropped here, after the lock.
         if let Some(progress) = released_progress {
             drop(progress.replace_observer(None));
