@@ -11,6 +11,7 @@ use harness_jobs::{JobError, JobHooks, JobId, JobKind, JobLabel, JobStart, JobSt
 use tokio::runtime::Handle;
 
 use super::{OWNER_DISPOSED_REASON, SERVICE_DISPOSED_REASON, Shared};
+use crate::journal;
 use crate::{
     driver::Ticket, history::History, state::Cancel, state::OwnerEntry, state::OwnerInfo,
     state::OwnerKey, state::Record, state::State, state::Stream, state::Target, state::owner_key,
@@ -124,6 +125,14 @@ impl Shared {
         self.preflight(served, kind, label, limit)?;
         live?;
         let id = owner.id().clone();
+        if self.limits.journal {
+            // The journal: no id this session's log has seen is issued again.
+            let highest = journal::highest_ids(&*owner.session());
+            let mut state = self.lock();
+            for (kind, n) in &highest {
+                state.records.raise_counter(kind, *n);
+            }
+        }
         self.ensure_owner_hook(&owner, key, chain)?;
         let mut state = self.lock();
         let Some(entry) = state.owners.get_mut(&key) else {
@@ -220,6 +229,13 @@ impl Shared {
         // The kind for the job's span, kept only when a subscriber wants `harness.job` spans
         // (an interest check, cached per call site, when none does).
         let span_kind = tracing::span_enabled!(tracing::Level::INFO).then(|| kind.clone());
+        // What the journal's `job/start` needs, kept only when the journal is on.
+        let journal_owner = info.as_ref().filter(|_| sh.limits.journal).cloned();
+        let (journal_kind, journal_label) = if journal_owner.is_some() {
+            (kind.clone(), label.clone())
+        } else {
+            (JobKind::new(""), JobLabel::new(""))
+        };
         // 8.–9. Id and record.
         let (id, slot, seq, disposed, orphaned, observers) = {
             let mut state = sh.lock();
@@ -258,6 +274,11 @@ impl Shared {
             let orphaned = key.is_some_and(|k| !state.owners.contains_key(&k));
             (id, slot, seq, state.disposed, orphaned, observers)
         };
+        if sh.limits.journal
+            && let Some(owner) = &journal_owner
+        {
+            sh.journal_start(owner, &id, &journal_kind, &journal_label, started_at);
+        }
         if let Some(kind) = span_kind {
             sh.attach_span(&id, &kind, Ticket { slot, seq });
         }
@@ -297,6 +318,26 @@ impl Shared {
 }
 
 impl Shared {
+    /// Appends job `id`'s `job/start` to its owner's session log (the journal). A refused
+    /// append is a warning: the job runs on, unjournaled.
+    fn journal_start(
+        &self,
+        owner: &OwnerInfo,
+        id: &JobId,
+        kind: &JobKind,
+        label: &JobLabel,
+        started_at: i64,
+    ) {
+        let payload = journal::start_payload(id, kind, label, started_at);
+        if let Err(error) = owner
+            .agent
+            .session()
+            .append(journal::JOB_START_EVENT, payload)
+        {
+            tracing::warn!("jobs: could not journal the start of {id}: {error}");
+        }
+    }
+
     /// Opens job `id`'s `harness.job` span (fields `job.id`, `job.kind`, `job.owner` — the
     /// owner's session id, absent for an unowned job — and `job.status`, recorded at
     /// settlement; see `docs/observability.md`) and keeps it in the record until settlement.

@@ -11,6 +11,7 @@ use harness_jobs::{JobDoneListener, JobId, JobOutcome, JobSnapshot, JobsChangedL
 use tokio::runtime::Handle;
 
 use super::Shared;
+use crate::journal;
 use crate::{
     driver::Settle, driver::Ticket, driver::error_text, state::Layered, state::Record,
     state::Records, state::Target, state::for_each_route,
@@ -40,7 +41,7 @@ impl Shared {
         let released_hooks;
         let released_progress;
         let span;
-        let (snapshot, target, observers, listeners) = {
+        let (snapshot, target, observers, listeners, journaled) = {
             let mut state = self.lock();
             let state = &mut *state;
             let Some(record) = locate(&mut state.records) else {
@@ -80,12 +81,15 @@ impl Shared {
                 let _ = resolve.send(snapshot.clone());
             }
             let target = record.route_target();
+            // The journal's `job/settle` (final output only for final-output jobs).
+            let journaled = (self.limits.journal && target.owner.is_some())
+                .then(|| journal::settle_payload(&snapshot, record.output.as_deref()));
             state.release(target.owner.as_ref().map(|o| o.key()));
             // Cloned only when there is somebody to call (an empty layer costs nothing).
             let observers = (!state.observers.is_empty()).then(|| state.observers.clone());
             let listeners =
                 (!state.done_listeners.is_empty()).then(|| state.done_listeners.clone());
-            (snapshot, target, observers, listeners)
+            (snapshot, target, observers, listeners, journaled)
         };
         drop(released_hooks);
         // The job's span, if any, takes its status, and the observers and listeners below
@@ -97,6 +101,17 @@ impl Shared {
         // The progress line stops notifying; its observer is dropped here, after the lock.
         if let Some(progress) = released_progress {
             drop(progress.replace_observer(None));
+        }
+        if let (Some(payload), Some(owner)) = (journaled, &target.owner)
+            && let Err(error) = owner
+                .agent
+                .session()
+                .append(journal::JOB_SETTLE_EVENT, payload)
+        {
+            tracing::warn!(
+                "jobs: could not journal the settlement of {}: {error}",
+                snapshot.id
+            );
         }
         if self.draining.load(Ordering::SeqCst) > 0 {
             self.settled.notify_waiters();
