@@ -2,6 +2,9 @@
 //!
 //! - `jobs_cycle/start_settle_read`: start → settle → read of a batch of 10,000 fake jobs
 //!   across 10 owners through `LocalJobRegistry`; throughput is jobs/s (target ≥ 1,000,000).
+//!   `jobs_cycle/start_settle_read_journal` is the same cycle with the job journal on (a
+//!   `job/start` and a `job/settle` per job in the owner's in-memory log; target ≤ 2× the
+//!   journal-off time).
 //! - `jobs_list/10k_own`: `list` for an owner with 10,000 records while 0 or 90,000 records
 //!   belong to 9 other owners. Both walk the caller's 10,000 records only (cost linear in
 //!   the caller's records); with the others present the caller's records are interleaved
@@ -50,12 +53,18 @@ fn runtime() -> Runtime {
 }
 
 fn fixture(rt: &Runtime, owners: usize) -> Fixture {
+    fixture_with(rt, owners, false)
+}
+
+/// [`fixture`], with the job journal on or off (sessions in the host's in-memory store).
+fn fixture_with(rt: &Runtime, owners: usize, journal: bool) -> Fixture {
     let _guard = rt.enter();
     let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
     let registry = LocalJobRegistry::new(
         JobLimits::default()
             .with_max_concurrent_jobs_per_owner(1_000_000)
-            .with_output_history_bytes(1024 * 1024),
+            .with_output_history_bytes(1024 * 1024)
+            .with_journal(journal),
         host.as_dyn().clock(),
         Some(Arc::new(HarnessAgents::new(&host.as_dyn()))),
     );
@@ -157,6 +166,26 @@ fn bench_cycle(c: &mut Criterion) {
                 let terminal = rt.block_on(cycle(&fixture, BATCH));
                 total += started.elapsed();
                 assert_eq!(terminal, BATCH);
+            }
+            total
+        });
+    });
+    // The same cycle with the job journal on: two events per job in its owner's log.
+    group.bench_function("start_settle_read_journal", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let fixture = fixture_with(&rt, OWNERS, true);
+                let started = Instant::now();
+                let terminal = rt.block_on(cycle(&fixture, BATCH));
+                total += started.elapsed();
+                assert_eq!(terminal, BATCH);
+                let events: usize = fixture
+                    .owners
+                    .iter()
+                    .map(|o| o.session().events().len())
+                    .sum();
+                assert_eq!(events, 2 * BATCH);
             }
             total
         });

@@ -34,6 +34,12 @@ pub struct JobsConfig {
     /// 2^53−1, default 1 MiB. `0` keeps no history.
     #[serde(default = "default_history")]
     pub output_history_bytes: f64,
+    /// The job journal (default `false`): when on, every owned job's start and settlement
+    /// are events in its owner's session log (`job/start`, `job/settle`, see
+    /// `docs/event-log.md`), and ids issued after a restart continue after the highest one the
+    /// log has seen. Off, jobs are forgotten by a restart, as todo-jobs §4 describes.
+    #[serde(default)]
+    pub journal: bool,
 }
 
 fn default_max() -> f64 {
@@ -58,6 +64,13 @@ impl JobsConfig {
         self.output_history_bytes = bytes;
         self
     }
+
+    /// With `journal` set.
+    #[must_use]
+    pub fn with_journal(mut self, journal: bool) -> Self {
+        self.journal = journal;
+        self
+    }
 }
 
 impl Default for JobsConfig {
@@ -65,6 +78,7 @@ impl Default for JobsConfig {
         Self {
             max_concurrent_jobs_per_owner: default_max(),
             output_history_bytes: default_history(),
+            journal: false,
         }
     }
 }
@@ -77,6 +91,9 @@ pub struct JobLimits {
     pub max_concurrent_jobs_per_owner: u64,
     /// The per-job history budget in bytes.
     pub output_history_bytes: usize,
+    /// Whether owned jobs are journaled in their owner's session log (see
+    /// [`JobsConfig::journal`]).
+    pub journal: bool,
 }
 
 impl JobLimits {
@@ -93,6 +110,13 @@ impl JobLimits {
         self.output_history_bytes = bytes;
         self
     }
+
+    /// With the job journal on or off.
+    #[must_use]
+    pub fn with_journal(mut self, journal: bool) -> Self {
+        self.journal = journal;
+        self
+    }
 }
 
 impl Default for JobLimits {
@@ -100,6 +124,7 @@ impl Default for JobLimits {
         Self {
             max_concurrent_jobs_per_owner: DEFAULT_MAX_CONCURRENT_JOBS_PER_OWNER,
             output_history_bytes: 1024 * 1024,
+            journal: false,
         }
     }
 }
@@ -125,6 +150,7 @@ impl JobsConfig {
         Ok(JobLimits {
             max_concurrent_jobs_per_owner: max,
             output_history_bytes: usize::try_from(history).unwrap_or(usize::MAX),
+            journal: self.journal,
         })
     }
 }

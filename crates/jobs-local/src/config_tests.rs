@@ -52,9 +52,17 @@ fn defaults_and_json_keys() {
         config.validate(),
         Ok(JobLimits {
             max_concurrent_jobs_per_owner: 2,
-            output_history_bytes: 0
+            output_history_bytes: 0,
+            journal: false,
         })
     );
+    let config: JobsConfig = serde_json::from_value(json!({"journal": true})).unwrap();
+    assert_eq!(
+        config.validate(),
+        Ok(JobLimits::default().with_journal(true))
+    );
+    let wrong = serde_json::from_value::<JobsConfig>(json!({"journal": 1})).unwrap_err();
+    assert!(wrong.to_string().contains("expected a boolean"), "{wrong}");
     let unknown = serde_json::from_value::<JobsConfig>(json!({"maxJobs": 2})).unwrap_err();
     assert!(
         unknown.to_string().contains("unknown field `maxJobs`"),

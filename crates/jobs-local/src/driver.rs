@@ -21,15 +21,38 @@ use std::task::{Context, Poll, Wake, Waker};
 use futures::task::AtomicWaker;
 use harness_jobs::{BoxError, DoneFuture, JobId, JobOutcome};
 
-use crate::registry::Shared;
+use tokio::runtime::Handle;
+
+/// What the driver needs of the registry: somewhere to settle a job, and a runtime to spawn
+/// itself on. The driver holds the registry weakly and never names its internals.
+pub(crate) trait Settle: Send + Sync + 'static {
+    /// Settles the job `ticket` names with `outcome` (first wins, todo-jobs §4.6).
+    fn settle_ticket(&self, ticket: Ticket, outcome: JobOutcome);
+
+    /// The runtime to spawn a driver on, if any.
+    fn runtime(&self) -> Option<Handle>;
+
+    /// A weak handle to `self`, held by the driver task.
+    fn weak(&self) -> Weak<Self>
+    where
+        Self: Sized;
+}
+
+/// Where a job's record sits in the registry, as the registry issued it: opaque to the
+/// driver, which hands it back at settlement.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ticket {
+    /// The record's slot (a freed slot may be reused).
+    pub(crate) slot: usize,
+    /// The record's registration number, telling a reused slot apart.
+    pub(crate) seq: u64,
+}
 
 /// A job whose `done` the driver polls.
-pub(crate) struct Settling {
+struct Settling {
     /// For warnings, which must name the job even once its record is gone.
     id: JobId,
-    /// Where the record sits, and its registration number (a freed slot may be reused).
-    slot: usize,
-    seq: u64,
+    ticket: Ticket,
     done: DoneFuture,
 }
 
@@ -106,25 +129,21 @@ impl Hub {
             .unwrap_or_else(|poison| poison.into_inner())
     }
 
-    /// Queues job `id` (in `slot`, registered as `seq`) for settlement, spawning a driver on
-    /// the registry's runtime (see [`Shared::runtime`]) when none is running.
-    pub(crate) fn submit(
+    /// Queues job `id` (held as `ticket`) for settlement by `sink`, spawning a driver on
+    /// [`Settle::runtime`] when none is running.
+    pub(crate) fn submit<S: Settle>(
         self: &Arc<Self>,
-        shared: &Shared,
+        sink: &S,
         id: JobId,
-        slot: usize,
-        seq: u64,
+        ticket: Ticket,
         done: DoneFuture,
     ) {
         let (wake, spawn) = {
             let mut state = self.lock();
             let was_empty = state.queue.is_empty();
-            state.queue.push(Event::Fresh(Settling {
-                id,
-                slot,
-                seq,
-                done,
-            }));
+            state
+                .queue
+                .push(Event::Fresh(Settling { id, ticket, done }));
             if state.running {
                 (was_empty, None)
             } else {
@@ -134,14 +153,14 @@ impl Hub {
             }
         };
         if let Some(generation) = spawn {
-            let Some(runtime) = shared.runtime() else {
+            let Some(runtime) = sink.runtime() else {
                 // `start` checked for a runtime; it can only have gone since.
                 tracing::warn!("jobs: no tokio runtime is available to drive job settlement");
                 self.lock().running = false;
                 return;
             };
             let driver = Driver {
-                shared: shared.weak(),
+                sink: sink.weak(),
                 hub: self.clone(),
                 generation,
                 slots: Vec::new(),
@@ -197,9 +216,9 @@ struct Slot {
     waker: Waker,
 }
 
-/// The driver task.
-struct Driver {
-    shared: Weak<Shared>,
+/// The driver task, settling through `S`.
+struct Driver<S> {
+    sink: Weak<S>,
     hub: Arc<Hub>,
     generation: u64,
     slots: Vec<Option<Slot>>,
@@ -213,10 +232,10 @@ struct Driver {
     finished: bool,
 }
 
-impl Driver {
-    /// Polls `job` once with `waker`; settles it when ready (through `shared`, the registry
+impl<S: Settle> Driver<S> {
+    /// Polls `job` once with `waker`; settles it when ready (through `sink`, the registry
     /// if it still exists).
-    fn poll_job(shared: Option<&Shared>, job: &mut Settling, waker: &Waker) -> Poll<()> {
+    fn poll_job(sink: Option<&S>, job: &mut Settling, waker: &Waker) -> Poll<()> {
         let mut cx = Context::from_waker(waker);
         let result = match catch_unwind(AssertUnwindSafe(|| job.done.as_mut().poll(&mut cx))) {
             Ok(Poll::Pending) => return Poll::Pending,
@@ -229,13 +248,13 @@ impl Driver {
             Err(()) => rejected(&job.id, "Error: producer done future panicked"),
         };
         // A registry that is gone has nobody else to tell.
-        let Some(shared) = shared else {
+        let Some(sink) = sink else {
             return Poll::Ready(());
         };
         // Contained so one job cannot take the other jobs' driver down with it (listeners
         // are already contained inside `settle`).
         let settled = catch_unwind(AssertUnwindSafe(|| {
-            shared.settle_at(job.slot, job.seq, outcome);
+            sink.settle_ticket(job.ticket, outcome);
         }));
         if settled.is_err() {
             tracing::warn!("jobs: settlement of {} panicked", job.id);
@@ -243,7 +262,7 @@ impl Driver {
         Poll::Ready(())
     }
 
-    fn park(&mut self, shared: Option<&Shared>, job: Settling) {
+    fn park(&mut self, sink: Option<&S>, job: Settling) {
         let slot = self.free.pop().unwrap_or(self.slots.len());
         let waker = Waker::from(Arc::new(SlotWaker {
             hub: Arc::downgrade(&self.hub),
@@ -253,7 +272,7 @@ impl Driver {
         let mut entry = Slot { job, waker };
         // Polled again with its own waker: a wake-up between the no-op poll and now
         // would otherwise be lost.
-        if Self::poll_job(shared, &mut entry.job, &entry.waker).is_ready() {
+        if Self::poll_job(sink, &mut entry.job, &entry.waker).is_ready() {
             self.free.push(slot);
             return;
         }
@@ -265,11 +284,11 @@ impl Driver {
         self.pending += 1;
     }
 
-    fn run_event(&mut self, shared: Option<&Shared>, event: Event) {
+    fn run_event(&mut self, sink: Option<&S>, event: Event) {
         match event {
             Event::Fresh(mut job) => {
-                if Self::poll_job(shared, &mut job, Waker::noop()).is_pending() {
-                    self.park(shared, job);
+                if Self::poll_job(sink, &mut job, Waker::noop()).is_pending() {
+                    self.park(sink, job);
                 }
             }
             Event::Woken { generation, slot } => {
@@ -279,7 +298,7 @@ impl Driver {
                 let Some(mut entry) = self.slots.get_mut(slot).and_then(Option::take) else {
                     return;
                 };
-                if Self::poll_job(shared, &mut entry.job, &entry.waker).is_ready() {
+                if Self::poll_job(sink, &mut entry.job, &entry.waker).is_ready() {
                     self.pending -= 1;
                     self.free.push(slot);
                 } else {
@@ -290,7 +309,7 @@ impl Driver {
     }
 }
 
-impl Future for Driver {
+impl<S: Settle> Future for Driver<S> {
     type Output = ();
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
@@ -312,21 +331,21 @@ impl Future for Driver {
             mem::swap(&mut this.batch, &mut state.queue.chunks);
         }
         // Settlement calls listeners, which may start jobs (and submit): no hub lock here.
-        let shared = this.shared.upgrade();
+        let sink = this.sink.upgrade();
         while let Some(mut chunk) = this.batch.pop_front() {
             for event in chunk.drain(..) {
-                this.run_event(shared.as_deref(), event);
+                this.run_event(sink.as_deref(), event);
             }
             this.spent.push(chunk);
         }
-        drop(shared);
+        drop(sink);
         // One batch per poll, then let other tasks run.
         cx.waker().wake_by_ref();
         Poll::Pending
     }
 }
 
-impl Drop for Driver {
+impl<S> Drop for Driver<S> {
     fn drop(&mut self) {
         if !self.finished {
             // Dropped with its runtime: the next start spawns a new driver (a new

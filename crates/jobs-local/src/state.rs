@@ -78,6 +78,9 @@ pub(crate) struct Record {
         reason = "one word in every record instead of three; most jobs are never waited on"
     )]
     pub(crate) waiters: Option<Box<Vec<Waiter>>>,
+    /// The job's `harness.job` span while it runs (`None` when no subscriber wanted it):
+    /// boxed, so a record without one pays one word.
+    pub(crate) span: Option<Box<tracing::Span>>,
 }
 
 impl Record {
@@ -334,6 +337,30 @@ impl KindIndex {
         n
     }
 
+    /// Makes the next issued number at least `n + 1` (ids a journal has seen are never
+    /// issued again). Numbers skipped over are holes of a dense table, or the table turns
+    /// sparse when the jump is long.
+    fn raise(&mut self, n: u64) {
+        if n <= self.counter {
+            return;
+        }
+        let gap = n - self.counter;
+        if let Table::Dense { first, slots } = &mut self.table {
+            if slots.is_empty() {
+                *first = n + 1;
+            } else if gap <= Table::SPARSE_AFTER as u64 {
+                slots.extend(std::iter::repeat_n(Table::GONE, gap as usize));
+            } else {
+                let map = (*first..)
+                    .zip(slots.iter().copied())
+                    .filter(|&(_, slot)| slot != Table::GONE)
+                    .collect();
+                self.table = Table::Sparse(map);
+            }
+        }
+        self.counter = n;
+    }
+
     fn get(&self, n: u64) -> Option<usize> {
         match &self.table {
             Table::Dense { first, slots } => {
@@ -396,7 +423,7 @@ impl KindIndex {
 }
 
 /// Splits a job id into its kind and counter (`<kind>-<n>`, split at the last `-`).
-fn split_id(id: &str) -> Option<(&str, u64)> {
+pub(crate) fn split_id(id: &str) -> Option<(&str, u64)> {
     let (kind, n) = id.rsplit_once('-')?;
     Some((kind, n.parse().ok()?))
 }
@@ -441,6 +468,24 @@ impl Records {
         self.slots.get_mut(slot)
     }
 
+    /// Makes `kind`'s next id number at least `n + 1` (the job journal: no id a session's log
+    /// has seen is issued again).
+    pub(crate) fn raise_counter(&mut self, kind: &JobKind, n: u64) {
+        let k = self.kind_index_or_new(kind);
+        self.kinds[k].raise(n);
+    }
+
+    fn kind_index_or_new(&mut self, kind: &JobKind) -> usize {
+        match self.kind_index(kind.as_str()) {
+            Some(k) => k,
+            None => {
+                self.kinds.push(KindIndex::new(kind.clone()));
+                self.kind_of.insert(kind.clone(), self.kinds.len() - 1);
+                self.kinds.len() - 1
+            }
+        }
+    }
+
     /// Issues the next id of `kind` (`<kind>-<n>`, §4.3 step 8) and stores the record
     /// `build` makes for it. Returns the id and the record's slot.
     pub(crate) fn issue(
@@ -448,14 +493,7 @@ impl Records {
         kind: JobKind,
         build: impl FnOnce(JobId, JobKind) -> Record,
     ) -> (JobId, usize) {
-        let k = match self.kind_index(kind.as_str()) {
-            Some(k) => k,
-            None => {
-                self.kinds.push(KindIndex::new(kind.clone()));
-                self.kind_of.insert(kind.clone(), self.kinds.len() - 1);
-                self.kinds.len() - 1
-            }
-        };
+        let k = self.kind_index_or_new(&kind);
         self.last_kind = k;
         let free = self.free.pop();
         let slot = free.unwrap_or(self.slots.len());

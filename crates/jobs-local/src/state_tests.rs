@@ -21,6 +21,7 @@ fn record(seq: u64, id: JobId, kind: JobKind) -> Record {
         finished_at: 0,
         reported: false,
         waiters: None,
+        span: None,
     }
 }
 
@@ -191,4 +192,33 @@ fn a_mostly_removed_table_turns_sparse_and_back() {
     assert_eq!(dense(&records, "k"), Some((2002, 0)));
     assert_eq!(issue(&mut records, "k").0.as_str(), "k-2002");
     assert_eq!(found(&records, "k-2002").as_deref(), Some("k-2002"));
+}
+
+#[test]
+fn a_raised_counter_skips_the_ids_a_journal_has_seen() {
+    let mut records = Records::default();
+    // Raised before the kind issued anything, then next to a held record (a short gap stays
+    // dense), then by a long jump (the table turns sparse); lookups stay exact.
+    records.raise_counter(&JobKind::bash(), 4);
+    let (first, _) = issue(&mut records, "bash");
+    records.raise_counter(&JobKind::bash(), 7);
+    let (second, _) = issue(&mut records, "bash");
+    assert_eq!((first.as_str(), second.as_str()), ("bash-5", "bash-8"));
+    assert_eq!(dense(&records, "bash"), Some((5, 4)));
+    records.raise_counter(&JobKind::bash(), 5_000);
+    let (third, _) = issue(&mut records, "bash");
+    assert_eq!(third.as_str(), "bash-5001");
+    assert_eq!(dense(&records, "bash"), None);
+    records.raise_counter(&JobKind::bash(), 3);
+    assert_eq!(
+        ["bash-5", "bash-6", "bash-8", "bash-5001", "bash-5002"].map(|id| found(&records, id)),
+        [
+            Some("bash-5".to_owned()),
+            None,
+            Some("bash-8".to_owned()),
+            Some("bash-5001".to_owned()),
+            None
+        ]
+    );
+    assert_eq!(issue(&mut records, "bash").0.as_str(), "bash-5002");
 }

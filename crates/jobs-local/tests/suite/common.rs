@@ -172,9 +172,19 @@ pub(crate) struct Logs {
 
 impl Logs {
     pub(crate) fn capture() -> Self {
+        Self::capture_with(tracing_subscriber::fmt::format::FmtSpan::NONE)
+    }
+
+    /// Captures events and the closing of spans (one `close` line each, with its fields).
+    pub(crate) fn capture_spans() -> Self {
+        Self::capture_with(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+    }
+
+    fn capture_with(spans: tracing_subscriber::fmt::format::FmtSpan) -> Self {
         let buffer: Arc<Mutex<Vec<u8>>> = Arc::default();
         let writer = buffer.clone();
         let subscriber = tracing_subscriber::fmt()
+            .with_span_events(spans)
             .with_ansi(false)
             .without_time()
             .with_target(false)

@@ -255,3 +255,39 @@ async fn listeners_may_reenter_the_registry() {
     tick().await;
     assert_eq!(reads.lock().unwrap().clone(), ["out", "followup-1"]);
 }
+
+/// Each job has a `harness.job` span with its id, kind and owner session; it records the
+/// terminal status at settlement, and the completion listeners run inside it.
+#[tokio::test(start_paused = true)]
+async fn a_job_span_records_its_status_at_settlement() {
+    let logs = Logs::capture_spans();
+    let host = Host::new();
+    let _listener = host.registry.on_job_done(
+        RegistrationScope::Global,
+        Arc::new(|snapshot, _| {
+            tracing::info!("listener saw {}", snapshot.id);
+            Ok(None)
+        }),
+    );
+    let owner = host.agent("owner");
+    let (_, owned) = host.start_ok(FakeProducer::new("subagent", "delegate").owner(owner.as_dyn()));
+    let (_, unowned) = host.start_ok(bash());
+    owned.settle(JobOutcome::failed().with_detail("boom"));
+    tick().await;
+    unowned.settle(JobOutcome::completed());
+    tick().await;
+    let text = logs.text();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|line| line.split(" time.busy").next().unwrap_or(line).trim())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "INFO harness.job{job.id=subagent-1 job.kind=subagent job.owner=owner job.status=failed}: listener saw subagent-1",
+            "INFO harness.job{job.id=subagent-1 job.kind=subagent job.owner=owner job.status=failed}: close",
+            "INFO harness.job{job.id=bash-1 job.kind=bash job.status=completed}: listener saw bash-1",
+            "INFO harness.job{job.id=bash-1 job.kind=bash job.status=completed}: close",
+        ]
+    );
+}

@@ -1,0 +1,159 @@
+//! [`LocalJobRegistry`]: the in-process [`JobRegistry`](harness_jobs::JobRegistry) (todo-jobs §4).
+//!
+//! This file holds the registry's handle and shared core; each topic has its own room:
+//! `admission` (§4.3: preflight, owner checks, `start`), `settlement` (§4.6, the change
+//! observers of §4.7 and the completion listeners), `reads` (`list`, `get`, `read`,
+//! `read_at`, `wait`; §4.4–§4.5), `teardown` (`kill`, owner teardown §4.8, service disposal
+//! §4.9) and `face` (the `JobRegistry` impl, which only delegates, and the registration
+//! layers). The settlement driver (`driver.rs`) reaches the registry only through its
+//! [`crate::driver::Settle`] seam.
+//!
+//! One `std::sync::Mutex` guards the state. Producer hooks (`run`, `cancel`, `read_output`),
+//! host calls (agent lookup, scope chains, dispose hooks) and listeners are never called while
+//! it is held: snapshots are taken under the lock and delivered after releasing it, in the
+//! order of §4.6 / §7.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use harness_core::Clock;
+use tokio::runtime::Handle;
+use tokio::sync::Notify;
+
+use crate::driver::Hub;
+use crate::state::State;
+use crate::{AgentLookup, JobLimits};
+
+/// The teardown reason used when an owner is disposed (§4.8).
+pub const OWNER_DISPOSED_REASON: &str = "owner disposed";
+
+/// The teardown reason used when the registry is disposed (§4.9).
+pub const SERVICE_DISPOSED_REASON: &str = "jobs service disposed";
+
+/// The longest wait timer, in milliseconds (2^31−1, upstream's timer maximum; todo-jobs
+/// §4.5, marked ambiguous there). Longer waits are clamped to it: they return the live snapshot then.
+pub const MAX_WAIT_TIMEOUT_MS: f64 = 2_147_483_647.0;
+
+/// [`MAX_WAIT_TIMEOUT_MS`] as a [`Duration`].
+const MAX_WAIT: Duration = Duration::from_millis(2_147_483_647);
+
+/// The in-process background-job registry (todo-jobs §4, decision 8).
+///
+/// Cheap to clone (a handle). Construct it directly with [`LocalJobRegistry::new`] or through
+/// [`crate::install`]. Settlement runs on a driver task spawned on the tokio runtime current
+/// at `start` (or at construction), so `start` must be called with a runtime available; jobs
+/// started while a driver is running join it (one task drives them all, see `driver.rs`).
+///
+/// Beyond [`JobRegistry`](harness_jobs::JobRegistry) it offers [`LocalJobRegistry::dispose`] (service disposal, §4.9).
+#[derive(Clone)]
+pub struct LocalJobRegistry {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    /// `listenersClosed` (§4.2): set once, at service disposal.
+    listeners_closed: AtomicBool,
+    /// Woken after every settlement while `draining` is non-zero; teardown re-checks its
+    /// records.
+    settled: Notify,
+    /// How many teardowns are awaiting settlements.
+    draining: AtomicUsize,
+    clock: Arc<dyn Clock>,
+    agents: Option<Arc<dyn AgentLookup>>,
+    limits: JobLimits,
+    runtime: Option<Handle>,
+    /// Drives every job's `done` (§4.6).
+    hub: Arc<Hub>,
+    me: Weak<Shared>,
+}
+
+impl std::fmt::Debug for LocalJobRegistry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.shared.lock();
+        f.debug_struct("LocalJobRegistry")
+            .field("limits", &self.shared.limits)
+            .field("records", &state.records.len())
+            .field("disposed", &state.disposed)
+            .finish()
+    }
+}
+
+impl LocalJobRegistry {
+    /// A registry with `limits`, stamping times with `clock` (also used for wait timeouts)
+    /// and checking owners against `agents` (`None`: owned starts are refused, §4.3 5.1).
+    pub fn new(
+        limits: JobLimits,
+        clock: Arc<dyn Clock>,
+        agents: Option<Arc<dyn AgentLookup>>,
+    ) -> Self {
+        let shared = Arc::new_cyclic(|me| Shared {
+            state: Mutex::new(State::default()),
+            listeners_closed: AtomicBool::new(false),
+            settled: Notify::new(),
+            draining: AtomicUsize::new(0),
+            clock,
+            agents,
+            limits,
+            runtime: Handle::try_current().ok(),
+            hub: Arc::new(Hub::default()),
+            me: me.clone(),
+        });
+        Self { shared }
+    }
+
+    /// The limits in force.
+    pub fn limits(&self) -> JobLimits {
+        self.shared.limits
+    }
+
+    /// Whether [`LocalJobRegistry::dispose`] has begun.
+    pub fn is_disposed(&self) -> bool {
+        self.shared.lock().disposed
+    }
+
+    /// The number of owners that currently have a cleanup hook attached (one per exact owner
+    /// instance with at least one job since its last disposal; §4.8).
+    pub fn owner_cleanups(&self) -> usize {
+        self.shared.lock().owners.len()
+    }
+
+    /// The number of records held (all owners, terminal ones included).
+    pub fn record_count(&self) -> usize {
+        self.shared.lock().records.len()
+    }
+
+    /// Service disposal (§4.9): closes completion listeners for good, cancels every live job
+    /// with `jobs service disposed` (setting `reported` first), awaits every settlement (a
+    /// throwing cancel force-fails its job instead), empties the store, notifies change
+    /// observers once per distinct owner that had records, then detaches (and runs) every
+    /// owner-cleanup hook. Later starts fail with `background jobs unavailable: the job
+    /// registry is disposed`. Idempotent.
+    pub async fn dispose(&self) {
+        self.shared.dispose().await;
+    }
+}
+
+impl Shared {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(|poison| poison.into_inner())
+    }
+
+    pub(super) fn now_millis(&self) -> i64 {
+        self.clock.now_millis()
+    }
+
+    /// The runtime to spawn on: the caller's, else the one the registry was made on.
+    pub(super) fn runtime(&self) -> Option<Handle> {
+        Handle::try_current().ok().or_else(|| self.runtime.clone())
+    }
+}
+
+mod admission;
+mod face;
+mod reads;
+mod settlement;
+mod teardown;
