@@ -72,7 +72,7 @@ fn send_schema() -> Value {
             },
             "wait_for": {
                 "type": "string",
-                "description": "End the response as soon as this text appears in the output (e.g. the next prompt)."
+                "description": "End the response as soon as this text appears in the output (e.g. the next prompt). The echo of your own input counts as output, so choose text your input does not contain."
             },
             "settle_ms": {
                 "type": "number",
