@@ -25,7 +25,12 @@ pub(crate) struct Host {
 impl Host {
     /// A host on the system clock with `terminal` as the plugin configuration.
     pub(crate) fn new(terminal: &Value) -> Self {
-        let harness = MemoryHarness::new(Arc::new(SystemClock));
+        Self::with_clock(terminal, Arc::new(SystemClock))
+    }
+
+    /// A host on `clock` with `terminal` as the plugin configuration.
+    pub(crate) fn with_clock(terminal: &Value, clock: Arc<dyn harness_core::Clock>) -> Self {
+        let harness = MemoryHarness::new(clock);
         let records = Arc::new(Mutex::new(Vec::new()));
         let sink = records.clone();
         harness.set_recorder(Arc::new(move |record| sink.lock().unwrap().push(record)));

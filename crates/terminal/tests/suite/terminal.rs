@@ -302,3 +302,64 @@ async fn job_kill_of_a_send_settles_killed_and_terminal_kill_stops_the_tree() {
         .await;
     assert_eq!(unknown.text(), "Error: unknown terminal term-1");
 }
+
+#[tokio::test]
+async fn without_wait_for_a_send_ends_when_output_is_quiet_for_settle_ms_on_the_host_clock() {
+    let clock = harness_testkit::ManualClock::at_default();
+    let host = Host::with_clock(
+        &json!({"settleMs": 500}),
+        std::sync::Arc::new(clock.clone()),
+    );
+    host.session("s1");
+    host.call(Some("s1"), "terminal_start", json!({"command": "cat"}))
+        .await;
+    let started = host
+        .call(
+            Some("s1"),
+            "terminal_send",
+            json!({"terminal_id": "term-1", "text": "hi", "keys": ["enter"], "run_in_background": true}),
+        )
+        .await;
+    assert_eq!(started.text(), "started background job pty-send-1");
+    // A real program's output has no event to wait on: read until the echo and cat's copy
+    // are both in (every 5 ms, at most 5 s of real time).
+    let mut seen = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while seen != "hi\nhi\n" && std::time::Instant::now() < deadline {
+        let read = host
+            .jobs
+            .registry()
+            .read(&"pty-send-1".into(), Some(&"s1".into()))
+            .unwrap();
+        seen.push_str(&read.text);
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    assert_eq!(seen, "hi\nhi\n");
+    // Let the send see the last output (it restarts the quiet window at the manual now).
+    harness_testkit::settle().await;
+    let status = || {
+        host.jobs
+            .registry()
+            .get(&"pty-send-1".into(), Some(&"s1".into()))
+            .unwrap()
+    };
+    clock.advance(std::time::Duration::from_millis(499)).await;
+    harness_testkit::settle().await;
+    assert_eq!(status().status, JobStatus::Running);
+    clock.advance(std::time::Duration::from_millis(1)).await;
+    let done = tokio::time::timeout(LIMIT, async {
+        loop {
+            let snapshot = status();
+            if snapshot.status.is_terminal() {
+                return snapshot;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(
+        done.status_line(),
+        "[status: completed, output quiet for 500ms]"
+    );
+}

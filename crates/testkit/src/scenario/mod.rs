@@ -609,7 +609,9 @@ impl Runner {
             .terminals()
             .start(owner.as_ref().map(|a| a.as_dyn()), command.as_deref())
             .map_err(|e| format!("the terminal was refused: {e}"))?;
-        let session = owner.as_ref().map_or(Value::Null, |a| json!(a.id().as_str()));
+        let session = owner
+            .as_ref()
+            .map_or(Value::Null, |a| json!(a.id().as_str()));
         push(
             &self.lines,
             json!({"kind": "terminal", "id": id.as_str(), "session": session}).to_string(),
