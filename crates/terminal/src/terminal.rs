@@ -513,7 +513,3 @@ async fn supervise(mut child: tokio::process::Child, shared: Arc<Shared>) {
     shared.lock().exit = Some(exit);
     shared.bump();
 }
-
-#[cfg(test)]
-#[path = "terminal_tests.rs"]
-mod tests;
