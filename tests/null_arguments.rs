@@ -20,7 +20,6 @@ struct Case {
 }
 
 const SESSION: &str = r#"{"do":"session","id":"s1","timeZone":"Europe/Paris"}"#;
-const TERMINAL: &str = r#"{"do":"terminal","session":"s1","command":"echo ready"}"#;
 const FAKE_JOB: &str = r#"{"do":"fake_job","session":"s1","kind":"subagent","label":"notes"}"#;
 
 fn cases() -> Vec<Case> {
@@ -58,25 +57,6 @@ fn cases() -> Vec<Case> {
                 "after_seconds": null,
                 "every_seconds": null,
                 "at": {"date": "2026-08-06", "time": "09:00", "time_zone": null}
-            }),
-        },
-        Case {
-            setup: "",
-            tool: "terminal_start",
-            args: json!({"command": null}),
-        },
-        Case {
-            // The program exits, which ends a send without wait_for on the manual clock.
-            setup: TERMINAL,
-            tool: "terminal_send",
-            args: json!({
-                "terminal_id": "term-1",
-                "text": null,
-                "keys": null,
-                "wait_for": null,
-                "settle_ms": null,
-                "timeout_ms": null,
-                "run_in_background": null
             }),
         },
     ]
@@ -179,13 +159,6 @@ fn an_explicit_null_is_an_absent_optional_argument() {
             "schedule_create.at",
             "schedule_create.at.time_zone",
             "schedule_create.every_seconds",
-            "terminal_send.keys",
-            "terminal_send.run_in_background",
-            "terminal_send.settle_ms",
-            "terminal_send.text",
-            "terminal_send.timeout_ms",
-            "terminal_send.wait_for",
-            "terminal_start.command",
         ]
     );
 }

@@ -606,6 +606,11 @@ impl Runner {
             .ok_or_else(|| "the terminal plugin is not installed".to_owned())?;
         let id = installed
             .terminal
+            .as_ref()
+            .ok_or_else(|| {
+                "the terminal plugin is not installed (give the config step a \"terminal\" object)"
+                    .to_owned()
+            })?
             .terminals()
             .start(owner.as_ref().map(|a| a.as_dyn()), command.as_deref())
             .map_err(|e| format!("the terminal was refused: {e}"))?;
