@@ -32,8 +32,9 @@ use std::sync::{Mutex, OnceLock};
 
 use rustix::process::{Pid, Signal};
 
-/// The variable that carries a job's marker to every process it starts.
-pub(crate) const MARKER_VAR: &str = "HARNESS_BASH_JOB";
+/// The variable that carries a job's marker to every process it starts (its value is
+/// [`JobTree::marker`]).
+pub const MARKER_VAR: &str = "HARNESS_BASH_JOB";
 
 /// The gate a shell waits at until it is inside its cgroup, run as
 /// `bash --posix -c GATE bash -c COMMAND` with stdin a pipe from the host: it waits for
@@ -43,6 +44,14 @@ pub(crate) const MARKER_VAR: &str = "HARNESS_BASH_JOB";
 /// and `exec` hands on the shell level unchanged (bash lowers `SHLVL` before it replaces
 /// itself), so the command sees what it would without the gate.
 pub(crate) const GATE: &str = "read -r _ || :; exec bash \"$@\" </dev/null";
+
+/// The start gate for a process whose terminal is its controlling terminal (a PTY), run as
+/// `bash --posix -c TTY_GATE bash PROGRAM ARGS…` with stdin a pipe from the host and stdout
+/// and stderr the terminal: it waits for the pipe to close (the host closes it after
+/// [`JobTree::adopt`]), then replaces itself (same pid, session, group and environment)
+/// with `PROGRAM ARGS…` reading the controlling terminal (`/dev/tty`). Use it exactly when
+/// [`JobTree::gated`] says so; see `docs/process-containment.md`.
+pub const TTY_GATE: &str = "read -r _ || :; exec \"$@\" </dev/tty";
 
 /// How a job's processes are contained (configuration key `containment`: `"auto"` or
 /// `"processTree"`).
@@ -73,11 +82,13 @@ pub enum Mechanism {
     ProcessGroup,
 }
 
-/// Whether a signal also goes to the shell's process group. Only while the shell is not
-/// reaped: afterwards the group id may name somebody else's group.
+/// Whether a signal also goes to the job's process group ([`JobTree::signal`]). Only while
+/// the leader is not reaped: afterwards the group id may name somebody else's group.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Group {
+pub enum Group {
+    /// Also signal the process group (the leader has not been reaped).
     Include,
+    /// Only the members found by the cgroup or the marker (the leader has been reaped).
     Skip,
 }
 
@@ -187,6 +198,68 @@ impl Tree {
 
     fn cgroup(&self) -> Option<&Path> {
         self.cgroup.as_deref()
+    }
+}
+
+/// The processes of one job, for producers that start their own process instead of a
+/// [`crate::BashProcess`] (a terminal in a PTY, for example): the same containment rules
+/// (decision 13, `docs/process-containment.md`), reused rather than copied.
+///
+/// Use: [`JobTree::prepare`] before the spawn; put [`MARKER_VAR`]`=`[`JobTree::marker`] in
+/// the process's environment and make it the leader of its own process group (or session);
+/// if [`JobTree::gated`], start it behind a gate ([`TTY_GATE`] for a PTY) and close the gate
+/// only after [`JobTree::adopt`]; then stop it with [`JobTree::signal`] (SIGTERM, SIGKILL
+/// after a grace) and check [`JobTree::has_members`]. Dropping the value removes the job's
+/// cgroup once its members have exited; it signals nothing.
+#[derive(Debug)]
+pub struct JobTree {
+    tree: Tree,
+}
+
+impl JobTree {
+    /// A fresh unpredictable marker and, under [`Containment::Auto`] where the host may
+    /// create one (Linux, cgroup v2), an empty cgroup of its own.
+    pub fn prepare(mode: Containment) -> Self {
+        Self {
+            tree: Tree::prepare(mode),
+        }
+    }
+
+    /// The marker (32 hex digits) to put in the process's environment as [`MARKER_VAR`].
+    pub fn marker(&self) -> &str {
+        self.tree.marker()
+    }
+
+    /// Whether a cgroup is prepared: the process must then wait at a gate until
+    /// [`JobTree::adopt`] has moved it into the cgroup.
+    pub fn gated(&self) -> bool {
+        self.tree.gated()
+    }
+
+    /// Records the started leader (`pid` is also its process group id) and moves it into
+    /// the cgroup, if any. A failed move gives the cgroup up (logged); the marker and the
+    /// process group still contain the job.
+    pub fn adopt(&mut self, pid: u32) {
+        if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+            self.tree.adopt(pid);
+        }
+    }
+
+    /// The strongest mechanism in force.
+    pub fn mechanism(&self) -> Mechanism {
+        self.tree.mechanism()
+    }
+
+    /// Sends `signal` to every live process of the job, and to its process group if `group`
+    /// is [`Group::Include`]. Never signals this process or PID 1; errors are logged.
+    pub fn signal(&self, signal: Signal, group: Group) {
+        self.tree.signal(signal, group);
+    }
+
+    /// Whether any process of the job is alive (zombies do not count). Always `false`
+    /// without `/proc` (Unixes other than Linux).
+    pub fn has_members(&self) -> bool {
+        self.tree.has_members()
     }
 }
 

@@ -12,7 +12,7 @@ mod render;
 mod tool;
 
 pub use config::{BashConfig, PLUGIN_NAME};
-pub use contain::{Containment, Mechanism};
+pub use contain::{Containment, Group, JobTree, MARKER_VAR, Mechanism, TTY_GATE};
 pub use install::{Installed, install};
 pub use job::{bash_hooks, bash_job_start, bash_outcome};
 pub use process::{
@@ -20,4 +20,6 @@ pub use process::{
     EndStatus, ProcessEnd, ProcessOptions, SpillOptions, SpillRetention, StreamStats,
 };
 pub use render::{append_notice, dropped_notice, render_delta, signal_name};
+/// The signal type of [`JobTree::signal`] (from `rustix`).
+pub use rustix::process::Signal;
 pub use tool::{BashJobs, BashTool, JOBS_UNAVAILABLE, StartError, TOOL_NAME};

@@ -240,6 +240,7 @@ impl Runner {
                     "toolJobs",
                     "schedule",
                     "bash",
+                    "terminal",
                     "clock",
                     "store",
                     "autoTurns",
@@ -250,6 +251,7 @@ impl Runner {
             configs.tool_jobs = object(step, "toolJobs")?.cloned();
             configs.schedule = object(step, "schedule")?.cloned();
             configs.bash = object(step, "bash")?.cloned();
+            configs.terminal = object(step, "terminal")?.cloned();
             if let Some(Value::Object(clock)) = object(step, "clock")? {
                 match clock.get("mode").and_then(Value::as_str) {
                     Some("manual") | None => {
@@ -524,6 +526,10 @@ impl Runner {
                 only(step, &["session", "command", "outputLimitBytes"])?;
                 self.bash(step)?;
             }
+            "terminal" => {
+                only(step, &["session", "command"])?;
+                self.terminal(step)?;
+            }
             "await_job" => {
                 only(step, &["job", "timeoutMs"])?;
                 self.await_job(step).await?;
@@ -586,6 +592,35 @@ impl Runner {
         self.insert_job_line(mark, id.as_str(), owner.as_ref());
         self.owners
             .insert(id.as_str().to_owned(), owner.map(|a| a.id().clone()));
+        Ok(())
+    }
+
+    /// Opens a real terminal (a PTY) for the step's session and prints a `terminal` line.
+    fn terminal(&mut self, step: &Step) -> Result<(), String> {
+        let owner = self.owner(step)?;
+        let command = opt_string(step, "command")?.map(str::to_owned);
+        let setup = self.setup()?;
+        let installed = setup
+            .installed
+            .as_ref()
+            .ok_or_else(|| "the terminal plugin is not installed".to_owned())?;
+        let id = installed
+            .terminal
+            .as_ref()
+            .ok_or_else(|| {
+                "the terminal plugin is not installed (give the config step a \"terminal\" object)"
+                    .to_owned()
+            })?
+            .terminals()
+            .start(owner.as_ref().map(|a| a.as_dyn()), command.as_deref())
+            .map_err(|e| format!("the terminal was refused: {e}"))?;
+        let session = owner
+            .as_ref()
+            .map_or(Value::Null, |a| json!(a.id().as_str()));
+        push(
+            &self.lines,
+            json!({"kind": "terminal", "id": id.as_str(), "session": session}).to_string(),
+        );
         Ok(())
     }
 

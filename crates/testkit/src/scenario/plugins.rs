@@ -14,6 +14,7 @@ pub(crate) struct FamilyConfigs {
     pub(crate) tool_jobs: Option<Value>,
     pub(crate) schedule: Option<Value>,
     pub(crate) bash: Option<Value>,
+    pub(crate) terminal: Option<Value>,
 }
 
 impl FamilyConfigs {
@@ -32,6 +33,9 @@ impl FamilyConfigs {
 /// What the families installed; disposed on restart and at the end, in reverse order.
 pub(crate) struct Installed {
     pub(crate) bash: harness_bash::Installed,
+    /// Only when the `config` step has a `terminal` object: the default catalog stays the
+    /// families every host gets.
+    pub(crate) terminal: Option<harness_terminal::Installed>,
     pub(crate) jobs: harness_jobs_local::Installed,
     tool_jobs: harness_tool_jobs::Installed,
     schedule: harness_schedule::Installed,
@@ -45,6 +49,9 @@ impl Installed {
     }
 
     pub(crate) async fn dispose(self) {
+        if let Some(terminal) = &self.terminal {
+            terminal.dispose();
+        }
         self.bash.dispose();
         self.schedule.dispose().await;
         self.tool_jobs.dispose();
@@ -85,8 +92,19 @@ pub(crate) fn install(
     let bash = harness_bash::BashConfig::from_json(&object_or_empty(configs.bash.as_ref()))
         .and_then(|config| harness_bash::install(&harness, Some(jobs.registry()), config))
         .map_err(|e| e.to_string())?;
+    let terminal = match &configs.terminal {
+        None => None,
+        Some(config) => Some(
+            harness_terminal::TerminalConfig::from_json(config)
+                .and_then(|config| {
+                    harness_terminal::install(&harness, Some(jobs.registry()), config)
+                })
+                .map_err(|e| e.to_string())?,
+        ),
+    };
     Ok(Installed {
         bash,
+        terminal,
         jobs,
         tool_jobs,
         schedule,

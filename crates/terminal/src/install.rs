@@ -1,0 +1,87 @@
+//! [`install`]: loads the terminal plugin into a host.
+
+use std::sync::Arc;
+
+use harness_core::{ConfigError, Harness, LifecycleEvent, Registration, RegistrationScope};
+use harness_jobs::JobRegistry;
+
+use crate::{KillTool, SendTool, StartTool, TerminalConfig, Terminals};
+
+/// What [`install`] registered; unloads when dropped or on [`Installed::dispose`].
+#[must_use = "dropping Installed unregisters the terminal tools and stops every terminal"]
+pub struct Installed {
+    tools: Vec<Registration>,
+    lifecycle: Registration,
+    terminals: Terminals,
+}
+
+impl std::fmt::Debug for Installed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Installed")
+            .field("terminals", &self.terminals)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Installed {
+    /// The table behind the tools: hosts and the scenario runner open terminals and send to
+    /// them directly with it.
+    pub fn terminals(&self) -> &Terminals {
+        &self.terminals
+    }
+
+    /// Unloads the plugin now: removes the three tools, stops listening for agent disposal
+    /// and stops every terminal ([`Terminals::dispose`]). Idempotent. Sends already
+    /// registered settle under the registry (`terminal exited`).
+    pub fn dispose(&self) {
+        for tool in &self.tools {
+            tool.unregister();
+        }
+        self.lifecycle.unregister();
+        self.terminals.dispose();
+    }
+}
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        self.dispose();
+    }
+}
+
+/// Loads the terminal plugin: validates `config`, registers `terminal_start`,
+/// `terminal_send` and `terminal_kill` globally over `jobs` (the host's job registry;
+/// `None` makes every send fail with [`crate::JOBS_UNAVAILABLE`]), and stops an agent's
+/// terminals when that agent instance is disposed. The host clock measures quiet windows,
+/// timeouts and the kill grace.
+///
+/// # Errors
+/// [`ConfigError::Invalid`] from [`TerminalConfig::validate`]; [`ConfigError::Register`]
+/// when one of the tool names is already registered (nothing stays registered).
+pub fn install(
+    harness: &Arc<dyn Harness>,
+    jobs: Option<Arc<dyn JobRegistry>>,
+    config: TerminalConfig,
+) -> Result<Installed, ConfigError> {
+    config.validate()?;
+    let terminals = Terminals::new(config, harness.clock(), jobs);
+    let mut tools = Vec::with_capacity(3);
+    for tool in [
+        Arc::new(StartTool::new(terminals.clone())) as Arc<dyn harness_core::Tool>,
+        Arc::new(SendTool::new(terminals.clone())),
+        Arc::new(KillTool::new(terminals.clone())),
+    ] {
+        // On a conflict the registrations made so far drop (and unregister) with `tools`.
+        tools.push(harness.register_tool(tool, RegistrationScope::Global)?);
+    }
+    let table = terminals.clone();
+    let lifecycle = harness.subscribe_agents(Arc::new(move |event: &LifecycleEvent| {
+        if let LifecycleEvent::Disposed(agent) = event {
+            table.owner_disposed(agent);
+        }
+    }));
+    Ok(Installed {
+        tools,
+        lifecycle,
+        terminals,
+    })
+}

@@ -1,0 +1,9 @@
+//! Integration tests of harness-terminal, with real PTYs, real processes and real time.
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers outside #[test] functions fail loudly too"
+)]
+
+mod suite;

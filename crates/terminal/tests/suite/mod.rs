@@ -1,0 +1,3 @@
+mod catalog;
+mod support;
+mod terminal;
