@@ -166,7 +166,7 @@ impl Capture {
                 matcher.matched = true;
                 matcher.window.clear();
             } else {
-                let keep = harness_tool_jobs::tail_utf8(&matcher.window, matcher.pattern.len());
+                let keep = harness_core::tail_utf8(&matcher.window, matcher.pattern.len());
                 matcher.window = keep.to_owned();
             }
         }

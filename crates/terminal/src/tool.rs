@@ -485,8 +485,7 @@ impl Terminals {
 }
 
 fn decode<T: serde::de::DeserializeOwned>(call: &ToolCall) -> Result<T, ToolError> {
-    serde_json::from_value(call.arguments.clone())
-        .map_err(|e| ToolError::msg(format!("invalid arguments: {e}")))
+    Ok(call.arguments_as::<T>()?)
 }
 
 fn tool_error(error: impl std::fmt::Display) -> ToolError {
