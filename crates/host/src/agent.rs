@@ -530,7 +530,8 @@ impl TurnSource {
 }
 
 /// An open turn of a [`LoopAgent`]. The runtime runs its model steps while holding it,
-/// claims injected messages between steps and finishes it; dropping it finishes it too.
+/// claims injected messages between steps and finishes it; dropping it finishes it too,
+/// unless the agent is disposed by then (a disposed agent reports nothing more).
 #[must_use = "a turn is open until it is finished or dropped"]
 pub struct Turn {
     agent: Arc<LoopAgent>,
@@ -589,7 +590,8 @@ impl Turn {
 
 impl Drop for Turn {
     fn drop(&mut self) {
-        if self.open {
+        // After disposal nothing more is reported: an abandoned turn is left as it was.
+        if self.open && !self.agent.is_disposed() {
             self.open = false;
             self.agent.close_turn(self.number);
         }

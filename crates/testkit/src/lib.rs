@@ -8,8 +8,8 @@ mod host;
 pub mod scenario;
 pub mod strategies;
 
-pub use agent::{HostRecord, MemoryAgent};
+pub use agent::{HostRecord, MemoryAgent, Recorder};
 pub use clock::{ManualClock, settle};
 pub use fake_job::{FakeJob, FakeProducer, OnCancel};
 pub use faults::{HostSession, SessionFaults};
-pub use host::{HostError, MemoryHarness, Recorder};
+pub use host::{HostError, MemoryHarness};
