@@ -460,7 +460,11 @@ impl LoopAgent {
 
     /// Queued ordinary input no turn has claimed yet, oldest first.
     pub fn pending_input(&self) -> Vec<UserMessage> {
-        self.lock().queue.iter().map(|q| q.message.clone()).collect()
+        self.lock()
+            .queue
+            .iter()
+            .map(|q| q.message.clone())
+            .collect()
     }
 
     /// Disposes the agent: refuses new input and new hooks, runs and awaits every disposal

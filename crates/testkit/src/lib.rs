@@ -2,6 +2,7 @@
 
 mod agent;
 mod clock;
+pub mod conformance;
 mod fake_job;
 mod faults;
 mod host;
