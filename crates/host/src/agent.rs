@@ -188,6 +188,7 @@ pub const TURN_END: &str = "turn/end";
 /// let store = MemoryStore::new(Arc::new(SystemClock));
 /// let agent = LoopAgent::new(store.create(SessionHeader::new("s1"))?);
 /// let driver = agent.turns();
+/// let (ended, mut turns_ended) = tokio::sync::mpsc::unbounded_channel();
 /// let runtime = tokio::spawn(async move {
 ///     while let Some(mut turn) = driver.next_turn().await {
 ///         let mut context: Vec<UserMessage> = turn.take_input();
@@ -199,13 +200,15 @@ pub const TURN_END: &str = "turn/end";
 ///             }
 ///             context.extend(late);
 ///         }
+///         let number = turn.number();
 ///         turn.finish();
+///         let _ = ended.send(number);
 ///     }
 /// });
 /// agent.followup(UserMessage::text("hello", MessageSource::User))?;
+/// assert_eq!(turns_ended.recv().await, Some(1));
 /// agent.dispose().await;
 /// runtime.await?;
-/// assert_eq!(agent.turns_started(), 1);
 /// # Ok(())
 /// # }
 /// ```
