@@ -189,7 +189,7 @@ impl MemoryAgent {
         let session: Arc<dyn Session> = host_session.clone();
         let observer = Arc::new(Observer {
             recorder,
-            host_session: host_session.clone(),
+            host_session,
             pre_idle: Mutex::new(None),
         });
         let core = LoopAgent::builder(session)
