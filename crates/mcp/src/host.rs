@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use async_trait::async_trait;
 use harness_core::{
     Agent, AgentError, AgentEvent, AgentId, AgentListener, AgentStatus, AppendError, Busy,
-    DisposeHook, HookId, MaintenanceGuard, PersistenceError, RawEvent, Registration, Session,
-    SessionEvent, SessionHeader, SessionId, UserMessage,
+    DisposeHook, HookId, MaintenanceGuard, PersistenceError, RawEvent, Registered, Registration,
+    Session, SessionEvent, SessionHeader, SessionId, UserMessage,
 };
 use serde_json::Value;
 
@@ -36,7 +36,7 @@ impl HostSession {
     }
 
     pub(crate) fn set_hook(&self, hook: AppendHook) {
-        *self.hook.lock().unwrap_or_else(|p| p.into_inner()) = Some(hook);
+        *harness_core::lock(&self.hook) = Some(hook);
     }
 }
 
@@ -60,7 +60,7 @@ impl Session for HostSession {
 
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
         let event = self.inner.append(r#type, data)?;
-        let hook = self.hook.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let hook = harness_core::lock(&self.hook).clone();
         if let Some(hook) = hook {
             hook(r#type);
         }
@@ -76,8 +76,9 @@ impl Session for HostSession {
 struct AgentState {
     maintenance: bool,
     disposing: bool,
+    /// The last dispose hook's id.
     next_id: u64,
-    listeners: Vec<(u64, AgentListener)>,
+    listeners: Registered<AgentListener>,
     hooks: Vec<(HookId, DisposeHook)>,
 }
 
@@ -108,16 +109,11 @@ impl PullAgent {
     }
 
     fn lock(&self) -> MutexGuard<'_, AgentState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        harness_core::lock(&self.state)
     }
 
     fn emit(&self, event: &AgentEvent) {
-        let listeners: Vec<AgentListener> = self
-            .lock()
-            .listeners
-            .iter()
-            .map(|(_, l)| l.clone())
-            .collect();
+        let listeners = self.lock().listeners.to_vec();
         for listener in listeners {
             listener(event);
         }
@@ -243,19 +239,13 @@ impl Agent for PullAgent {
     }
 
     fn subscribe(&self, listener: AgentListener) -> Registration {
-        let id = {
-            let mut state = self.lock();
-            state.next_id += 1;
-            let id = state.next_id;
-            state.listeners.push((id, listener));
-            id
-        };
-        let me = self.me.clone();
-        Registration::new(move || {
-            if let Some(agent) = me.upgrade() {
-                agent.lock().listeners.retain(|(l, _)| *l != id);
-            }
-        })
+        let id = self.lock().listeners.insert(listener);
+        match self.me.upgrade() {
+            Some(me) => Registration::weak(&me, move |agent| {
+                agent.lock().listeners.remove(id);
+            }),
+            None => Registration::noop(),
+        }
     }
 
     fn is_disposed(&self) -> bool {

@@ -195,10 +195,7 @@ impl SessionHost {
     }
 
     pub(crate) fn take_changes(&self) -> Option<mpsc::UnboundedReceiver<Change>> {
-        self.changes_rx
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
+        harness_core::lock(&self.changes_rx).take()
     }
 
     pub(crate) fn clock(&self) -> Arc<dyn Clock> {
@@ -348,11 +345,7 @@ impl SessionHost {
         let agent: Arc<dyn Agent> = self.agent.clone();
         self.agent.dispose().await;
         self.host.remove(&agent);
-        let families = self
-            .families
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let families = harness_core::lock(&self.families).take();
         if let Some(families) = families {
             families.bash.dispose();
             families.schedule.dispose().await;
