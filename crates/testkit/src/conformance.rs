@@ -189,11 +189,11 @@ fn describe(event: &AgentEvent) -> String {
 type Log = Arc<Mutex<Vec<String>>>;
 
 fn push(log: &Log, line: String) {
-    harness_core::lock(&log).push(line);
+    harness_core::lock(log).push(line);
 }
 
 fn lines(log: &Log) -> Vec<String> {
-    harness_core::lock(&log).clone()
+    harness_core::lock(log).clone()
 }
 
 /// Records every event of `agent` (described) until the registration drops.
