@@ -1,184 +1,172 @@
-//! The smallest host a runtime would write, without the testkit: a `Harness` built from
-//! harness-core's building blocks and an `Agent` whose turn loop is the runtime's own (here a
-//! queue the example drains by hand). Installs the todo family and calls `todo_write`.
+//! A real host without the testkit: a JSONL store, harness-host's `HostKit` as the `Harness`
+//! and its production turn loop (`LoopAgent`) as the `Agent`, and an LLM-shaped model step
+//! (here scripted). The user asks for a build; the model writes a plan and starts a
+//! background shell job; the job's completion notice wakes the idle agent; the model then
+//! marks the plan done. Before the story, the host's agents pass the host-contract
+//! conformance suite. Exits non-zero when any step did not happen.
 #![expect(clippy::print_stdout, reason = "an example prints what it does")]
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::time::Duration;
 
-use async_trait::async_trait;
 use harness_core::{
-    Agent, AgentDirectory, AgentError, AgentId, AgentListener, AgentStatus, AppendError, Busy,
-    Clock, DisposeHook, Harness, HookId, LifecycleListener, MaintenanceGuard, MemoryStore,
-    PersistenceError, Projection, ProjectionSet, PromptSection, PromptSections, RawEvent,
-    RegisterError, Registration, RegistrationScope, Session, SessionEvent, SessionHeader,
-    SessionId, SessionStore, SystemClock, Tool, ToolRegistry, UserMessage,
+    Agent, JsonlStore, MessageSource, SessionHeader, SessionId, SessionStore, SystemClock,
+    UserMessage,
 };
+use harness_host::{HostKit, LoopAgent};
+use harness_testkit::conformance::{self, Candidate};
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
-/// The host: registries from harness-core plus the runtime's agent directory.
-#[derive(Default)]
-struct Host {
-    tools: ToolRegistry,
-    projections: ProjectionSet,
-    prompts: PromptSections,
-    agents: AgentDirectory,
+// ---- The host: everything a runtime writes to embed harness. ----
+
+/// What the model asks for after one step.
+enum Step {
+    Call(&'static str, Value),
+    Reply(String),
 }
 
-impl Harness for Host {
-    fn register_tool(
-        &self,
-        tool: Arc<dyn Tool>,
-        scope: RegistrationScope,
-    ) -> Result<Registration, RegisterError> {
-        self.tools.register(tool, scope)
-    }
+/// The runtime's model step: the conversation so far in, one action out.
+type Model = Arc<dyn Fn(&[String]) -> Step + Send + Sync>;
 
-    fn register_projection(
-        &self,
-        projection: Arc<dyn Projection>,
-    ) -> Result<Option<Registration>, RegisterError> {
-        self.projections.register(projection).map(Some)
-    }
-
-    fn register_prompt_section(&self, section: PromptSection) -> Registration {
-        self.prompts.register(section)
-    }
-
-    fn agent(&self, id: &AgentId) -> Option<Arc<dyn Agent>> {
-        self.agents.get(id)
-    }
-
-    // Optional: lets the job registry skip re-checking an owner on every start.
-    fn agents_generation(&self) -> Option<u64> {
-        Some(self.agents.generation())
-    }
-
-    fn agents(&self) -> Vec<Arc<dyn Agent>> {
-        self.agents.all()
-    }
-
-    fn subscribe_agents(&self, listener: LifecycleListener) -> Registration {
-        self.agents.subscribe(listener)
-    }
-
-    fn clock(&self) -> Arc<dyn Clock> {
-        Arc::new(SystemClock)
-    }
+/// Builds the host and installs the families into it.
+fn host(dir: &std::path::Path) -> anyhow::Result<(Arc<HostKit>, Arc<JsonlStore>, Families)> {
+    let clock = Arc::new(SystemClock);
+    let kit = Arc::new(HostKit::new(clock.clone()));
+    let harness: Arc<dyn harness_core::Harness> = kit.clone();
+    let jobs = harness_jobs_local::install(&harness, Default::default())?;
+    let families = Families {
+        _todo: harness_todo::install(&harness, harness_todo::TodoConfig::new(false))?,
+        _tools: harness_tool_jobs::install(&harness, jobs.registry(), Default::default())?,
+        _bash: harness_bash::install(&harness, Some(jobs.registry()), Default::default())?,
+        jobs,
+    };
+    Ok((kit, Arc::new(JsonlStore::new(dir, clock)?), families))
 }
 
-/// A stored session whose appends also feed the host's projections.
-struct Projected {
-    inner: Arc<dyn Session>,
-    projections: ProjectionSet,
+struct Families {
+    _todo: harness_todo::Installed,
+    _tools: harness_tool_jobs::Installed,
+    _bash: harness_bash::Installed,
+    jobs: harness_jobs_local::Installed,
 }
 
-#[async_trait]
-impl Session for Projected {
-    fn id(&self) -> &SessionId {
-        self.inner.id()
-    }
-    fn header(&self) -> &SessionHeader {
-        self.inner.header()
-    }
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-    fn raw_events_after(&self, after: u64) -> Vec<RawEvent> {
-        self.inner.raw_events_after(after)
-    }
-    fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
-        let event = self.inner.append(r#type, data)?;
-        self.projections.apply(self.inner.id(), &event);
-        Ok(event)
-    }
-    async fn flush(&self) -> Result<(), PersistenceError> {
-        self.inner.flush().await
-    }
-}
-
-/// The runtime's agent. Its turn loop would drain `queue` (followups) and `inbox`
-/// (injected messages); this example only shows the shape.
-struct MyAgent {
-    id: AgentId,
-    session: Arc<dyn Session>,
-    queue: Mutex<Vec<UserMessage>>,
-    inbox: Mutex<Vec<UserMessage>>,
-}
-
-#[async_trait]
-impl Agent for MyAgent {
-    fn id(&self) -> &AgentId {
-        &self.id
-    }
-    fn session(&self) -> Arc<dyn Session> {
-        self.session.clone()
-    }
-    fn status(&self) -> AgentStatus {
-        AgentStatus::Idle
-    }
-    fn followup(&self, message: UserMessage) -> Result<(), AgentError> {
-        self.queue
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(message);
-        Ok(())
-    }
-    fn inject(&self, message: UserMessage) -> Result<(), AgentError> {
-        self.inbox
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .push(message);
-        Ok(())
-    }
-    fn try_begin_maintenance(&self) -> Result<MaintenanceGuard, Busy> {
-        Ok(MaintenanceGuard::new(|| {}))
-    }
-    async fn when_idle(&self) {}
-    fn add_dispose_hook(&self, _hook: DisposeHook) -> Result<HookId, AgentError> {
-        Ok(HookId(0))
-    }
-    fn remove_dispose_hook(&self, _id: HookId) -> Option<DisposeHook> {
-        None
-    }
-    fn subscribe(&self, _listener: AgentListener) -> Registration {
-        Registration::noop()
-    }
-    fn is_disposed(&self) -> bool {
-        false
-    }
-}
-
-#[tokio::main(flavor = "current_thread")]
-async fn main() -> anyhow::Result<()> {
-    let host = Arc::new(Host::default());
-    let harness: Arc<dyn Harness> = host.clone();
-    let _todo = harness_todo::install(&harness, harness_todo::TodoConfig::new(false))?;
-
-    let store = MemoryStore::new(Arc::new(SystemClock));
-    let stored = store.create(SessionHeader::new("s1"))?;
-    let session: Arc<dyn Session> = Arc::new(Projected {
-        inner: stored,
-        projections: host.projections.clone(),
+/// One live agent: a session, the production loop, and a driver task running `model`.
+fn start(kit: &Arc<HostKit>, store: &JsonlStore, id: &str, model: Model) -> Arc<LoopAgent> {
+    let session = match store.create(SessionHeader::new(id)) {
+        Ok(session) => session,
+        Err(error) => panic!("cannot create session {id}: {error}"),
+    };
+    let agent = kit.start_agent(session);
+    let (kit, turns) = (kit.clone(), agent.turns());
+    tokio::spawn(async move {
+        while let Some(mut turn) = turns.next_turn().await {
+            let caller = turn.agent().as_dyn();
+            let mut context: Vec<String> = turn.take_input().iter().map(render).collect();
+            loop {
+                match model(&context) {
+                    Step::Call(tool, args) => {
+                        let cancel = Default::default();
+                        let output = kit.call(tool, args, Some(caller.clone()), cancel).await;
+                        context.push(format!("tool {tool}: {}", output.text()));
+                    }
+                    Step::Reply(text) => context.push(format!("assistant: {text}")),
+                }
+                let late = turn.claim_injected();
+                if late.is_empty() && context.last().is_some_and(|l| l.starts_with("assistant")) {
+                    break;
+                }
+                context.extend(late.iter().map(render));
+            }
+            context.extend(turn.finish().iter().map(render));
+            if let Err(error) = caller.session().flush().await {
+                println!("could not persist the turn of {}: {error}", caller.id());
+            }
+        }
     });
-    host.projections.track(session.clone());
-    let agent: Arc<dyn Agent> = Arc::new(MyAgent {
-        id: AgentId::from("s1"),
-        session,
-        queue: Mutex::default(),
-        inbox: Mutex::default(),
-    });
-    host.agents.publish(agent.clone());
+    agent
+}
 
-    let args = json!({"todos": [{"content": "Embed harness", "status": "in_progress"}]});
-    let output = host
-        .tools
-        .execute("todo_write", args, Some(agent), Default::default())
+/// A claimed message as the model sees it: `<source>: <text>`.
+fn render(message: &UserMessage) -> String {
+    format!("{}: {}", message.source.name(), message.joined_text())
+}
+
+// ---- The story: a scripted model and the checks. ----
+
+fn scripted(done: mpsc::UnboundedSender<String>) -> Model {
+    Arc::new(move |context: &[String]| {
+        let last = context.last().map_or("", String::as_str);
+        let plan = |status| json!({"todos": [{"content": "Build the docs", "status": status}]});
+        if last.starts_with("user: build") {
+            Step::Call("todo_write", plan("in_progress"))
+        } else if last.starts_with("tool todo_write") && context[0].starts_with("user:") {
+            let command = "sleep 0.2; echo built";
+            Step::Call(
+                "bash",
+                json!({"command": command, "run_in_background": true}),
+            )
+        } else if last.starts_with("tool-jobs:") {
+            let _ = done.send(last.to_owned());
+            Step::Call("todo_write", plan("completed"))
+        } else {
+            Step::Reply(format!("noted ({} messages)", context.len()))
+        }
+    })
+}
+
+fn main() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    // The suite runs on paused time (deterministic waits), the story on real time.
+    let paused = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .start_paused(true)
+        .build()?;
+    let report = paused.block_on(async {
+        let (kit, store, families) = host(dir.path())?;
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let mut n = 0;
+        let report = conformance::check_agent(|| {
+            n += 1;
+            let agent = start(&kit, &store, &format!("check-{n}"), scripted(tx.clone()));
+            Candidate::new(agent.as_dyn(), move || {
+                Box::pin(async move { agent.dispose().await })
+            })
+        })
         .await;
-    println!("todo_write -> {}", output.text());
-    let view = host.projections.view(&SessionId::from("s1"), "todos");
-    println!(
-        "todos projection -> {}",
-        view.map_or(Value::Null, |v| v.value)
+        families.jobs.dispose().await;
+        anyhow::Ok(report)
+    })?;
+    print!("conformance:\n{report}");
+    anyhow::ensure!(report.passed(), "the host failed {:?}", report.failed());
+    tokio::runtime::Runtime::new()?.block_on(story(dir.path()))
+}
+
+async fn story(dir: &std::path::Path) -> anyhow::Result<()> {
+    let (kit, store, families) = host(dir)?;
+    let (tx, mut done) = mpsc::unbounded_channel();
+    let agent = start(&kit, &store, "s1", scripted(tx));
+    agent.send(
+        UserMessage::text("build the docs", MessageSource::User),
+        None,
+    )?;
+    let notice = tokio::time::timeout(Duration::from_secs(20), done.recv()).await?;
+    println!("the woken turn saw: {}", notice.unwrap_or_default());
+    agent.when_idle().await;
+    let view = kit.view(&SessionId::from("s1"), "todos");
+    let todos = view.map_or(Value::Null, |v| v.value);
+    println!("todos projection: {todos}");
+    anyhow::ensure!(
+        todos.to_string().contains("completed"),
+        "plan not completed"
     );
+    agent.dispose().await;
+    families.jobs.dispose().await;
+    drop(agent); // the last handle of the session: its file can be reopened now
+    let turns = store.open(&SessionId::from("s1"))?.raw_events_after(0);
+    let turns = turns.iter().filter(|e| e.r#type() == "turn/start").count();
+    println!("turns on disk: {turns}");
+    anyhow::ensure!(turns == 2, "expected 2 turns on disk, found {turns}");
+    anyhow::ensure!(kit.directory().all().is_empty(), "agent still published");
     Ok(())
 }

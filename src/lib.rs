@@ -4,6 +4,7 @@
 #[cfg(unix)]
 pub use harness_bash as bash;
 pub use harness_core as core;
+pub use harness_host as host;
 pub use harness_jobs as jobs;
 pub use harness_jobs_local as jobs_local;
 pub use harness_schedule as schedule;

@@ -55,7 +55,11 @@ struct Inner {
 /// A host building block: registered projections and their folded state per session.
 ///
 /// The host calls [`ProjectionSet::track`] when a session goes live (a full replay happens
-/// then, once) and [`ProjectionSet::apply`] after every successful append (incremental).
+/// then, once). From then on the set keeps itself current by pulling: every
+/// [`ProjectionSet::view`] first folds the events the session logged after the last one
+/// folded (`raw_events_after`, each through [`Projection::apply_raw`]), so a host need not
+/// wrap its sessions. A host that also pushes each appended event
+/// ([`ProjectionSet::apply`]) gets the same states: an event already folded is skipped.
 #[derive(Clone, Default)]
 pub struct ProjectionSet {
     inner: Arc<Mutex<Inner>>,
@@ -130,18 +134,29 @@ impl ProjectionSet {
         inner.states.retain(|(sid, _), _| sid != session);
     }
 
-    /// Folds one newly appended event of `session` into every projection.
+    /// Folds one newly appended event of `session` into every projection. An event at or
+    /// before a projection's last folded seq is skipped (it was pulled already); events the
+    /// set missed before it are pulled from the tracked session first.
     pub fn apply(&self, session: &SessionId, event: &SessionEvent) {
         let mut inner = lock(&self.inner);
         let Inner {
             projections,
             states,
-            ..
+            sessions,
         } = &mut *inner;
         for (id, projection) in projections.entries() {
             let Some(folded) = states.get_mut(&(session.clone(), id)) else {
                 continue;
             };
+            if event.seq <= folded.as_of_seq {
+                continue;
+            }
+            if event.seq > folded.as_of_seq + 1 {
+                if let Some(tracked) = sessions.get(session) {
+                    catch_up(projection.as_ref(), folded, tracked.as_ref());
+                }
+                continue;
+            }
             if let Some(next) = projection.apply(&folded.state, event) {
                 folded.state = next;
             }
@@ -149,11 +164,39 @@ impl ProjectionSet {
         }
     }
 
-    /// The view of projection `key` for `session`, if both are known.
+    /// Folds every event `session` logged since the last one folded, into every projection
+    /// (what [`ProjectionSet::view`] does first). A session that is not tracked is ignored.
+    pub fn refresh(&self, session: &SessionId) {
+        let mut inner = lock(&self.inner);
+        let Inner {
+            projections,
+            states,
+            sessions,
+        } = &mut *inner;
+        let Some(tracked) = sessions.get(session) else {
+            return;
+        };
+        for (id, projection) in projections.entries() {
+            if let Some(folded) = states.get_mut(&(session.clone(), id)) {
+                catch_up(projection.as_ref(), folded, tracked.as_ref());
+            }
+        }
+    }
+
+    /// The view of projection `key` for `session`, if both are known, folded up to the end
+    /// of the session's log.
     pub fn view(&self, session: &SessionId, key: &str) -> Option<ProjectionView> {
-        let inner = lock(&self.inner);
-        let (id, projection) = inner.projections.entries().find(|(_, p)| p.key() == key)?;
-        let folded = inner.states.get(&(session.clone(), id))?;
+        let mut inner = lock(&self.inner);
+        let Inner {
+            projections,
+            states,
+            sessions,
+        } = &mut *inner;
+        let (id, projection) = projections.entries().find(|(_, p)| p.key() == key)?;
+        let folded = states.get_mut(&(session.clone(), id))?;
+        if let Some(tracked) = sessions.get(session) {
+            catch_up(projection.as_ref(), folded, tracked.as_ref());
+        }
         Some(ProjectionView {
             value: projection.view(&folded.state),
             as_of_seq: folded.as_of_seq,
@@ -203,6 +246,19 @@ pub fn fold_raw_events<'a>(
         }
     }
     state
+}
+
+/// Folds the events of `session` after `folded.as_of_seq` into `folded`.
+fn catch_up(projection: &dyn Projection, folded: &mut Folded, session: &dyn crate::Session) {
+    if session.len() <= folded.as_of_seq {
+        return;
+    }
+    for event in session.raw_events_after(folded.as_of_seq) {
+        if let Some(next) = projection.apply_raw(&folded.state, &event) {
+            folded.state = next;
+        }
+        folded.as_of_seq = event.seq();
+    }
 }
 
 fn fold_all(projection: &dyn Projection, session: &dyn crate::Session) -> Folded {

@@ -2,6 +2,7 @@
 //! dispatch by name and export of definitions.
 
 use std::sync::{Arc, Mutex};
+use tracing::Instrument;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -120,6 +121,12 @@ impl ToolRegistry {
     /// mode sends one for each argument it leaves out), validate the arguments against its
     /// input schema (decision 2), run the body, and render failures as `Error: <message>`
     /// (todo-jobs §1.4). Never panics on any input.
+    ///
+    /// Each call runs inside a `tracing` span named `harness.tool_call` with the fields
+    /// `tool` (the requested name), `session` (the caller's id, empty without a caller) and
+    /// `outcome`, recorded when the call ends: `ok`, `error` (the tool's error result or
+    /// thrown error), `aborted`, `unknown_tool` or `invalid_arguments`
+    /// (docs/observability.md).
     pub async fn execute(
         &self,
         name: &str,
@@ -127,17 +134,41 @@ impl ToolRegistry {
         caller: Option<Arc<dyn Agent>>,
         cancel: CancellationToken,
     ) -> ToolOutput {
+        let span = tracing::info_span!(
+            "harness.tool_call",
+            tool = name,
+            session = caller.as_ref().map_or("", |a| a.id().as_str()),
+            outcome = tracing::field::Empty,
+        );
+        let (output, outcome) = self
+            .run(name, arguments, caller, cancel)
+            .instrument(span.clone())
+            .await;
+        span.record("outcome", outcome);
+        output
+    }
+
+    async fn run(
+        &self,
+        name: &str,
+        arguments: Value,
+        caller: Option<Arc<dyn Agent>>,
+        cancel: CancellationToken,
+    ) -> (ToolOutput, &'static str) {
         let chain = caller.as_ref().map(|a| a.scope_chain());
         let Some(tool) = self.find(name, chain.as_deref()) else {
-            return ToolOutput::error(format!("unknown tool: {name}"));
+            return (
+                ToolOutput::error(format!("unknown tool: {name}")),
+                "unknown_tool",
+            );
         };
         let schema = &tool.definition().input_schema;
         let arguments = crate::null_as_absent(schema, arguments);
         if let Err(message) = crate::validate_arguments(schema, &arguments) {
-            return ToolOutput::error(message);
+            return (ToolOutput::error(message), "invalid_arguments");
         }
         if cancel.is_cancelled() {
-            return ToolOutput::error(ABORTED_MESSAGE);
+            return (ToolOutput::error(ABORTED_MESSAGE), "aborted");
         }
         let call = ToolCall {
             caller,
@@ -145,9 +176,12 @@ impl ToolRegistry {
             cancel,
         };
         match tool.call(call).await {
-            Ok(output) => output,
-            Err(ToolError::Aborted) => ToolOutput::error(ABORTED_MESSAGE),
-            Err(error) => ToolOutput::error(error),
+            Ok(output) => {
+                let outcome = if output.is_error { "error" } else { "ok" };
+                (output, outcome)
+            }
+            Err(ToolError::Aborted) => (ToolOutput::error(ABORTED_MESSAGE), "aborted"),
+            Err(error) => (ToolOutput::error(error), "error"),
         }
     }
 }

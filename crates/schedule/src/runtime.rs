@@ -404,6 +404,32 @@ impl Shared {
                 return Delivery::Fault;
             }
         }
+        self.trace_delivery(&decision);
         Delivery::Delivered
+    }
+
+    /// One `harness.reminder` span per delivered reminder, with the stable fields of
+    /// docs/observability.md: `reminder.id`, `reminder.occurrence` (the canonical instant of
+    /// the occurrence delivered) and `session`.
+    fn trace_delivery(&self, decision: &Decision) {
+        let delivered: Vec<(&str, Timestamp)> = match decision {
+            Decision::OneShot(record) => vec![(record.id(), record.scheduled_at())],
+            Decision::EveryBatch(batch) => batch
+                .items
+                .iter()
+                .map(|item| (item.record.id(), item.occurrence_at))
+                .collect(),
+            Decision::Wait { .. } => Vec::new(),
+        };
+        for (id, occurrence) in delivered {
+            let span = tracing::info_span!(
+                "harness.reminder",
+                reminder.id = id,
+                reminder.occurrence = %occurrence,
+                session = self.agent.id().as_str(),
+            );
+            let _entered = span.enter();
+            tracing::info!("reminder delivered");
+        }
     }
 }

@@ -1,18 +1,16 @@
-//! [`MemoryAgent`]: a real in-memory turn loop implementing [`Agent`].
+//! [`MemoryAgent`]: the production [`LoopAgent`] with a scripted model, a recorder and
+//! fault hooks, implementing [`Agent`].
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use async_trait::async_trait;
 use harness_core::{
-    Agent, AgentError, AgentEvent, AgentId, AgentListener, AgentStatus, Busy, DisposeHook, HookId,
+    Agent, AgentError, AgentId, AgentListener, AgentStatus, Busy, DisposeHook, HookId,
     MaintenanceGuard, MessageSource, Registration, ScopeKey, Session, UserMessage,
 };
-use serde_json::json;
-use tokio::sync::Notify;
+use harness_host::{LoopAgent, Turn, TurnObserver, TurnSource};
 
 use crate::faults::HostSession;
-use crate::host::HostShared;
 
 /// What the host did, for transcripts (scenarios.md "Transcript lines").
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -49,33 +47,99 @@ pub enum HostRecord {
     },
 }
 
-struct Queued {
-    message: UserMessage,
-    client_time_zone: Option<String>,
-}
+/// A transcript sink for [`HostRecord`]s.
+pub type Recorder = Arc<dyn Fn(HostRecord) + Send + Sync>;
 
+/// The host-wide switches every [`MemoryAgent`] of one host reads: the recorder.
 #[derive(Default)]
-struct State {
-    turn: u64,
-    turn_open: bool,
-    maintenance: bool,
-    disposing: bool,
-    queue: VecDeque<Queued>,
-    inbox: VecDeque<UserMessage>,
-    client_time_zone: Option<String>,
-    next_id: u64,
-    listeners: Vec<(u64, AgentListener)>,
-    hooks: Vec<(HookId, DisposeHook)>,
-    pre_idle: Option<Box<dyn FnMut() + Send>>,
-    scope_parents: Vec<ScopeKey>,
+pub(crate) struct RecorderSlot {
+    recorder: Mutex<Option<Recorder>>,
 }
 
-/// An agent with a real turn loop, for tests and scenarios.
+impl RecorderSlot {
+    pub(crate) fn set(&self, recorder: Recorder) {
+        *harness_core::lock(&self.recorder) = Some(recorder);
+    }
+
+    fn record(&self, record: HostRecord) {
+        let recorder = harness_core::lock(&self.recorder).clone();
+        if let Some(recorder) = recorder {
+            recorder(record);
+        }
+    }
+}
+
+type PreIdleHook = Box<dyn FnMut() + Send>;
+
+/// The testkit's [`TurnObserver`]: records for transcripts, the pre-idle hook, and the
+/// graceful-shutdown flush that bypasses fault injection.
+struct Observer {
+    recorder: Arc<RecorderSlot>,
+    host_session: Arc<HostSession>,
+    pre_idle: Mutex<Option<PreIdleHook>>,
+}
+
+#[async_trait]
+impl TurnObserver for Observer {
+    fn followup_queued(&self, agent: &AgentId, message: &UserMessage) {
+        self.recorder.record(HostRecord::Followup {
+            session: agent.to_string(),
+            text: message.joined_text(),
+        });
+    }
+
+    fn injected(&self, agent: &AgentId, message: &UserMessage) {
+        self.recorder.record(HostRecord::Inject {
+            session: agent.to_string(),
+            text: message.joined_text(),
+        });
+    }
+
+    fn turn_started(&self, agent: &AgentId, _turn: u64) {
+        self.recorder.record(HostRecord::Turn {
+            session: agent.to_string(),
+            phase: "start",
+        });
+    }
+
+    fn claimed(&self, agent: &AgentId, _turn: u64, message: &UserMessage) {
+        self.recorder.record(HostRecord::Claimed {
+            session: agent.to_string(),
+            source: message.source.name().to_owned(),
+            text: message.joined_text(),
+        });
+    }
+
+    fn turn_ended(&self, agent: &AgentId, _turn: u64) {
+        self.recorder.record(HostRecord::Turn {
+            session: agent.to_string(),
+            phase: "end",
+        });
+        let hook = harness_core::lock(&self.pre_idle).take();
+        if let Some(mut hook) = hook {
+            hook();
+            let mut slot = harness_core::lock(&self.pre_idle);
+            if slot.is_none() {
+                *slot = Some(hook);
+            }
+        }
+    }
+
+    async fn shutting_down(&self, agent: &AgentId, _session: &Arc<dyn Session>) {
+        // A graceful shutdown persists what the log holds (a crash is a restart without it).
+        if let Err(error) = self.host_session.flush_store().await {
+            tracing::warn!(agent = %agent, "could not flush the session at disposal: {error}");
+        }
+    }
+}
+
+/// The production turn loop ([`LoopAgent`]) with a scripted model, for tests and scenarios.
 ///
 /// * [`Agent::followup`] and [`MemoryAgent::send_user`] queue ordinary input; with auto
 ///   turns on, the agent's driver task runs one turn per queued input as soon as the agent is
-///   idle: `turn/start`, the input and every injected message claimed, `turn/end`. No model
-///   acts in that turn; tests and scenarios play the model between steps.
+///   idle: `turn/start`, the input and every injected message claimed, `turn/end`. The
+///   scripted model takes no step in that turn; tests and scenarios play the model between
+///   steps.
 /// * [`Agent::inject`] adds to the next-step inbox without waking the driver; a turn cannot
 ///   end while that inbox is non-empty.
 /// * [`MemoryAgent::start_turn`] / [`MemoryAgent::end_turn`] drive a turn by hand.
@@ -83,59 +147,56 @@ struct State {
 ///   runs; input that arrives meanwhile is parked until the guard drops.
 /// * [`MemoryAgent::dispose`] runs and awaits the disposal hooks, then flushes the store
 ///   (bypassing fault injection), as a graceful shutdown would.
+///
+/// Every [`HostRecord`] is reported through the host's recorder at the instant the
+/// [`TurnObserver`] of the loop hears of it.
 pub struct MemoryAgent {
-    id: AgentId,
-    session: Arc<dyn Session>,
-    host_session: Arc<HostSession>,
-    host: Arc<HostShared>,
-    state: Mutex<State>,
-    wake: Arc<Notify>,
-    idle: Notify,
+    core: Arc<LoopAgent>,
+    observer: Arc<Observer>,
+    manual: Mutex<Option<Turn>>,
+    leave: Leave,
     me: Weak<MemoryAgent>,
 }
 
+/// What the host does once an agent is disposed (take it out of its directory).
+pub(crate) type Leave = Box<dyn Fn(&Arc<MemoryAgent>) + Send + Sync>;
+
 impl std::fmt::Debug for MemoryAgent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = self.lock();
         f.debug_struct("MemoryAgent")
-            .field("id", &self.id)
-            .field("turn", &state.turn)
-            .field("turn_open", &state.turn_open)
-            .field("maintenance", &state.maintenance)
-            .field("disposing", &state.disposing)
+            .field("core", &self.core)
             .finish_non_exhaustive()
     }
 }
 
 impl MemoryAgent {
-    pub(crate) fn spawn(host_session: Arc<HostSession>, host: Arc<HostShared>) -> Arc<Self> {
+    /// Builds the agent over `host_session` and spawns its driver task (the scripted model)
+    /// on the caller's tokio runtime. `paused` is the host's auto-turns switch, inverted.
+    pub(crate) fn spawn(
+        host_session: Arc<HostSession>,
+        recorder: Arc<RecorderSlot>,
+        paused: bool,
+        leave: Leave,
+    ) -> Arc<Self> {
         let session: Arc<dyn Session> = host_session.clone();
-        let turns = session
-            .raw_events_after(0)
-            .iter()
-            .filter(|e| e.r#type() == "turn/start")
-            .count() as u64;
-        let agent = Arc::new_cyclic(|me| MemoryAgent {
-            id: AgentId::from(session.id()),
-            session,
+        let observer = Arc::new(Observer {
+            recorder,
             host_session,
-            host,
-            state: Mutex::new(State {
-                turn: turns,
-                ..State::default()
-            }),
-            wake: Arc::new(Notify::new()),
-            idle: Notify::new(),
+            pre_idle: Mutex::new(None),
+        });
+        let core = LoopAgent::builder(session)
+            .observer(observer.clone())
+            .build();
+        core.set_paused(paused);
+        let agent = Arc::new_cyclic(|me| MemoryAgent {
+            core,
+            observer,
+            manual: Mutex::new(None),
+            leave,
             me: me.clone(),
         });
-        let driver = Arc::downgrade(&agent);
-        let wake = agent.wake.clone();
-        tokio::spawn(async move { drive(driver, wake).await });
+        tokio::spawn(scripted_model(agent.core.turns()));
         agent
-    }
-
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// This agent as a trait object.
@@ -143,25 +204,18 @@ impl MemoryAgent {
         self.clone()
     }
 
-    fn emit(&self, events: &[AgentEvent]) {
-        if events.is_empty() {
-            return;
-        }
-        let listeners: Vec<AgentListener> = self
-            .lock()
-            .listeners
-            .iter()
-            .map(|(_, l)| l.clone())
-            .collect();
-        for event in events {
-            for listener in &listeners {
-                listener(event);
-            }
-        }
+    /// The production loop underneath.
+    pub fn turn_loop(&self) -> &Arc<LoopAgent> {
+        &self.core
     }
 
-    fn record(&self, record: HostRecord) {
-        self.host.record(record);
+    fn manual(&self) -> MutexGuard<'_, Option<Turn>> {
+        harness_core::lock(&self.manual)
+    }
+
+    /// Turns automatic turns on (`true`) or off.
+    pub(crate) fn set_auto_turns(&self, on: bool) {
+        self.core.set_paused(!on);
     }
 
     /// A user-typed message (scenario `user` step): queued as ordinary input, claimed at the
@@ -175,350 +229,151 @@ impl MemoryAgent {
         text: impl Into<String>,
         client_time_zone: Option<String>,
     ) -> Result<(), AgentError> {
-        self.enqueue(
+        self.core.send(
             UserMessage::text(text, MessageSource::User),
             client_time_zone,
-            None,
         )
-    }
-
-    /// Queues ordinary input, then reports `record` (the input is already queued when the
-    /// recorder sees it, so a runtime that opens a turn on that report claims it), then
-    /// wakes the driver.
-    fn enqueue(
-        &self,
-        message: UserMessage,
-        client_time_zone: Option<String>,
-        record: Option<HostRecord>,
-    ) -> Result<(), AgentError> {
-        {
-            let mut state = self.lock();
-            if state.disposing {
-                return Err(AgentError::Disposed(self.id.clone()));
-            }
-            state.queue.push_back(Queued {
-                message,
-                client_time_zone,
-            });
-        }
-        if let Some(record) = record {
-            self.record(record);
-        }
-        self.wake.notify_one();
-        Ok(())
     }
 
     /// Opens a turn by hand: appends `turn/start`, then claims the first queued input and
     /// every injected message. Does nothing if a turn is already open.
     pub fn start_turn(&self) {
-        let (turn, claimed) = {
-            let mut state = self.lock();
-            if state.turn_open || state.disposing {
-                return;
-            }
-            state.turn += 1;
-            state.turn_open = true;
-            let mut claimed = Vec::new();
-            if let Some(queued) = state.queue.pop_front() {
-                if queued.client_time_zone.is_some() {
-                    state.client_time_zone = queued.client_time_zone;
-                }
-                claimed.push(queued.message);
-            }
-            claimed.extend(state.inbox.drain(..));
-            (state.turn, claimed)
-        };
-        self.append_turn_event("turn/start", turn);
-        self.record(HostRecord::Turn {
-            session: self.id.to_string(),
-            phase: "start",
-        });
-        self.emit(&[AgentEvent::Status(AgentStatus::Running)]);
-        self.claim(turn, claimed);
+        if let Some(turn) = self.core.open_turn() {
+            let previous = self.manual().replace(turn);
+            drop(previous);
+        }
     }
 
-    /// Closes the open turn: claims injected messages until the inbox stays empty, appends
-    /// `turn/end`, then reports idle. Does nothing if no turn is open.
+    /// Closes the turn opened by [`MemoryAgent::start_turn`]: claims injected messages until
+    /// the inbox stays empty, appends `turn/end`, then reports idle. Does nothing if no turn
+    /// is open.
     pub fn end_turn(&self) {
-        let turn = {
-            let state = self.lock();
-            if !state.turn_open {
-                return;
-            }
-            state.turn
-        };
-        loop {
-            let pending: Vec<UserMessage> = self.lock().inbox.drain(..).collect();
-            if pending.is_empty() {
-                break;
-            }
-            self.claim(turn, pending);
-        }
-        self.append_turn_event("turn/end", turn);
-        self.record(HostRecord::Turn {
-            session: self.id.to_string(),
-            phase: "end",
-        });
-        let hook = self.lock().pre_idle.take();
-        if let Some(mut hook) = hook {
-            hook();
-            let mut state = self.lock();
-            if state.pre_idle.is_none() {
-                state.pre_idle = Some(hook);
-            }
-        }
-        self.lock().turn_open = false;
-        self.emit(&[AgentEvent::Status(AgentStatus::Idle)]);
-        self.idle.notify_waiters();
-        self.wake.notify_one();
-    }
-
-    fn claim(&self, turn: u64, messages: Vec<UserMessage>) {
-        for message in messages {
-            self.record(HostRecord::Claimed {
-                session: self.id.to_string(),
-                source: message.source.name().to_owned(),
-                text: message.joined_text(),
-            });
-            self.emit(&[AgentEvent::InboxClaimed { message, turn }]);
-        }
-    }
-
-    fn append_turn_event(&self, r#type: &str, turn: u64) {
-        if let Err(error) = self.session.append(r#type, json!({ "turn": turn })) {
-            tracing::warn!(agent = %self.id, "could not append {type}: {error}");
+        let turn = self.manual().take();
+        if let Some(turn) = turn {
+            let _late = turn.finish();
         }
     }
 
     /// Installs a hook that runs after `turn/end` is appended but before the agent reports
     /// idle — the window of decision 12, reproduced deterministically.
     pub fn set_pre_idle_hook(&self, hook: impl FnMut() + Send + 'static) {
-        self.lock().pre_idle = Some(Box::new(hook));
+        *harness_core::lock(&self.observer.pre_idle) = Some(Box::new(hook));
     }
 
     /// Sets the ancestors reported after the agent's own key in [`Agent::scope_chain`]
     /// (e.g. a preset's key), nearest first, for tests of scoped registrations
     /// (todo-jobs §1.3).
     pub fn set_scope_parents(&self, parents: Vec<ScopeKey>) {
-        self.lock().scope_parents = parents;
+        self.core.set_scope_parents(parents);
     }
 
     /// Whether a turn is open.
     pub fn turn_open(&self) -> bool {
-        self.lock().turn_open
+        self.core.turn_open()
     }
 
     /// The number of turns started in this session so far.
     pub fn turns(&self) -> u64 {
-        self.lock().turn
+        self.core.turns_started()
     }
 
     /// Texts of injected messages not yet claimed.
     pub fn pending_injected(&self) -> Vec<String> {
-        self.lock().inbox.iter().map(|m| m.joined_text()).collect()
+        self.core
+            .pending_injected()
+            .iter()
+            .map(UserMessage::joined_text)
+            .collect()
     }
 
     /// Texts of queued ordinary input not yet claimed.
     pub fn pending_input(&self) -> Vec<String> {
-        self.lock()
-            .queue
+        self.core
+            .pending_input()
             .iter()
-            .map(|q| q.message.joined_text())
+            .map(UserMessage::joined_text)
             .collect()
     }
 
-    /// Disposes the agent: refuses new input, runs and awaits every disposal hook, emits
-    /// [`AgentEvent::Disposed`], and removes it from the host's directory. Idempotent.
+    /// Disposes the agent through the production loop ([`LoopAgent::dispose`]): refuses new
+    /// input, runs and awaits every disposal hook, flushes the store (bypassing fault
+    /// injection), emits [`harness_core::AgentEvent::Disposed`], then removes it from the
+    /// host's directory and, once no live agent holds the session, from its projections.
+    /// Idempotent.
     pub async fn dispose(&self) {
-        let hooks = {
-            let mut state = self.lock();
-            if state.disposing {
-                return;
-            }
-            state.disposing = true;
-            std::mem::take(&mut state.hooks)
-        };
-        for (_, hook) in hooks {
-            hook().await;
-        }
-        // A graceful shutdown persists what the log holds (a crash is a restart without it).
-        if let Err(error) = self.host_session.flush_store().await {
-            tracing::warn!(agent = %self.id, "could not flush the session at disposal: {error}");
-        }
-        self.emit(&[AgentEvent::Disposed]);
-        self.lock().listeners.clear();
+        self.core.dispose().await;
         if let Some(me) = self.me.upgrade() {
-            self.host.directory.remove(&me.as_dyn());
+            (self.leave)(&me);
         }
-        // The projections hold the session; once no live agent uses it, let go of it, so a
-        // durable store's handle (and its file lock) closes when the last user drops it.
-        if self.host.directory.get(&self.id).is_none() {
-            self.host_session.untrack();
-        }
-        self.idle.notify_waiters();
-        self.wake.notify_one();
-    }
-
-    fn runnable(&self) -> bool {
-        let state = self.lock();
-        self.host.auto_turns()
-            && !state.disposing
-            && !state.turn_open
-            && !state.maintenance
-            && !state.queue.is_empty()
-    }
-
-    fn is_idle(&self) -> bool {
-        let state = self.lock();
-        !state.turn_open && !state.maintenance
     }
 }
 
-async fn drive(agent: Weak<MemoryAgent>, wake: Arc<Notify>) {
-    loop {
-        {
-            let Some(strong) = agent.upgrade() else {
-                return;
-            };
-            if strong.lock().disposing {
-                return;
-            }
-            while strong.runnable() {
-                strong.start_turn();
-                strong.end_turn();
-            }
-        }
-        // `notify_one` stores a permit when nobody waits, so no wake-up is lost here.
-        wake.notified().await;
+/// The scripted model: takes no step, so each turn opens and closes at once.
+async fn scripted_model(turns: TurnSource) {
+    while let Some(turn) = turns.next_turn().await {
+        let _late = turn.finish();
     }
 }
 
 #[async_trait]
 impl Agent for MemoryAgent {
     fn id(&self) -> &AgentId {
-        &self.id
+        self.core.id()
     }
 
     fn session(&self) -> Arc<dyn Session> {
-        self.session.clone()
+        self.core.session()
+    }
+
+    fn is_root(&self) -> bool {
+        self.core.is_root()
     }
 
     fn scope_chain(&self) -> Vec<ScopeKey> {
-        let mut chain = vec![ScopeKey::from(&self.id)];
-        chain.extend(self.lock().scope_parents.iter().cloned());
-        chain
+        self.core.scope_chain()
     }
 
     fn status(&self) -> AgentStatus {
-        if self.lock().turn_open {
-            AgentStatus::Running
-        } else {
-            AgentStatus::Idle
-        }
+        self.core.status()
     }
 
     fn followup(&self, message: UserMessage) -> Result<(), AgentError> {
-        let text = message.joined_text();
-        self.enqueue(
-            message,
-            None,
-            Some(HostRecord::Followup {
-                session: self.id.to_string(),
-                text,
-            }),
-        )
+        self.core.followup(message)
     }
 
     fn inject(&self, message: UserMessage) -> Result<(), AgentError> {
-        let text = message.joined_text();
-        {
-            let mut state = self.lock();
-            if state.disposing {
-                return Err(AgentError::Disposed(self.id.clone()));
-            }
-            state.inbox.push_back(message);
-        }
-        self.record(HostRecord::Inject {
-            session: self.id.to_string(),
-            text,
-        });
-        Ok(())
+        self.core.inject(message)
     }
 
     fn withdraw_injected(&self, message_id: &str) -> Option<UserMessage> {
-        let mut state = self.lock();
-        let index = state.inbox.iter().position(|m| m.id == message_id)?;
-        state.inbox.remove(index)
+        self.core.withdraw_injected(message_id)
     }
 
     fn try_begin_maintenance(&self) -> Result<MaintenanceGuard, Busy> {
-        {
-            let mut state = self.lock();
-            if state.turn_open || state.maintenance || state.disposing {
-                return Err(Busy);
-            }
-            state.maintenance = true;
-        }
-        let me = self.me.clone();
-        Ok(MaintenanceGuard::new(move || {
-            if let Some(agent) = me.upgrade() {
-                agent.lock().maintenance = false;
-                agent.idle.notify_waiters();
-                agent.wake.notify_one();
-            }
-        }))
+        self.core.try_begin_maintenance()
     }
 
     async fn when_idle(&self) {
-        loop {
-            let notified = self.idle.notified();
-            tokio::pin!(notified);
-            notified.as_mut().enable();
-            if self.is_idle() || self.lock().disposing {
-                return;
-            }
-            notified.await;
-        }
+        self.core.when_idle().await;
     }
 
     fn client_time_zone(&self) -> Option<String> {
-        self.lock().client_time_zone.clone()
+        self.core.client_time_zone()
     }
 
     fn add_dispose_hook(&self, hook: DisposeHook) -> Result<HookId, AgentError> {
-        let mut state = self.lock();
-        if state.disposing {
-            return Err(AgentError::Disposed(self.id.clone()));
-        }
-        state.next_id += 1;
-        let id = HookId(state.next_id);
-        state.hooks.push((id, hook));
-        Ok(id)
+        self.core.add_dispose_hook(hook)
     }
 
     fn remove_dispose_hook(&self, id: HookId) -> Option<DisposeHook> {
-        let mut state = self.lock();
-        let index = state.hooks.iter().position(|(h, _)| *h == id)?;
-        Some(state.hooks.remove(index).1)
+        self.core.remove_dispose_hook(id)
     }
 
     fn subscribe(&self, listener: AgentListener) -> Registration {
-        let id = {
-            let mut state = self.lock();
-            state.next_id += 1;
-            let id = state.next_id;
-            state.listeners.push((id, listener));
-            id
-        };
-        let me = self.me.clone();
-        Registration::new(move || {
-            if let Some(agent) = me.upgrade() {
-                agent.lock().listeners.retain(|(l, _)| *l != id);
-            }
-        })
+        self.core.subscribe(listener)
     }
 
     fn is_disposed(&self) -> bool {
-        self.lock().disposing
+        self.core.is_disposed()
     }
 }

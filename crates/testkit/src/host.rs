@@ -5,56 +5,30 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use harness_core::{
-    Agent, AgentDirectory, AgentId, Clock, Harness, LifecycleListener, MemoryStore, Projection,
-    ProjectionSet, PromptSection, PromptSections, RegisterError, Registration, RegistrationScope,
-    SessionHeader, SessionId, SessionStore, StoreError, Tool, ToolOutput, ToolRegistry,
+    Agent, AgentId, Clock, Harness, LifecycleListener, MemoryStore, Projection, ProjectionSet,
+    PromptSection, PromptSections, RegisterError, Registration, RegistrationScope, SessionHeader,
+    SessionId, SessionStore, StoreError, Tool, ToolOutput, ToolRegistry,
 };
+use harness_host::HostKit;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::agent::{HostRecord, MemoryAgent};
+use crate::agent::{MemoryAgent, Recorder, RecorderSlot};
 use crate::faults::{HostSession, SessionFaults};
 
-/// A transcript sink for [`HostRecord`]s.
-pub type Recorder = Arc<dyn Fn(HostRecord) + Send + Sync>;
-
-/// State shared by the harness and its agents.
-pub(crate) struct HostShared {
-    pub(crate) directory: AgentDirectory,
-    auto_turns: AtomicBool,
-    recorder: Mutex<Option<Recorder>>,
-}
-
-impl HostShared {
-    pub(crate) fn auto_turns(&self) -> bool {
-        self.auto_turns.load(Ordering::SeqCst)
-    }
-
-    pub(crate) fn record(&self, record: HostRecord) {
-        let recorder = self
-            .recorder
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        if let Some(recorder) = recorder {
-            recorder(record);
-        }
-    }
-}
-
-/// An in-memory host built from harness-core's building blocks ([`ToolRegistry`],
-/// [`ProjectionSet`], [`PromptSections`], [`AgentDirectory`]) over any [`SessionStore`].
+/// An in-memory host: harness-host's [`HostKit`] (harness-core's [`ToolRegistry`],
+/// [`ProjectionSet`], [`PromptSections`] and agent directory) over any [`SessionStore`],
+/// with [`MemoryAgent`]s (the production turn loop and a scripted model) as its agents.
 ///
-/// Agents are [`MemoryAgent`]s; creating one spawns its driver task, so a tokio runtime must
-/// be running. Fault switches are kept per session id ([`MemoryHarness::faults`]) and can be
-/// shared with a later harness over the same store (a simulated restart).
+/// Creating an agent spawns its driver task, so a tokio runtime must be running. Fault
+/// switches are kept per session id ([`MemoryHarness::faults`]) and can be shared with a
+/// later harness over the same store (a simulated restart).
 pub struct MemoryHarness {
     clock: Arc<dyn Clock>,
     store: Arc<dyn SessionStore>,
-    tools: ToolRegistry,
-    projections: ProjectionSet,
-    prompts: PromptSections,
-    shared: Arc<HostShared>,
+    kit: Arc<HostKit>,
+    auto_turns: AtomicBool,
+    recorder: Arc<RecorderSlot>,
     faults: Arc<Mutex<HashMap<SessionId, Arc<SessionFaults>>>>,
     agents: Mutex<Vec<Arc<MemoryAgent>>>,
 }
@@ -69,16 +43,11 @@ impl MemoryHarness {
     /// A host over `store`.
     pub fn with_store(store: Arc<dyn SessionStore>, clock: Arc<dyn Clock>) -> Arc<Self> {
         Arc::new(Self {
+            kit: Arc::new(HostKit::new(clock.clone())),
             clock,
             store,
-            tools: ToolRegistry::new(),
-            projections: ProjectionSet::new(),
-            prompts: PromptSections::new(),
-            shared: Arc::new(HostShared {
-                directory: AgentDirectory::new(),
-                auto_turns: AtomicBool::new(true),
-                recorder: Mutex::new(None),
-            }),
+            auto_turns: AtomicBool::new(true),
+            recorder: Arc::new(RecorderSlot::default()),
             faults: Arc::new(Mutex::new(HashMap::new())),
             agents: Mutex::new(Vec::new()),
         })
@@ -90,7 +59,7 @@ impl MemoryHarness {
         let host = Self::with_store(previous.store.clone(), previous.clock.clone());
         let faults = previous.faults_map().clone();
         *host.faults_map() = faults;
-        host.set_auto_turns(previous.shared.auto_turns());
+        host.set_auto_turns(previous.auto_turns.load(Ordering::SeqCst));
         host
     }
 
@@ -100,11 +69,11 @@ impl MemoryHarness {
     }
 
     fn faults_map(&self) -> MutexGuard<'_, HashMap<SessionId, Arc<SessionFaults>>> {
-        self.faults.lock().unwrap_or_else(|p| p.into_inner())
+        harness_core::lock(&self.faults)
     }
 
     fn agents_list(&self) -> MutexGuard<'_, Vec<Arc<MemoryAgent>>> {
-        self.agents.lock().unwrap_or_else(|p| p.into_inner())
+        harness_core::lock(&self.agents)
     }
 
     /// The fault switches of session `id` (created on first use).
@@ -112,19 +81,19 @@ impl MemoryHarness {
         self.faults_map().entry(id.clone()).or_default().clone()
     }
 
-    /// Turns automatic turns on or off (default on): with them on, an idle agent that
-    /// receives input runs a turn at once.
+    /// Turns automatic turns on or off (default on), for live agents and later ones: with
+    /// them on, an idle agent that receives input runs a turn at once.
     pub fn set_auto_turns(&self, on: bool) {
-        self.shared.auto_turns.store(on, Ordering::SeqCst);
+        self.auto_turns.store(on, Ordering::SeqCst);
+        let agents = self.agents_list().clone();
+        for agent in agents {
+            agent.set_auto_turns(on);
+        }
     }
 
-    /// Sends every [`HostRecord`] to `recorder` from now on.
+    /// Sends every [`HostRecord`](crate::HostRecord) to `recorder` from now on.
     pub fn set_recorder(&self, recorder: Recorder) {
-        *self
-            .shared
-            .recorder
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Some(recorder);
+        self.recorder.set(recorder);
     }
 
     /// The store.
@@ -132,30 +101,48 @@ impl MemoryHarness {
         &self.store
     }
 
+    /// The host kit underneath.
+    pub fn kit(&self) -> &Arc<HostKit> {
+        &self.kit
+    }
+
     /// The tool registry.
     pub fn tools(&self) -> &ToolRegistry {
-        &self.tools
+        self.kit.tools()
     }
 
     /// The projections.
     pub fn projections(&self) -> &ProjectionSet {
-        &self.projections
+        self.kit.projections()
     }
 
     /// The prompt sections.
     pub fn prompts(&self) -> &PromptSections {
-        &self.prompts
+        self.kit.prompts()
     }
 
     /// Publishes a live agent; its turn loop runs as a task on the caller's tokio runtime,
     /// which [`runtime_present`] checked.
     fn publish(&self, session: Arc<dyn harness_core::Session>) -> Arc<MemoryAgent> {
         let faults = self.faults(session.id());
-        let host_session = Arc::new(HostSession::new(session, faults, self.projections.clone()));
-        self.projections.track(host_session.clone());
-        let agent = MemoryAgent::spawn(host_session, self.shared.clone());
+        let host_session = Arc::new(HostSession::new(
+            session,
+            faults,
+            self.kit.projections().clone(),
+        ));
+        let kit = Arc::downgrade(&self.kit);
+        let agent = MemoryAgent::spawn(
+            host_session,
+            self.recorder.clone(),
+            !self.auto_turns.load(Ordering::SeqCst),
+            Box::new(move |agent: &Arc<MemoryAgent>| {
+                if let Some(kit) = kit.upgrade() {
+                    kit.remove(&agent.as_dyn());
+                }
+            }),
+        );
         self.agents_list().push(agent.clone());
-        self.shared.directory.publish(agent.as_dyn());
+        self.kit.publish(agent.as_dyn());
         agent
     }
 
@@ -255,7 +242,7 @@ impl MemoryHarness {
             },
             None => None,
         };
-        self.tools.execute(name, arguments, agent, cancel).await
+        self.kit.call(name, arguments, agent, cancel).await
     }
 }
 
@@ -265,34 +252,34 @@ impl Harness for MemoryHarness {
         tool: Arc<dyn Tool>,
         scope: RegistrationScope,
     ) -> Result<Registration, RegisterError> {
-        self.tools.register(tool, scope)
+        self.kit.register_tool(tool, scope)
     }
 
     fn register_projection(
         &self,
         projection: Arc<dyn Projection>,
     ) -> Result<Option<Registration>, RegisterError> {
-        self.projections.register(projection).map(Some)
+        self.kit.register_projection(projection)
     }
 
     fn register_prompt_section(&self, section: PromptSection) -> Registration {
-        self.prompts.register(section)
+        self.kit.register_prompt_section(section)
     }
 
     fn agent(&self, id: &AgentId) -> Option<Arc<dyn Agent>> {
-        self.shared.directory.get(id)
+        self.kit.agent(id)
     }
 
     fn agents_generation(&self) -> Option<u64> {
-        Some(self.shared.directory.generation())
+        self.kit.agents_generation()
     }
 
     fn agents(&self) -> Vec<Arc<dyn Agent>> {
-        self.shared.directory.all()
+        self.kit.agents()
     }
 
     fn subscribe_agents(&self, listener: LifecycleListener) -> Registration {
-        self.shared.directory.subscribe(listener)
+        self.kit.subscribe_agents(listener)
     }
 
     fn clock(&self) -> Arc<dyn Clock> {

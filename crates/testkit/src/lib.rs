@@ -2,14 +2,15 @@
 
 mod agent;
 mod clock;
+pub mod conformance;
 mod fake_job;
 mod faults;
 mod host;
 pub mod scenario;
 pub mod strategies;
 
-pub use agent::{HostRecord, MemoryAgent};
+pub use agent::{HostRecord, MemoryAgent, Recorder};
 pub use clock::{ManualClock, settle};
 pub use fake_job::{FakeJob, FakeProducer, OnCancel};
 pub use faults::{HostSession, SessionFaults};
-pub use host::{HostError, MemoryHarness, Recorder};
+pub use host::{HostError, MemoryHarness};

@@ -1,2 +1,3 @@
+mod conformance;
 mod host;
 mod scenario;

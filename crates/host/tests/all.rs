@@ -1,0 +1,2 @@
+//! Integration tests of harness-host.
+mod suite;
