@@ -1,2 +1,3 @@
 mod host;
 mod scenario;
+mod store_conformance;
