@@ -1,5 +1,6 @@
 mod conformance;
 mod ownership;
+mod processes;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
