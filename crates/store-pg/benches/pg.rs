@@ -8,7 +8,6 @@
 #![expect(
     clippy::print_stderr,
     clippy::unwrap_used,
-    missing_docs,
     reason = "a benchmark reports its figures and unwraps its fixtures"
 )]
 
