@@ -38,6 +38,12 @@ pub enum PersistenceError {
     /// A host- or test-injected failure.
     #[error("flush failed: {0}")]
     Failed(String),
+    /// The store gave this session's write ownership to another host (the PostgreSQL store:
+    /// the handle's lease epoch is no longer the session's). Nothing was written and nothing
+    /// ever will be through this handle: the host must stop the session's agents and jobs and
+    /// let the new owner continue (docs/event-log.md, "Write ownership").
+    #[error("session {0}: this host no longer owns the session; stop its agents and jobs")]
+    Fenced(SessionId),
 }
 
 /// One session's append-only event log.

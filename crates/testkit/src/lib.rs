@@ -7,6 +7,7 @@ mod fake_job;
 mod faults;
 mod host;
 pub mod scenario;
+pub mod store_conformance;
 pub mod strategies;
 
 pub use agent::{HostRecord, MemoryAgent, Recorder};

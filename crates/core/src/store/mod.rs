@@ -48,6 +48,23 @@ pub enum StoreError {
         /// The session file.
         path: String,
     },
+    /// Another host owns the session (the PostgreSQL store: a live lease held by `owner`).
+    /// Nothing was read or changed. Leave the session to its owner, or retry after the lease
+    /// expires (docs/event-log.md, "Write ownership").
+    #[error("session {session} is owned by host {owner}; retry after its lease expires")]
+    Owned {
+        /// The session.
+        session: SessionId,
+        /// The host id holding the lease.
+        owner: String,
+    },
+    /// A database-backed store could not run its statement (connection refused, query failed);
+    /// nothing was changed. `message` is the database client's. Retry when the cause is gone.
+    #[error("store backend error: {message}")]
+    Backend {
+        /// The client's error message.
+        message: String,
+    },
     /// The session file has no complete header line (zero bytes, or a header without its
     /// newline): what a create interrupted in a build without atomic create leaves. No event
     /// was ever acknowledged in such a file, so nothing is lost by removing it; the file was

@@ -1,3 +1,4 @@
 mod conformance;
 mod host;
 mod scenario;
+mod store_conformance;

@@ -1,0 +1,370 @@
+//! The SQL every store operation runs, on a pooled connection of the store's runtime.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use deadpool_postgres::Pool;
+use harness_core::{RawEvent, SessionHeader, SessionId, StoreError};
+
+/// The pool and the quoted schema name; cheap to clone into a task.
+#[derive(Clone)]
+pub(crate) struct Db {
+    pub(crate) pool: Pool,
+    pub(crate) quoted: String,
+}
+
+/// What a flush transaction found.
+pub(crate) enum FlushOutcome {
+    /// The batch is committed.
+    Written,
+    /// The session's owner or epoch is not the caller's.
+    Fenced,
+    /// The epoch is the caller's but the durable last seq is not the expected one.
+    SeqMismatch { found: i64 },
+}
+
+/// A readable message for a client error, with the server's message when there is one.
+pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
+    match error.as_db_error() {
+        Some(db) => format!("{}: {}", db.severity(), db.message()),
+        None => match std::error::Error::source(error) {
+            Some(source) => format!("{error}: {source}"),
+            None => error.to_string(),
+        },
+    }
+}
+
+pub(crate) fn backend(error: &tokio_postgres::Error) -> StoreError {
+    StoreError::Backend {
+        message: describe(error),
+    }
+}
+
+pub(crate) fn pool_error(error: &deadpool_postgres::PoolError) -> StoreError {
+    StoreError::Backend {
+        message: match error {
+            deadpool_postgres::PoolError::Backend(e) => describe(e),
+            other => other.to_string(),
+        },
+    }
+}
+
+fn seq_i64(seq: u64) -> i64 {
+    i64::try_from(seq).unwrap_or(i64::MAX)
+}
+
+/// The columns of a batch, as the arrays of the one-statement insert.
+struct Columns {
+    seqs: Vec<i64>,
+    types: Vec<String>,
+    times: Vec<DateTime<Utc>>,
+    data: Vec<String>,
+}
+
+fn columns(events: &[RawEvent]) -> Columns {
+    let mut c = Columns {
+        seqs: Vec::with_capacity(events.len()),
+        types: Vec::with_capacity(events.len()),
+        times: Vec::with_capacity(events.len()),
+        data: Vec::with_capacity(events.len()),
+    };
+    for event in events {
+        c.seqs.push(seq_i64(event.seq()));
+        c.types.push(event.r#type().to_owned());
+        c.times.push(event.time());
+        c.data.push(event.payload().to_owned());
+    }
+    c
+}
+
+impl Db {
+    pub(crate) fn sql(&self, text: &str) -> String {
+        text.replace("{s}", &self.quoted)
+    }
+
+    async fn insert_events(
+        &self,
+        tx: &deadpool_postgres::Transaction<'_>,
+        id: &str,
+        events: &[RawEvent],
+    ) -> Result<(), tokio_postgres::Error> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let c = columns(events);
+        let statement = tx
+            .prepare_cached(&self.sql(
+                "INSERT INTO {s}.events (session_id, seq, type, time, data) \
+                 SELECT $1, u.seq, u.type, u.time, u.data::json \
+                 FROM unnest($2::bigint[], $3::text[], $4::timestamptz[], $5::text[]) \
+                 AS u(seq, type, time, data)",
+            ))
+            .await?;
+        tx.execute(&statement, &[&id, &c.seqs, &c.types, &c.times, &c.data])
+            .await?;
+        Ok(())
+    }
+
+    /// Creates the session row (owned by `host` at epoch 1) and its first events in one
+    /// transaction. `Ok(None)` when the id exists.
+    pub(crate) async fn create(
+        &self,
+        header: &SessionHeader,
+        events: &[RawEvent],
+        host: &str,
+        ttl: Duration,
+    ) -> Result<Option<i64>, StoreError> {
+        let mut client = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        let tx = client.transaction().await.map_err(|e| backend(&e))?;
+        let seed = header.seed_length.map(seq_i64);
+        let last = seq_i64(events.len() as u64);
+        let rows = tx
+            .execute(
+                &self.sql(
+                    "INSERT INTO {s}.sessions (id, seed_length, time_zone, last_seq, owner, epoch, lease_expires) \
+                     VALUES ($1, $2, $3, $4, $5, 1, now() + make_interval(secs => $6)) \
+                     ON CONFLICT (id) DO NOTHING",
+                ),
+                &[
+                    &header.id.as_str(),
+                    &seed,
+                    &header.time_zone,
+                    &last,
+                    &host,
+                    &ttl.as_secs_f64(),
+                ],
+            )
+            .await
+            .map_err(|e| backend(&e))?;
+        if rows == 0 {
+            return Ok(None);
+        }
+        self.insert_events(&tx, header.id.as_str(), events)
+            .await
+            .map_err(|e| backend(&e))?;
+        tx.commit().await.map_err(|e| backend(&e))?;
+        Ok(Some(1))
+    }
+
+    /// Takes the session's lease for `host` when it is free or expired, raising the epoch.
+    pub(crate) async fn acquire(
+        &self,
+        id: &SessionId,
+        host: &str,
+        ttl: Duration,
+    ) -> Result<i64, StoreError> {
+        let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        let row = client
+            .query_opt(
+                &self.sql(
+                    "UPDATE {s}.sessions SET owner = $2, epoch = epoch + 1, \
+                     lease_expires = now() + make_interval(secs => $3) \
+                     WHERE id = $1 AND (owner IS NULL OR lease_expires < now()) RETURNING epoch",
+                ),
+                &[&id.as_str(), &host, &ttl.as_secs_f64()],
+            )
+            .await
+            .map_err(|e| backend(&e))?;
+        if let Some(row) = row {
+            return Ok(row.get(0));
+        }
+        let owner = client
+            .query_opt(
+                &self.sql("SELECT owner FROM {s}.sessions WHERE id = $1"),
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(|e| backend(&e))?;
+        match owner {
+            None => Err(StoreError::NotFound(id.clone())),
+            Some(row) => Err(StoreError::Owned {
+                session: id.clone(),
+                owner: row.get::<_, Option<String>>(0).unwrap_or_default(),
+            }),
+        }
+    }
+
+    /// Extends a live lease; `Ok(false)` when the lease is no longer this holder's.
+    pub(crate) async fn renew(
+        &self,
+        id: &str,
+        host: &str,
+        epoch: i64,
+        ttl: Duration,
+    ) -> Result<bool, StoreError> {
+        let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        let rows = client
+            .execute(
+                &self.sql(
+                    "UPDATE {s}.sessions SET lease_expires = now() + make_interval(secs => $4) \
+                     WHERE id = $1 AND owner = $2 AND epoch = $3",
+                ),
+                &[&id, &host, &epoch, &ttl.as_secs_f64()],
+            )
+            .await
+            .map_err(|e| backend(&e))?;
+        Ok(rows == 1)
+    }
+
+    /// Gives a lease up (if it is still this holder's).
+    pub(crate) async fn release(&self, id: &str, host: &str, epoch: i64) -> Result<(), StoreError> {
+        let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        client
+            .execute(
+                &self.sql(
+                    "UPDATE {s}.sessions SET owner = NULL, lease_expires = NULL \
+                     WHERE id = $1 AND owner = $2 AND epoch = $3",
+                ),
+                &[&id, &host, &epoch],
+            )
+            .await
+            .map_err(|e| backend(&e))?;
+        Ok(())
+    }
+
+    /// Reads a session's header and whole log, checking that seqs run 1..=last_seq.
+    pub(crate) async fn load(
+        &self,
+        id: &SessionId,
+    ) -> Result<(SessionHeader, Vec<RawEvent>), StoreError> {
+        let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        let row = client
+            .query_opt(
+                &self
+                    .sql("SELECT seed_length, time_zone, last_seq FROM {s}.sessions WHERE id = $1"),
+                &[&id.as_str()],
+            )
+            .await
+            .map_err(|e| backend(&e))?
+            .ok_or_else(|| StoreError::NotFound(id.clone()))?;
+        let header = SessionHeader {
+            id: id.clone(),
+            seed_length: row
+                .get::<_, Option<i64>>(0)
+                .map(|n| u64::try_from(n).unwrap_or(0)),
+            time_zone: row.get(1),
+        };
+        let last: i64 = row.get(2);
+        let statement = client
+            .prepare_cached(&self.sql(
+                "SELECT seq, type, time, data::text FROM {s}.events WHERE session_id = $1 ORDER BY seq",
+            ))
+            .await
+            .map_err(|e| backend(&e))?;
+        let rows = client
+            .query(&statement, &[&id.as_str()])
+            .await
+            .map_err(|e| backend(&e))?;
+        let place = format!("postgres {}.events session {id}", self.quoted);
+        let mut events = Vec::with_capacity(rows.len());
+        for (index, row) in rows.iter().enumerate() {
+            let seq: i64 = row.get(0);
+            let line = index + 1;
+            if seq != line as i64 {
+                return Err(StoreError::Malformed {
+                    file: place,
+                    line,
+                    message: format!("seq {seq} where {line} was expected"),
+                });
+            }
+            let r#type: &str = row.get(1);
+            let time: DateTime<Utc> = row.get(2);
+            let data: &str = row.get(3);
+            let event = RawEvent::new(line as u64, r#type, time, data).map_err(|e| {
+                StoreError::Malformed {
+                    file: place.clone(),
+                    line,
+                    message: e.to_string(),
+                }
+            })?;
+            events.push(event);
+        }
+        if events.len() as i64 != last {
+            return Err(StoreError::Malformed {
+                file: place,
+                line: events.len() + 1,
+                message: format!("{} events, but the session row says {last}", events.len()),
+            });
+        }
+        Ok((header, events))
+    }
+
+    /// The ids of every session, in byte order.
+    pub(crate) async fn list(&self) -> Result<Vec<SessionId>, StoreError> {
+        let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        let rows = client
+            .query(
+                &self.sql("SELECT id FROM {s}.sessions ORDER BY id COLLATE \"C\""),
+                &[],
+            )
+            .await
+            .map_err(|e| backend(&e))?;
+        Ok(rows
+            .iter()
+            .map(|row| SessionId::from(row.get::<_, &str>(0)))
+            .collect())
+    }
+
+    /// The flush transaction: checks owner, epoch and the durable last seq under the session
+    /// row's lock, inserts the batch in one statement, moves `last_seq`, and updates the
+    /// due-reminder index from the batch's `schedule/change` events.
+    pub(crate) async fn flush(
+        &self,
+        id: &str,
+        host: &str,
+        epoch: i64,
+        durable: u64,
+        batch: &[RawEvent],
+        reminders: &crate::reminders::IndexChanges,
+    ) -> Result<FlushOutcome, String> {
+        let mut client = self.pool.get().await.map_err(|e| match e {
+            deadpool_postgres::PoolError::Backend(e) => describe(&e),
+            other => other.to_string(),
+        })?;
+        self.flush_on(&mut client, id, host, epoch, durable, batch, reminders)
+            .await
+            .map_err(|e| describe(&e))
+    }
+
+    #[allow(clippy::too_many_arguments, reason = "the flush transaction's inputs")]
+    async fn flush_on(
+        &self,
+        client: &mut deadpool_postgres::Client,
+        id: &str,
+        host: &str,
+        epoch: i64,
+        durable: u64,
+        batch: &[RawEvent],
+        reminders: &crate::reminders::IndexChanges,
+    ) -> Result<FlushOutcome, tokio_postgres::Error> {
+        let tx = client.transaction().await?;
+        let lock = tx
+            .prepare_cached(
+                &self.sql(
+                    "SELECT owner, epoch, last_seq FROM {s}.sessions WHERE id = $1 FOR UPDATE",
+                ),
+            )
+            .await?;
+        let Some(row) = tx.query_opt(&lock, &[&id]).await? else {
+            return Ok(FlushOutcome::Fenced);
+        };
+        let owner: Option<&str> = row.get(0);
+        let current: i64 = row.get(1);
+        let last: i64 = row.get(2);
+        if owner != Some(host) || current != epoch {
+            return Ok(FlushOutcome::Fenced);
+        }
+        if last != seq_i64(durable) {
+            return Ok(FlushOutcome::SeqMismatch { found: last });
+        }
+        self.insert_events(&tx, id, batch).await?;
+        let end = seq_i64(durable + batch.len() as u64);
+        let update = tx
+            .prepare_cached(&self.sql("UPDATE {s}.sessions SET last_seq = $2 WHERE id = $1"))
+            .await?;
+        tx.execute(&update, &[&id, &end]).await?;
+        reminders.apply(self, &tx, id).await?;
+        tx.commit().await?;
+        Ok(FlushOutcome::Written)
+    }
+}

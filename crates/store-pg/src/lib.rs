@@ -1,0 +1,12 @@
+#![doc = include_str!("../README.md")]
+
+mod db;
+mod lease;
+mod migrate;
+mod reminders;
+mod session;
+mod store;
+
+pub use lease::Lease;
+pub use session::PgSession;
+pub use store::{PgOptions, PgStore};

@@ -1,0 +1,170 @@
+//! [`PgSession`]: one leased session's live log and its flush transaction.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock, RwLockReadGuard};
+
+use async_trait::async_trait;
+use harness_core::{
+    AppendError, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader, SessionId,
+};
+use serde_json::Value;
+
+use crate::db::FlushOutcome;
+use crate::lease::Lease;
+use crate::reminders::IndexChanges;
+use crate::store::Inner;
+
+/// A session of a [`crate::PgStore`], written under its [`Lease`].
+///
+/// `append` commits to the live log only; `flush` sends every event not yet durable in one
+/// transaction (see [`crate::PgStore`]). Flushes of one handle run one at a time; a flush
+/// whose caller stops waiting still completes, and its outcome counts. Dropping the handle
+/// releases the lease and discards unflushed events.
+pub struct PgSession {
+    // Dropped first: the release runs on the runtime that `inner` may be the last owner of.
+    lease: Lease,
+    header: SessionHeader,
+    inner: Arc<Inner>,
+    log: RwLock<Vec<RawEvent>>,
+    durable: Arc<AtomicU64>,
+    flushing: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl std::fmt::Debug for PgSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgSession")
+            .field("id", &self.header.id)
+            .field("len", &self.len())
+            .field("lease", &self.lease)
+            .finish()
+    }
+}
+
+impl PgSession {
+    pub(crate) fn new(
+        inner: Arc<Inner>,
+        header: SessionHeader,
+        events: Vec<RawEvent>,
+        lease: Lease,
+    ) -> Arc<Self> {
+        let durable = events.len() as u64;
+        Arc::new(Self {
+            header,
+            inner,
+            log: RwLock::new(events),
+            durable: Arc::new(AtomicU64::new(durable)),
+            flushing: Arc::new(tokio::sync::Mutex::new(())),
+            lease,
+        })
+    }
+
+    /// The lease this handle writes under: watch [`Lease::lost`] to know when to dispose the
+    /// session's agent.
+    pub fn lease(&self) -> &Lease {
+        &self.lease
+    }
+
+    /// The seq of the last event known durable.
+    pub fn durable_len(&self) -> u64 {
+        self.durable.load(Ordering::Acquire)
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Vec<RawEvent>> {
+        self.log.read().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[async_trait]
+impl Session for PgSession {
+    fn id(&self) -> &SessionId {
+        &self.header.id
+    }
+
+    fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    fn len(&self) -> u64 {
+        self.read().len() as u64
+    }
+
+    fn raw_events_after(&self, after: u64) -> Vec<RawEvent> {
+        let events = self.read();
+        let start = usize::try_from(after)
+            .unwrap_or(usize::MAX)
+            .min(events.len());
+        events[start..].to_vec()
+    }
+
+    fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
+        let mut events = self.log.write().unwrap_or_else(|p| p.into_inner());
+        let event = SessionEvent {
+            seq: events.len() as u64 + 1,
+            r#type: r#type.to_owned(),
+            time: self.inner.clock.now(),
+            data,
+        };
+        events.push(RawEvent::from_event(&event));
+        Ok(event)
+    }
+
+    /// Runs the flush transaction on the store's runtime; the future only waits.
+    ///
+    /// # Errors
+    /// [`PersistenceError::Fenced`] when another host took the session (the lease is marked
+    /// lost); [`PersistenceError::Io`] when the transaction did not commit (nothing of the
+    /// batch is in the database; a later flush sends it again).
+    async fn flush(&self) -> Result<(), PersistenceError> {
+        let guard = self.flushing.clone().lock_owned().await;
+        let durable = self.durable.load(Ordering::Acquire);
+        let batch: Vec<RawEvent> = self.raw_events_after(durable);
+        if batch.is_empty() {
+            return Ok(());
+        }
+        if self.lease.is_lost() {
+            return Err(PersistenceError::Fenced(self.header.id.clone()));
+        }
+        let db = self.inner.db.clone();
+        let id = self.header.id.as_str().to_owned();
+        let host = self.lease.host().to_owned();
+        let epoch = self.lease.epoch();
+        let durable_cell = self.durable.clone();
+        let outcome = self
+            .inner
+            .bridge
+            .run(async move {
+                let _guard = guard;
+                let reminders = IndexChanges::from_batch(&batch);
+                let outcome = db
+                    .flush(&id, &host, epoch, durable, &batch, &reminders)
+                    .await;
+                if let Ok(FlushOutcome::Written) = outcome {
+                    durable_cell.store(durable + batch.len() as u64, Ordering::Release);
+                }
+                Ok(outcome)
+            })
+            .await;
+        match outcome {
+            Ok(Ok(FlushOutcome::Written)) => Ok(()),
+            Ok(Ok(FlushOutcome::Fenced)) => {
+                self.lease.mark_lost();
+                Err(PersistenceError::Fenced(self.header.id.clone()))
+            }
+            Ok(Ok(FlushOutcome::SeqMismatch { found })) => Err(PersistenceError::Io {
+                session: self.header.id.clone(),
+                message: format!(
+                    "postgres: the session's last seq is {found}, this handle expected {durable} \
+                     (a commit whose answer was lost); reopen the session"
+                ),
+            }),
+            Ok(Err(message)) => Err(PersistenceError::Io {
+                session: self.header.id.clone(),
+                message: format!("postgres: {message}"),
+            }),
+            Err(error) => Err(PersistenceError::Io {
+                session: self.header.id.clone(),
+                message: format!("postgres: {error}"),
+            }),
+        }
+    }
+}

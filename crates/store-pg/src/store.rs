@@ -1,0 +1,463 @@
+//! [`PgStore`]: sessions in PostgreSQL, written by one leased host at a time.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
+use harness_core::{Clock, RawEvent, Session, SessionHeader, SessionId, SessionStore, StoreError};
+use tokio::runtime::{Handle, Runtime};
+use tokio_postgres::NoTls;
+
+use crate::db::{Db, describe};
+use crate::lease::Lease;
+use crate::session::PgSession;
+
+thread_local! {
+    static ON_STORE_RUNTIME: Cell<bool> = const { Cell::new(false) };
+}
+
+/// How a [`PgStore`] connects and who it is.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// The PostgreSQL schema holding the tables (created with them); default `harness`.
+    /// Letters, digits and `_` only.
+    pub schema: String,
+    /// This host's id, written as the owner of the sessions it leases; unique per process
+    /// (default: `<hostname>-<pid>-<start time>`).
+    pub host: String,
+    /// How long a lease lives without renewal; default 30 s. A host that dies holds its
+    /// sessions this long.
+    pub lease_ttl: Duration,
+    /// Pooled connections; default 16.
+    pub pool_size: usize,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        Self {
+            schema: "harness".to_owned(),
+            host: default_host_id(),
+            lease_ttl: Duration::from_secs(30),
+            pool_size: 16,
+        }
+    }
+}
+
+fn default_host_id() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "host".to_owned());
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{name}-{}-{started:x}", std::process::id())
+}
+
+/// Runs the store's database work on its own runtime, from async callers (awaiting) and sync
+/// callers (blocking the calling thread, as a file store's `open` does).
+#[derive(Clone)]
+pub(crate) struct Bridge {
+    handle: Handle,
+}
+
+impl Bridge {
+    pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        drop(self.handle.spawn(work));
+    }
+
+    /// Awaits `work` run on the store's runtime.
+    pub(crate) async fn run<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.handle
+            .spawn(work)
+            .await
+            .map_err(|e| StoreError::Backend {
+                message: format!("store task failed: {e}"),
+            })?
+    }
+
+    /// Blocks the calling thread until `work` is done on the store's runtime.
+    ///
+    /// Called on a thread of the store's own runtime, it refuses (that could deadlock).
+    pub(crate) fn block<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        if ON_STORE_RUNTIME.with(Cell::get) {
+            return Err(StoreError::Backend {
+                message: "a blocking store call was made on the store's own runtime".to_owned(),
+            });
+        }
+        let (reply, answer) = std::sync::mpsc::channel();
+        self.handle.spawn(async move {
+            let _ = reply.send(work.await);
+        });
+        answer.recv().unwrap_or_else(|_| {
+            Err(StoreError::Backend {
+                message: "the store's runtime stopped".to_owned(),
+            })
+        })
+    }
+
+    /// Runs `work` and waits up to `patience` for it, except on the store's own runtime,
+    /// where it only starts it.
+    pub(crate) fn run_and_wait(
+        &self,
+        work: impl Future<Output = ()> + Send + 'static,
+        patience: Duration,
+    ) {
+        if ON_STORE_RUNTIME.with(Cell::get) {
+            self.spawn(work);
+            return;
+        }
+        let (reply, answer) = std::sync::mpsc::channel();
+        self.handle.spawn(async move {
+            work.await;
+            let _ = reply.send(());
+        });
+        let _ = answer.recv_timeout(patience);
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) db: Db,
+    pub(crate) bridge: Bridge,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) options: PgOptions,
+    runtime: Option<Runtime>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// Sessions in a PostgreSQL database (docs/event-log.md, "The PostgreSQL store").
+///
+/// * **Tables** in [`PgOptions::schema`]: `sessions` (header, `last_seq`, owner, epoch, lease
+///   expiry), `events` keyed by `(session_id, seq)` with `type`, `time` and the payload as
+///   `json` (the text as appended, key order kept), `reminders` (the due-reminder index), and
+///   `harness_migrations` recording the applied migrations. [`PgStore::connect`] applies the
+///   missing ones in order, under an advisory lock.
+/// * **One writer per session.** `create` and `open` take the session's [`Lease`] for this
+///   host; while another host holds a live lease, `open` fails with [`StoreError::Owned`].
+///   Every flush is one transaction that locks the session row, checks the lease epoch and the
+///   expected last seq, inserts the batch in one statement and commits; a handle whose lease
+///   was taken gets `PersistenceError::Fenced` and writes nothing.
+/// * **Flush is the barrier; a failed flush changes nothing.** The transaction commits all of
+///   the batch or none of it; unflushed events stay in the handle for the next flush.
+/// * **Blocking.** The seam's `create`/`open`/`list` are synchronous: they block the calling
+///   thread for the round trips (as a file store blocks on the disk). Async hosts use
+///   [`PgStore::open_session`] and friends. The store runs its connections on its own small
+///   runtime, so it works under any caller's runtime (a paused test clock included).
+#[derive(Clone)]
+pub struct PgStore {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("schema", &self.inner.options.schema)
+            .field("host", &self.inner.options.host)
+            .finish()
+    }
+}
+
+impl PgStore {
+    /// Connects to `url` (a libpq connection string or `postgresql://` URL; a Unix socket
+    /// folder as `host=/path` or a `%2F`-encoded host) and applies missing migrations.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`] for a bad URL or schema name, a refused connection, or a
+    /// failed migration.
+    pub fn connect(
+        url: &str,
+        clock: Arc<dyn Clock>,
+        options: PgOptions,
+    ) -> Result<Self, StoreError> {
+        let valid_schema = !options.schema.is_empty()
+            && options
+                .schema
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !valid_schema {
+            return Err(StoreError::Backend {
+                message: format!("invalid schema name {:?}", options.schema),
+            });
+        }
+        let config: tokio_postgres::Config =
+            url.parse()
+                .map_err(|e: tokio_postgres::Error| StoreError::Backend {
+                    message: format!("invalid connection string: {}", describe(&e)),
+                })?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("harness-store-pg")
+            .on_thread_start(|| ON_STORE_RUNTIME.with(|on| on.set(true)))
+            .enable_all()
+            .build()
+            .map_err(|e| StoreError::Backend {
+                message: format!("could not start the store's runtime: {e}"),
+            })?;
+        let manager = Manager::from_config(
+            config,
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size.max(1))
+            .build()
+            .map_err(|e| StoreError::Backend {
+                message: format!("could not build the connection pool: {e}"),
+            })?;
+        let db = Db {
+            pool,
+            quoted: format!("\"{}\"", options.schema),
+        };
+        let bridge = Bridge {
+            handle: runtime.handle().clone(),
+        };
+        let store = Self {
+            inner: Arc::new(Inner {
+                db,
+                bridge,
+                clock,
+                options,
+                runtime: Some(runtime),
+            }),
+        };
+        let db = store.inner.db.clone();
+        let schema = store.inner.options.schema.clone();
+        store.inner.bridge.block(async move {
+            let mut client = db.pool.get().await.map_err(|e| crate::db::pool_error(&e))?;
+            crate::migrate::migrate(&mut client, &schema)
+                .await
+                .map_err(|e| StoreError::Backend {
+                    message: format!("migration failed: {}", describe(&e)),
+                })?;
+            Ok(())
+        })?;
+        Ok(store)
+    }
+
+    /// This host's id.
+    pub fn host(&self) -> &str {
+        &self.inner.options.host
+    }
+
+    /// The options the store was connected with.
+    pub fn options(&self) -> &PgOptions {
+        &self.inner.options
+    }
+
+    /// The migrations recorded as applied, `(version, name)` in order.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    pub async fn applied_migrations(&self) -> Result<Vec<(i32, String)>, StoreError> {
+        let db = self.inner.db.clone();
+        self.inner
+            .bridge
+            .run(async move {
+                let client = db.pool.get().await.map_err(|e| crate::db::pool_error(&e))?;
+                let rows = client
+                    .query(
+                        &db.sql(
+                            "SELECT version, name FROM {s}.harness_migrations ORDER BY version",
+                        ),
+                        &[],
+                    )
+                    .await
+                    .map_err(|e| crate::db::backend(&e))?;
+                Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+            })
+            .await
+    }
+
+    /// Takes the lease of `session` for `host` for `ttl` (see [`Lease`]); renewal starts at
+    /// once.
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`]; [`StoreError::Owned`] while another live lease exists (this
+    /// host's own included: one writing handle per session); [`StoreError::Backend`].
+    pub async fn acquire(
+        &self,
+        session: &SessionId,
+        host: &str,
+        ttl: Duration,
+    ) -> Result<Lease, StoreError> {
+        let db = self.inner.db.clone();
+        let id = session.clone();
+        let holder = host.to_owned();
+        let epoch = self
+            .inner
+            .bridge
+            .run(async move { db.acquire(&id, &holder, ttl).await })
+            .await?;
+        Ok(self.lease(session.clone(), host.to_owned(), epoch, ttl))
+    }
+
+    fn lease(&self, session: SessionId, host: String, epoch: i64, ttl: Duration) -> Lease {
+        Lease::start(
+            session,
+            host,
+            epoch,
+            ttl,
+            self.inner.db.clone(),
+            self.inner.bridge.clone(),
+        )
+    }
+
+    fn check_id(id: &SessionId) -> Result<(), StoreError> {
+        if id.as_str().is_empty() || id.as_str().contains('\0') {
+            return Err(StoreError::InvalidId(id.as_str().to_owned()));
+        }
+        Ok(())
+    }
+
+    async fn create_inner(
+        &self,
+        header: SessionHeader,
+        events: Vec<RawEvent>,
+    ) -> Result<Arc<PgSession>, StoreError> {
+        Self::check_id(&header.id)?;
+        let db = self.inner.db.clone();
+        let host = self.inner.options.host.clone();
+        let ttl = self.inner.options.lease_ttl;
+        let (h, e) = (header.clone(), events.clone());
+        let epoch = self
+            .inner
+            .bridge
+            .run(async move { db.create(&h, &e, &host, ttl).await })
+            .await?
+            .ok_or_else(|| StoreError::AlreadyExists(header.id.clone()))?;
+        let lease = self.lease(
+            header.id.clone(),
+            self.inner.options.host.clone(),
+            epoch,
+            ttl,
+        );
+        Ok(PgSession::new(self.inner.clone(), header, events, lease))
+    }
+
+    /// Creates an empty session owned by this host (async form of [`SessionStore::create`]).
+    ///
+    /// # Errors
+    /// [`StoreError::AlreadyExists`], [`StoreError::InvalidId`] (empty, or a NUL byte),
+    /// [`StoreError::Backend`].
+    pub async fn create_session(
+        &self,
+        header: SessionHeader,
+    ) -> Result<Arc<PgSession>, StoreError> {
+        self.create_inner(header, Vec::new()).await
+    }
+
+    /// Takes the session's lease for this host and replays its log (async form of
+    /// [`SessionStore::open`]).
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`], [`StoreError::Owned`], [`StoreError::Malformed`] (seqs not
+    /// `1..=last_seq`, a payload that is not JSON), [`StoreError::Backend`].
+    pub async fn open_session(&self, id: &SessionId) -> Result<Arc<PgSession>, StoreError> {
+        Self::check_id(id)?;
+        let lease = self
+            .acquire(id, &self.inner.options.host, self.inner.options.lease_ttl)
+            .await?;
+        let db = self.inner.db.clone();
+        let key = id.clone();
+        let (header, events) = self
+            .inner
+            .bridge
+            .run(async move { db.load(&key).await })
+            .await?;
+        Ok(PgSession::new(self.inner.clone(), header, events, lease))
+    }
+
+    /// Every session id, sorted byte-wise.
+    ///
+    /// # Errors
+    /// [`StoreError::Backend`].
+    pub async fn list_sessions(&self) -> Result<Vec<SessionId>, StoreError> {
+        let db = self.inner.db.clone();
+        self.inner.bridge.run(async move { db.list().await }).await
+    }
+
+    /// Reads a session's events with `seq > after` without taking its lease (for followers
+    /// and inspection).
+    ///
+    /// # Errors
+    /// [`StoreError::NotFound`], [`StoreError::Malformed`], [`StoreError::Backend`].
+    pub async fn read_after(
+        &self,
+        id: &SessionId,
+        after: u64,
+    ) -> Result<Vec<RawEvent>, StoreError> {
+        let db = self.inner.db.clone();
+        let key = id.clone();
+        let (_, events) = self
+            .inner
+            .bridge
+            .run(async move { db.load(&key).await })
+            .await?;
+        let start = usize::try_from(after)
+            .unwrap_or(usize::MAX)
+            .min(events.len());
+        Ok(events[start..].to_vec())
+    }
+}
+
+impl SessionStore for PgStore {
+    fn create(&self, header: SessionHeader) -> Result<Arc<dyn Session>, StoreError> {
+        self.create_with_events(header, Vec::new())
+    }
+
+    fn open(&self, id: &SessionId) -> Result<Arc<dyn Session>, StoreError> {
+        let store = self.clone();
+        let id = id.clone();
+        let session = self
+            .inner
+            .bridge
+            .block(async move { store.open_session(&id).await })?;
+        Ok(session)
+    }
+
+    /// Empty when the database cannot be reached (the error is logged).
+    fn list(&self) -> Vec<SessionId> {
+        let store = self.clone();
+        match self
+            .inner
+            .bridge
+            .block(async move { store.list_sessions().await })
+        {
+            Ok(ids) => ids,
+            Err(error) => {
+                tracing::warn!(%error, "could not list sessions");
+                Vec::new()
+            }
+        }
+    }
+
+    fn create_with_events(
+        &self,
+        header: SessionHeader,
+        events: Vec<RawEvent>,
+    ) -> Result<Arc<dyn Session>, StoreError> {
+        let store = self.clone();
+        let session = self
+            .inner
+            .bridge
+            .block(async move { store.create_inner(header, events).await })?;
+        Ok(session)
+    }
+}
