@@ -240,6 +240,7 @@ impl Runner {
                     "toolJobs",
                     "schedule",
                     "bash",
+                    "subagent",
                     "clock",
                     "store",
                     "autoTurns",
@@ -250,6 +251,7 @@ impl Runner {
             configs.tool_jobs = object(step, "toolJobs")?.cloned();
             configs.schedule = object(step, "schedule")?.cloned();
             configs.bash = object(step, "bash")?.cloned();
+            configs.subagent = object(step, "subagent")?.cloned();
             if let Some(Value::Object(clock)) = object(step, "clock")? {
                 match clock.get("mode").and_then(Value::as_str) {
                     Some("manual") | None => {
@@ -484,6 +486,18 @@ impl Runner {
                     &self.lines,
                     json!({"kind": "log", "session": session, "events": events}).to_string(),
                 );
+            }
+            "child_script" => {
+                only(step, &["prompt", "steps"])?;
+                let prompt = string(step, "prompt")?.to_owned();
+                let actions = match step.get("steps") {
+                    Some(Value::Array(steps)) => steps
+                        .iter()
+                        .map(crate::ChildAction::from_json)
+                        .collect::<Result<Vec<_>, _>>()?,
+                    _ => return Err("steps must be an array".to_owned()),
+                };
+                self.setup()?.configs.children.script(prompt, actions);
             }
             "fake_job" => {
                 only(

@@ -14,6 +14,9 @@ pub(crate) struct FamilyConfigs {
     pub(crate) tool_jobs: Option<Value>,
     pub(crate) schedule: Option<Value>,
     pub(crate) bash: Option<Value>,
+    pub(crate) subagent: Option<Value>,
+    /// The children's scripted model (`child_script` steps add scripts; kept over restarts).
+    pub(crate) children: Arc<crate::ScriptedChild>,
 }
 
 impl FamilyConfigs {
@@ -31,6 +34,7 @@ impl FamilyConfigs {
 
 /// What the families installed; disposed on restart and at the end, in reverse order.
 pub(crate) struct Installed {
+    subagent: harness_subagent::Installed,
     pub(crate) bash: harness_bash::Installed,
     pub(crate) jobs: harness_jobs_local::Installed,
     tool_jobs: harness_tool_jobs::Installed,
@@ -45,6 +49,7 @@ impl Installed {
     }
 
     pub(crate) async fn dispose(self) {
+        self.subagent.dispose();
         self.bash.dispose();
         self.schedule.dispose().await;
         self.tool_jobs.dispose();
@@ -85,7 +90,20 @@ pub(crate) fn install(
     let bash = harness_bash::BashConfig::from_json(&object_or_empty(configs.bash.as_ref()))
         .and_then(|config| harness_bash::install(&harness, Some(jobs.registry()), config))
         .map_err(|e| e.to_string())?;
+    let subagent =
+        harness_subagent::SubagentConfig::from_json(&object_or_empty(configs.subagent.as_ref()))
+            .and_then(|config| {
+                harness_subagent::install(
+                    host.kit(),
+                    host.store().clone(),
+                    jobs.registry(),
+                    configs.children.clone(),
+                    config,
+                )
+            })
+            .map_err(|e| e.to_string())?;
     Ok(Installed {
+        subagent,
         bash,
         jobs,
         tool_jobs,
