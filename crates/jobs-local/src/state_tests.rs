@@ -192,3 +192,27 @@ fn a_mostly_removed_table_turns_sparse_and_back() {
     assert_eq!(issue(&mut records, "k").0.as_str(), "k-2002");
     assert_eq!(found(&records, "k-2002").as_deref(), Some("k-2002"));
 }
+
+#[test]
+fn an_agent_layer_routes_to_that_agent_only() {
+    let layer = |id: u64, scope: RegistrationScope| Layered {
+        id,
+        scope,
+        item: id,
+    };
+    let layers = [
+        layer(1, RegistrationScope::Agent(ScopeKey::from("s1"))),
+        layer(2, RegistrationScope::Scoped(ScopeKey::from("s1"))),
+        layer(3, RegistrationScope::Global),
+    ];
+    let routed = |chain: &[ScopeKey]| {
+        let mut seen = Vec::new();
+        for_each_route(&layers, Some(chain), |item| seen.push(*item));
+        seen
+    };
+    assert_eq!(routed(&[ScopeKey::from("s1")]), [3, 1, 2]);
+    assert_eq!(
+        routed(&[ScopeKey::from("s1.agent-1"), ScopeKey::from("s1")]),
+        [3, 2]
+    );
+}
