@@ -106,7 +106,7 @@ fn an_agent_registration_serves_that_agent_only_not_its_descendants() {
     let root = ScopeKey::from("s1");
     let child = [ScopeKey::from("s1.agent-1"), root.clone()];
     let own = RegistrationScope::Agent(root.clone());
-    assert!(own.serves(Some(&[root.clone()])));
+    assert!(own.serves(Some(std::slice::from_ref(&root))));
     assert!(!own.serves(Some(&child)));
     assert!(!own.serves(None));
     // A scoped registration of the same key serves both.

@@ -87,7 +87,7 @@ impl Host {
             .unwrap()
             .events()
             .into_iter()
-            .map(|e| (e.r#type.clone(), e.data.clone()))
+            .map(|e| (e.r#type.clone(), e.data))
             .collect()
     }
 }
