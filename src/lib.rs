@@ -8,5 +8,6 @@ pub use harness_host as host;
 pub use harness_jobs as jobs;
 pub use harness_jobs_local as jobs_local;
 pub use harness_schedule as schedule;
+pub use harness_subagent as subagent;
 pub use harness_todo as todo;
 pub use harness_tool_jobs as tool_jobs;

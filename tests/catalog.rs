@@ -3,7 +3,25 @@
 
 #[test]
 fn tool_catalog_doc_is_current() {
-    let definitions = harness_testkit::scenario::tool_catalog().unwrap();
+    let served: Vec<String> = harness_testkit::scenario::tool_catalog()
+        .unwrap()
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    assert_eq!(
+        served,
+        [
+            "todo_write",
+            "job_output",
+            "job_list",
+            "job_kill",
+            "bash",
+            "schedule_create",
+            "schedule_list",
+            "schedule_delete",
+        ]
+    );
+    let definitions = harness_testkit::scenario::host_tool_catalog().unwrap();
     let names: Vec<&str> = definitions.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(
         names,
@@ -32,7 +50,7 @@ fn tool_catalog_doc_is_current() {
 /// `name: readOnly destructive idempotent openWorld`.
 #[test]
 fn every_tool_declares_its_annotations() {
-    let lines: Vec<String> = harness_testkit::scenario::tool_catalog()
+    let lines: Vec<String> = harness_testkit::scenario::host_tool_catalog()
         .unwrap()
         .iter()
         .map(|d| {

@@ -19,8 +19,8 @@ mod plugins;
 mod runtime;
 
 pub use catalog::{
-    FileSummary, LogFileError, SetupError, catalog_markdown, summarize_log, summarize_log_file,
-    tool_catalog,
+    FileSummary, LogFileError, SetupError, catalog_markdown, host_tool_catalog, summarize_log,
+    summarize_log_file, tool_catalog,
 };
 
 use std::collections::HashMap;
