@@ -314,8 +314,7 @@ mod cgroup {
 
     pub(super) fn create(marker: &str) -> Option<PathBuf> {
         let parent = parent()?;
-        let stale: Vec<PathBuf> =
-            std::mem::take(&mut *STALE.lock().unwrap_or_else(|p| p.into_inner()));
+        let stale: Vec<PathBuf> = std::mem::take(&mut *harness_core::lock(&STALE));
         for dir in stale {
             remove(&dir);
         }
@@ -466,7 +465,7 @@ mod cgroup {
     }
 
     fn stale(dir: PathBuf) {
-        STALE.lock().unwrap_or_else(|p| p.into_inner()).push(dir);
+        harness_core::lock(&STALE).push(dir);
     }
 }
 

@@ -248,9 +248,7 @@ struct Shared {
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, Streams> {
-        self.streams
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        harness_core::lock(&self.streams)
     }
 
     /// Signals every process of the job and its process group, unless the process has

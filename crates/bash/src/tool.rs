@@ -292,8 +292,7 @@ impl Tool for BashTool {
     }
 
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
-        let args: BashArgs = serde_json::from_value(call.arguments.clone())
-            .map_err(|e| ToolError::msg(format!("invalid arguments: {e}")))?;
+        let args: BashArgs = call.arguments_as()?;
         if call.cancel.is_cancelled() {
             return Err(ToolError::Aborted);
         }

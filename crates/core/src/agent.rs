@@ -170,7 +170,42 @@ pub trait Agent: Send + Sync {
     fn is_disposed(&self) -> bool;
 }
 
-/// Whether two agent handles are the same instance.
-pub fn same_agent(a: &Arc<dyn Agent>, b: &Arc<dyn Agent>) -> bool {
-    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
+/// Whether two agent handles are the same instance: the one identity test of the workspace,
+/// for strong and weak handles alike (in any mix). It compares the agents' addresses, never
+/// their vtables; a weak handle keeps its agent's allocation, so the address it compares is
+/// never reused while the handle lives.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use harness_core::{Agent, same_agent};
+/// # fn check(a: &Arc<dyn Agent>) {
+/// assert!(same_agent(a, &Arc::downgrade(a)));
+/// # }
+/// ```
+pub fn same_agent(a: &impl AgentHandle, b: &impl AgentHandle) -> bool {
+    std::ptr::addr_eq(a.address(), b.address())
+}
+
+/// A handle [`same_agent`] compares: `Arc<dyn Agent>` or `Weak<dyn Agent>`. Sealed.
+pub trait AgentHandle: handle::Sealed {
+    /// The address of the agent the handle points at.
+    fn address(&self) -> *const ();
+}
+
+mod handle {
+    pub trait Sealed {}
+    impl Sealed for std::sync::Arc<dyn super::Agent> {}
+    impl Sealed for std::sync::Weak<dyn super::Agent> {}
+}
+
+impl AgentHandle for Arc<dyn Agent> {
+    fn address(&self) -> *const () {
+        Arc::as_ptr(self).cast()
+    }
+}
+
+impl AgentHandle for std::sync::Weak<dyn Agent> {
+    fn address(&self) -> *const () {
+        self.as_ptr().cast()
+    }
 }

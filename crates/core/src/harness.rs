@@ -1,11 +1,11 @@
 //! The [`Harness`] seam the host implements, and the [`AgentDirectory`] building block.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use crate::{
-    Agent, AgentId, Clock, Projection, PromptSection, RegisterError, Registration,
-    RegistrationScope, Tool,
+    Agent, AgentId, Clock, Projection, PromptSection, RegisterError, Registered, Registration,
+    RegistrationScope, Tool, lock,
 };
 
 /// An agent lifecycle change, as [`Harness`] subscribers see it.
@@ -86,8 +86,7 @@ pub trait Harness: Send + Sync {
 #[derive(Default)]
 struct DirectoryInner {
     agents: Vec<Arc<dyn Agent>>,
-    next_listener: u64,
-    listeners: Vec<(u64, LifecycleListener)>,
+    listeners: Registered<LifecycleListener>,
 }
 
 /// A host building block: the live agents by id and a lifecycle broadcast. Listeners are
@@ -105,23 +104,17 @@ impl AgentDirectory {
         Self::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, DirectoryInner> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-    }
-
     /// Publishes `agent` (replacing any agent with the same id) and notifies listeners.
     pub fn publish(&self, agent: Arc<dyn Agent>) {
         let listeners = {
-            let mut inner = self.lock();
+            let mut inner = lock(&self.inner);
             inner.agents.retain(|a| a.id() != agent.id());
             inner.agents.push(agent.clone());
             self.generation.fetch_add(1, Ordering::SeqCst);
-            inner.listeners.clone()
+            inner.listeners.to_vec()
         };
         let event = LifecycleEvent::Created(agent);
-        for (_, listener) in listeners {
+        for listener in listeners {
             listener(&event);
         }
     }
@@ -129,17 +122,17 @@ impl AgentDirectory {
     /// Removes `agent` if it is the one registered under its id, and notifies listeners.
     pub fn remove(&self, agent: &Arc<dyn Agent>) {
         let listeners = {
-            let mut inner = self.lock();
+            let mut inner = lock(&self.inner);
             let before = inner.agents.len();
             inner.agents.retain(|a| !crate::same_agent(a, agent));
             if inner.agents.len() == before {
                 return;
             }
             self.generation.fetch_add(1, Ordering::SeqCst);
-            inner.listeners.clone()
+            inner.listeners.to_vec()
         };
         let event = LifecycleEvent::Disposed(agent.clone());
-        for (_, listener) in listeners {
+        for listener in listeners {
             listener(&event);
         }
     }
@@ -153,26 +146,23 @@ impl AgentDirectory {
 
     /// The agent registered under `id`.
     pub fn get(&self, id: &AgentId) -> Option<Arc<dyn Agent>> {
-        self.lock().agents.iter().find(|a| a.id() == id).cloned()
+        lock(&self.inner)
+            .agents
+            .iter()
+            .find(|a| a.id() == id)
+            .cloned()
     }
 
     /// Every live agent, in publication order.
     pub fn all(&self) -> Vec<Arc<dyn Agent>> {
-        self.lock().agents.clone()
+        lock(&self.inner).agents.clone()
     }
 
     /// Subscribes to lifecycle events.
     pub fn subscribe(&self, listener: LifecycleListener) -> Registration {
-        let mut inner = self.lock();
-        inner.next_listener += 1;
-        let id = inner.next_listener;
-        inner.listeners.push((id, listener));
-        let weak = Arc::downgrade(&self.inner);
-        Registration::new(move || {
-            if let Some(inner) = weak.upgrade() {
-                let mut inner = inner.lock().unwrap_or_else(|poison| poison.into_inner());
-                inner.listeners.retain(|(lid, _)| *lid != id);
-            }
+        let id = lock(&self.inner).listeners.insert(listener);
+        Registration::weak(&self.inner, move |inner| {
+            lock(inner).listeners.remove(id);
         })
     }
 }

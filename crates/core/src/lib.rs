@@ -13,14 +13,15 @@ mod registration;
 mod registry;
 mod session;
 mod store;
+mod sync;
 mod text;
 mod time;
 mod tool;
 mod validate;
 
 pub use agent::{
-    Agent, AgentError, AgentEvent, AgentListener, AgentStatus, Busy, DisposeHook, HookId,
-    MaintenanceGuard, same_agent,
+    Agent, AgentError, AgentEvent, AgentHandle, AgentListener, AgentStatus, Busy, DisposeHook,
+    HookId, MaintenanceGuard, same_agent,
 };
 pub use config::{ConfigError, decode_config};
 pub use event::{RawEvent, SessionEvent, SessionHeader};
@@ -36,8 +37,10 @@ pub use registration::Registration;
 pub use registry::{ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry};
 pub use session::{AppendError, PersistenceError, Session};
 pub use store::{JsonlStore, MemoryStore, SessionFile, SessionStore, StoreError, TornTail};
+pub use sync::{Registered, lock};
 pub use text::{
-    MAX_SAFE_INTEGER, as_safe_integer, is_js_whitespace, js_trim, summarize_chars, truncate_utf8,
+    MAX_SAFE_INTEGER, as_safe_integer, is_js_whitespace, js_trim, summarize_chars, tail_utf8,
+    truncate_utf8,
 };
 pub use time::{
     Clock, ClockError, SystemClock, epoch_millis, format_instant, parse_canonical_millis,
@@ -46,7 +49,7 @@ pub use time::{
 pub use tool::{
     ContentBlock, Tool, ToolAnnotations, ToolCall, ToolDefinition, ToolError, ToolOutput, join_text,
 };
-pub use validate::{InvalidArguments, validate_arguments};
+pub use validate::{InvalidArguments, decode_arguments, validate_arguments};
 
 /// Implementation details of exported macros; not part of the API.
 #[doc(hidden)]

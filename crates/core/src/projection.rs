@@ -3,11 +3,11 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::{RawEvent, RegisterError, Registration, SessionEvent, SessionId};
+use crate::{RawEvent, RegisterError, Registered, Registration, SessionEvent, SessionId, lock};
 
 /// A projection's state, type-erased so projections can be stored together. A projection
 /// downcasts its own state with `state.downcast_ref::<T>()`.
@@ -45,8 +45,7 @@ struct Folded {
 
 #[derive(Default)]
 struct Inner {
-    next_id: u64,
-    projections: Vec<(u64, Arc<dyn Projection>)>,
+    projections: Registered<Arc<dyn Projection>>,
     /// Folded state per (session, projection id).
     states: HashMap<(SessionId, u64), Folded>,
     /// Tracked sessions, re-read when a projection is registered later.
@@ -81,50 +80,46 @@ impl ProjectionSet {
         Self::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-    }
-
     /// Registers a projection and folds every tracked session into it.
     ///
     /// # Errors
     /// [`RegisterError::Conflict`] when the key is already registered.
     pub fn register(&self, projection: Arc<dyn Projection>) -> Result<Registration, RegisterError> {
-        let mut inner = self.lock();
+        let mut inner = lock(&self.inner);
         if inner
             .projections
             .iter()
-            .any(|(_, p)| p.key() == projection.key())
+            .any(|p| p.key() == projection.key())
         {
             return Err(RegisterError::Conflict(format!(
                 "projection {:?} is already registered",
                 projection.key()
             )));
         }
-        inner.next_id += 1;
-        let id = inner.next_id;
         let sessions: Vec<_> = inner.sessions.values().cloned().collect();
-        for session in sessions {
-            let folded = fold_all(projection.as_ref(), session.as_ref());
+        let folded: Vec<_> = sessions
+            .iter()
+            .map(|session| fold_all(projection.as_ref(), session.as_ref()))
+            .collect();
+        let id = inner.projections.insert(projection);
+        for (session, folded) in sessions.iter().zip(folded) {
             inner.states.insert((session.id().clone(), id), folded);
         }
-        inner.projections.push((id, projection));
-        let weak = Arc::downgrade(&self.inner);
-        Ok(Registration::new(move || {
-            if let Some(inner) = weak.upgrade() {
-                let mut inner = inner.lock().unwrap_or_else(|poison| poison.into_inner());
-                inner.projections.retain(|(pid, _)| *pid != id);
-                inner.states.retain(|(_, pid), _| *pid != id);
-            }
+        Ok(Registration::weak(&self.inner, move |inner| {
+            let mut inner = lock(inner);
+            inner.projections.remove(id);
+            inner.states.retain(|(_, pid), _| *pid != id);
         }))
     }
 
     /// Starts folding `session`: replays its whole log into every projection.
     pub fn track(&self, session: Arc<dyn crate::Session>) {
-        let mut inner = self.lock();
-        let projections = inner.projections.clone();
+        let mut inner = lock(&self.inner);
+        let projections: Vec<_> = inner
+            .projections
+            .entries()
+            .map(|(id, projection)| (id, projection.clone()))
+            .collect();
         for (id, projection) in projections {
             let folded = fold_all(projection.as_ref(), session.as_ref());
             inner.states.insert((session.id().clone(), id), folded);
@@ -134,7 +129,7 @@ impl ProjectionSet {
 
     /// Stops folding a session and drops its states.
     pub fn untrack(&self, session: &SessionId) {
-        let mut inner = self.lock();
+        let mut inner = lock(&self.inner);
         inner.sessions.remove(session);
         inner.states.retain(|(sid, _), _| sid != session);
     }
@@ -143,15 +138,14 @@ impl ProjectionSet {
     /// before a projection's last folded seq is skipped (it was pulled already); events the
     /// set missed before it are pulled from the tracked session first.
     pub fn apply(&self, session: &SessionId, event: &SessionEvent) {
-        let mut inner = self.lock();
+        let mut inner = lock(&self.inner);
         let Inner {
             projections,
             states,
             sessions,
-            ..
         } = &mut *inner;
-        for (id, projection) in projections.iter() {
-            let Some(folded) = states.get_mut(&(session.clone(), *id)) else {
+        for (id, projection) in projections.entries() {
+            let Some(folded) = states.get_mut(&(session.clone(), id)) else {
                 continue;
             };
             if event.seq <= folded.as_of_seq {
@@ -173,18 +167,17 @@ impl ProjectionSet {
     /// Folds every event `session` logged since the last one folded, into every projection
     /// (what [`ProjectionSet::view`] does first). A session that is not tracked is ignored.
     pub fn refresh(&self, session: &SessionId) {
-        let mut inner = self.lock();
+        let mut inner = lock(&self.inner);
         let Inner {
             projections,
             states,
             sessions,
-            ..
         } = &mut *inner;
         let Some(tracked) = sessions.get(session) else {
             return;
         };
-        for (id, projection) in projections.iter() {
-            if let Some(folded) = states.get_mut(&(session.clone(), *id)) {
+        for (id, projection) in projections.entries() {
+            if let Some(folded) = states.get_mut(&(session.clone(), id)) {
                 catch_up(projection.as_ref(), folded, tracked.as_ref());
             }
         }
@@ -193,15 +186,14 @@ impl ProjectionSet {
     /// The view of projection `key` for `session`, if both are known, folded up to the end
     /// of the session's log.
     pub fn view(&self, session: &SessionId, key: &str) -> Option<ProjectionView> {
-        let mut inner = self.lock();
+        let mut inner = lock(&self.inner);
         let Inner {
             projections,
             states,
             sessions,
-            ..
         } = &mut *inner;
-        let (id, projection) = projections.iter().find(|(_, p)| p.key() == key)?;
-        let folded = states.get_mut(&(session.clone(), *id))?;
+        let (id, projection) = projections.entries().find(|(_, p)| p.key() == key)?;
+        let folded = states.get_mut(&(session.clone(), id))?;
         if let Some(tracked) = sessions.get(session) {
             catch_up(projection.as_ref(), folded, tracked.as_ref());
         }
@@ -214,19 +206,15 @@ impl ProjectionSet {
     /// The registered projections, in registration order (to fold a log that no session
     /// holds, e.g. a file streamed by an inspection tool).
     pub fn projections(&self) -> Vec<Arc<dyn Projection>> {
-        self.lock()
-            .projections
-            .iter()
-            .map(|(_, p)| Arc::clone(p))
-            .collect()
+        lock(&self.inner).projections.to_vec()
     }
 
     /// The registered keys, in registration order.
     pub fn keys(&self) -> Vec<String> {
-        self.lock()
+        lock(&self.inner)
             .projections
             .iter()
-            .map(|(_, p)| p.key().to_owned())
+            .map(|p| p.key().to_owned())
             .collect()
     }
 }

@@ -1,8 +1,8 @@
 //! System-prompt sections (todo-jobs §1.7).
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
-use crate::{Registration, RegistrationScope, ScopeKey};
+use crate::{Registered, Registration, RegistrationScope, ScopeKey, lock};
 
 /// One contribution to the system prompt. Sections are joined in ascending `order`
 /// (registration order breaks ties); tool guidance uses orders 100–199.
@@ -18,16 +18,10 @@ pub struct PromptSection {
     pub scope: RegistrationScope,
 }
 
-#[derive(Default)]
-struct Inner {
-    next_id: u64,
-    sections: Vec<(u64, PromptSection)>,
-}
-
 /// A host building block holding prompt sections.
 #[derive(Clone, Default)]
 pub struct PromptSections {
-    inner: Arc<Mutex<Inner>>,
+    inner: Arc<Mutex<Registered<PromptSection>>>,
 }
 
 impl PromptSections {
@@ -36,35 +30,20 @@ impl PromptSections {
         Self::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-    }
-
     /// Adds a section until the registration is dropped.
     pub fn register(&self, section: PromptSection) -> Registration {
-        let mut inner = self.lock();
-        inner.next_id += 1;
-        let id = inner.next_id;
-        inner.sections.push((id, section));
-        let weak = Arc::downgrade(&self.inner);
-        Registration::new(move || {
-            if let Some(inner) = weak.upgrade() {
-                let mut inner = inner.lock().unwrap_or_else(|poison| poison.into_inner());
-                inner.sections.retain(|(sid, _)| *sid != id);
-            }
+        let id = lock(&self.inner).insert(section);
+        Registration::weak(&self.inner, move |sections| {
+            lock(sections).remove(id);
         })
     }
 
     /// The sections a caller with this scope chain sees, sorted by order.
     pub fn sections(&self, chain: Option<&[ScopeKey]>) -> Vec<PromptSection> {
-        let mut sections: Vec<PromptSection> = self
-            .lock()
-            .sections
+        let mut sections: Vec<PromptSection> = lock(&self.inner)
             .iter()
-            .filter(|(_, s)| s.scope.serves(chain))
-            .map(|(_, s)| s.clone())
+            .filter(|s| s.scope.serves(chain))
+            .cloned()
             .collect();
         sections.sort_by_key(|s| s.order);
         sections

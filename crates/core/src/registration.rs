@@ -1,6 +1,8 @@
 //! [`Registration`]: the guard every `register_*` / `subscribe` call returns.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+
+use crate::lock;
 
 type Undo = Box<dyn FnOnce() + Send>;
 
@@ -19,6 +21,22 @@ impl Registration {
         }
     }
 
+    /// A registration whose undo runs `undo` on `target`, holding `target` only weakly: the
+    /// registration never keeps its registry alive, and undoing it after the registry is
+    /// gone does nothing. The usual `undo` removes one entry of a [`crate::Registered`] list
+    /// by the id [`crate::Registered::insert`] returned.
+    pub fn weak<T>(target: &Arc<T>, undo: impl FnOnce(&T) + Send + 'static) -> Self
+    where
+        T: ?Sized + Send + Sync + 'static,
+    {
+        let target = Arc::downgrade(target);
+        Self::new(move || {
+            if let Some(target) = target.upgrade() {
+                undo(&target);
+            }
+        })
+    }
+
     /// A registration with nothing to undo.
     pub fn noop() -> Self {
         Self {
@@ -28,11 +46,7 @@ impl Registration {
 
     /// Undoes the registration now; later calls do nothing.
     pub fn unregister(&self) {
-        let undo = self
-            .undo
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .take();
+        let undo = lock(&self.undo).take();
         if let Some(undo) = undo {
             undo();
         }
@@ -40,10 +54,7 @@ impl Registration {
 
     /// Leaves the registration in place for the life of the registry.
     pub fn keep(self) {
-        self.undo
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .take();
+        lock(&self.undo).take();
     }
 }
 

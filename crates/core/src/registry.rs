@@ -1,13 +1,16 @@
 //! [`ToolRegistry`]: registration with scopes, argument validation, the `Error:` envelope,
 //! dispatch by name and export of definitions.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use tracing::Instrument;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Agent, Registration, ScopeKey, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput};
+use crate::{
+    Agent, Registered, Registration, ScopeKey, Tool, ToolCall, ToolDefinition, ToolError,
+    ToolOutput, lock,
+};
 
 /// Where a registration applies (decision 1).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -59,33 +62,20 @@ pub enum RegisterError {
 pub const ABORTED_MESSAGE: &str = "This operation was aborted";
 
 struct Entry {
-    id: u64,
     scope: RegistrationScope,
     tool: Arc<dyn Tool>,
-}
-
-#[derive(Default)]
-struct Inner {
-    next_id: u64,
-    entries: Vec<Entry>,
 }
 
 /// A host building block holding the registered tools.
 #[derive(Clone, Default)]
 pub struct ToolRegistry {
-    inner: Arc<Mutex<Inner>>,
+    inner: Arc<Mutex<Registered<Entry>>>,
 }
 
 impl ToolRegistry {
     /// An empty registry.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
     }
 
     /// Registers `tool` in `scope`. Two tools with one name conflict when either is global
@@ -99,8 +89,8 @@ impl ToolRegistry {
         scope: RegistrationScope,
     ) -> Result<Registration, RegisterError> {
         let name = tool.definition().name.clone();
-        let mut inner = self.lock();
-        let conflict = inner.entries.iter().any(|e| {
+        let mut entries = lock(&self.inner);
+        let conflict = entries.iter().any(|e| {
             e.tool.definition().name == name
                 && (e.scope == RegistrationScope::Global
                     || scope == RegistrationScope::Global
@@ -109,22 +99,15 @@ impl ToolRegistry {
         if conflict {
             return Err(RegisterError::ToolConflict(name));
         }
-        inner.next_id += 1;
-        let id = inner.next_id;
-        inner.entries.push(Entry { id, scope, tool });
-        let weak = Arc::downgrade(&self.inner);
-        Ok(Registration::new(move || {
-            if let Some(inner) = weak.upgrade() {
-                let mut inner = inner.lock().unwrap_or_else(|poison| poison.into_inner());
-                inner.entries.retain(|e| e.id != id);
-            }
+        let id = entries.insert(Entry { scope, tool });
+        Ok(Registration::weak(&self.inner, move |entries| {
+            lock(entries).remove(id);
         }))
     }
 
     /// The definitions visible to a caller with this scope chain, in registration order.
     pub fn definitions(&self, chain: Option<&[ScopeKey]>) -> Vec<ToolDefinition> {
-        self.lock()
-            .entries
+        lock(&self.inner)
             .iter()
             .filter(|e| e.scope.serves(chain))
             .map(|e| e.tool.definition().clone())
@@ -133,8 +116,7 @@ impl ToolRegistry {
 
     /// Every registered definition (all scopes), in registration order.
     pub fn all_definitions(&self) -> Vec<ToolDefinition> {
-        self.lock()
-            .entries
+        lock(&self.inner)
             .iter()
             .map(|e| e.tool.definition().clone())
             .collect()
@@ -142,8 +124,7 @@ impl ToolRegistry {
 
     /// The tool `name` visible to a caller with this scope chain.
     pub fn find(&self, name: &str, chain: Option<&[ScopeKey]>) -> Option<Arc<dyn Tool>> {
-        self.lock()
-            .entries
+        lock(&self.inner)
             .iter()
             .find(|e| e.tool.definition().name == name && e.scope.serves(chain))
             .map(|e| e.tool.clone())

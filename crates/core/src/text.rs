@@ -50,9 +50,28 @@ pub fn as_safe_integer(value: &Value) -> Option<i64> {
 }
 
 /// The longest prefix of `text` that is at most `max_bytes` long and ends on a character
-/// boundary.
+/// boundary (a trailing partial code point is dropped, so the result can be shorter).
+///
+/// ```
+/// assert_eq!(harness_core::truncate_utf8("界a", 2), "");
+/// assert_eq!(harness_core::truncate_utf8("界a", 3), "界");
+/// ```
 pub fn truncate_utf8(text: &str, max_bytes: usize) -> &str {
     &text[..text.floor_char_boundary(max_bytes)]
+}
+
+/// The longest suffix of `text` that is at most `max_bytes` long and starts on a character
+/// boundary (a leading partial code point is dropped, so the result can be shorter).
+///
+/// ```
+/// assert_eq!(harness_core::tail_utf8("a界", 2), "");
+/// assert_eq!(harness_core::tail_utf8("a界", 3), "界");
+/// ```
+pub fn tail_utf8(text: &str, max_bytes: usize) -> &str {
+    if text.len() <= max_bytes {
+        return text;
+    }
+    &text[text.ceil_char_boundary(text.len() - max_bytes)..]
 }
 
 /// Cuts `text` to at most `max_chars` Unicode scalar values; a longer text keeps its first

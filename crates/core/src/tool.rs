@@ -111,6 +111,18 @@ pub struct ToolCall {
     pub cancel: CancellationToken,
 }
 
+impl ToolCall {
+    /// The arguments decoded into the tool's typed form `T` ([`crate::decode_arguments`]).
+    /// A body returns the error with `?`: it becomes the result `Error: invalid arguments:
+    /// <serde message>`.
+    ///
+    /// # Errors
+    /// [`crate::InvalidArguments`] when the arguments do not decode as `T`.
+    pub fn arguments_as<'de, T: Deserialize<'de>>(&'de self) -> Result<T, crate::InvalidArguments> {
+        crate::decode_arguments(&self.arguments)
+    }
+}
+
 impl std::fmt::Debug for ToolCall {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ToolCall")
@@ -195,4 +207,13 @@ pub trait Tool: Send + Sync {
     /// # Errors
     /// A [`ToolError`] becomes the `Error: <message>` envelope.
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError>;
+
+    /// The UI's card for a call with these arguments (upstream `presentCall`), as JSON
+    /// `{"card":"generic","title",…,"kind",…,"rawInput"?}`; pure and never failing, it
+    /// validates nothing. `None` (the default): the tool defines no card. Each family's card
+    /// is its spec's (todo-jobs §2.2 and §5.4, schedule §9.8).
+    fn present_call(&self, arguments: &Value) -> Option<Value> {
+        let _ = arguments;
+        None
+    }
 }

@@ -30,10 +30,7 @@ pub fn validate_arguments(schema: &Value, arguments: &Value) -> Result<(), Inval
     if violations.is_empty() {
         Ok(())
     } else {
-        Err(InvalidArguments(format!(
-            "invalid arguments: {}",
-            violations.join("; ")
-        )))
+        Err(InvalidArguments::new(violations.join("; ")))
     }
 }
 
@@ -43,6 +40,41 @@ pub fn validate_arguments(schema: &Value, arguments: &Value) -> Result<(), Inval
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct InvalidArguments(pub String);
+
+impl InvalidArguments {
+    /// The message for `detail`: `invalid arguments: <detail>`, the one prefix of every
+    /// argument failure, whether the schema check or a tool's decoding found it.
+    pub fn new(detail: impl std::fmt::Display) -> Self {
+        Self(format!("invalid arguments: {detail}"))
+    }
+}
+
+impl From<InvalidArguments> for crate::ToolError {
+    fn from(error: InvalidArguments) -> Self {
+        crate::ToolError::Message(error.0)
+    }
+}
+
+/// Decodes a tool's arguments into its typed form `T` (borrowing from `arguments` where `T`
+/// does). This is how every tool body reads its arguments; [`crate::ToolCall::arguments_as`]
+/// is the same on a call.
+///
+/// # Errors
+/// [`InvalidArguments`] `invalid arguments: <serde message>`, e.g.
+/// `invalid arguments: missing field `command``. Arguments that passed
+/// [`validate_arguments`] against a schema that describes `T` do not fail.
+///
+/// ```
+/// #[derive(Debug, serde::Deserialize)]
+/// struct Args { n: f64 }
+/// let error = harness_core::decode_arguments::<Args>(&serde_json::json!({})).unwrap_err();
+/// assert_eq!(error.to_string(), "invalid arguments: missing field `n`");
+/// ```
+pub fn decode_arguments<'de, T: serde::Deserialize<'de>>(
+    arguments: &'de Value,
+) -> Result<T, InvalidArguments> {
+    T::deserialize(arguments).map_err(InvalidArguments::new)
+}
 
 /// Whether `value` (not at the root) satisfies `schema` as [`validate_arguments`] checks it.
 pub(crate) fn conforms(schema: &Value, value: &Value) -> bool {

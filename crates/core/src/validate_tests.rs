@@ -1,7 +1,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::{InvalidArguments, validate_arguments};
+use super::{InvalidArguments, decode_arguments, validate_arguments};
 
 fn todo_schema() -> Value {
     json!({
@@ -114,5 +114,35 @@ fn one_of_picks_the_branch_by_type() {
         Err(InvalidArguments(
             r#"invalid arguments: missing required property "at.time""#.to_owned()
         ))
+    );
+}
+
+#[derive(Debug, serde::Deserialize)]
+struct CommandArgs {
+    command: String,
+}
+
+fn call_with(arguments: Value) -> crate::ToolCall {
+    crate::ToolCall {
+        caller: None,
+        arguments,
+        cancel: tokio_util::sync::CancellationToken::new(),
+    }
+}
+
+#[test]
+fn a_tool_decodes_its_arguments_with_the_one_invalid_arguments_text() {
+    let ok = call_with(json!({"command": "ls", "other": true}));
+    assert_eq!(ok.arguments_as::<CommandArgs>().unwrap().command, "ls");
+
+    let bad = call_with(json!({"command": 1}));
+    let error: crate::ToolError = bad.arguments_as::<CommandArgs>().unwrap_err().into();
+    assert_eq!(
+        crate::ToolOutput::error(error).text(),
+        "Error: invalid arguments: invalid type: integer `1`, expected a string"
+    );
+    assert_eq!(
+        decode_arguments::<CommandArgs>(&json!({})).unwrap_err(),
+        InvalidArguments("invalid arguments: missing field `command`".to_owned())
     );
 }

@@ -261,7 +261,7 @@ impl LoopAgent {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        harness_core::lock(&self.state)
     }
 
     fn emit(&self, event: &AgentEvent) {

@@ -207,9 +207,7 @@ impl JobProgress {
     }
 
     fn lock(&self) -> MutexGuard<'_, ProgressState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        harness_core::lock(&self.state)
     }
 
     /// Replaces the progress line and calls the observer.

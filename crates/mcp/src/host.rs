@@ -1,16 +1,14 @@
-//! The host behind the server: a [`Harness`] built from harness-core's building blocks, the
-//! served session (appends feed the projections and the change hook), and the one agent,
-//! whose followups and injected messages go to the pull [`Inbox`].
+//! The host behind the server's own parts: the served session (appends feed the change hook)
+//! and the one agent, whose followups and injected messages go to the pull [`Inbox`]. The
+//! `Harness` itself is harness-host's `HostKit`, whose projections pull the session's log.
 
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use async_trait::async_trait;
 use harness_core::{
-    Agent, AgentDirectory, AgentError, AgentEvent, AgentId, AgentListener, AgentStatus,
-    AppendError, Busy, Clock, DisposeHook, Harness, HookId, LifecycleListener, MaintenanceGuard,
-    PersistenceError, Projection, ProjectionSet, PromptSection, PromptSections, RawEvent,
-    RegisterError, Registration, RegistrationScope, Session, SessionEvent, SessionHeader,
-    SessionId, Tool, ToolRegistry, UserMessage,
+    Agent, AgentError, AgentEvent, AgentId, AgentListener, AgentStatus, AppendError, Busy,
+    DisposeHook, HookId, MaintenanceGuard, PersistenceError, RawEvent, Registered, Registration,
+    Session, SessionEvent, SessionHeader, SessionId, UserMessage,
 };
 use serde_json::Value;
 
@@ -22,95 +20,23 @@ pub(crate) type AppendHook = Arc<dyn Fn(&str) + Send + Sync>;
 /// Called after a message was queued in the inbox, with its text.
 pub(crate) type QueuedHook = Arc<dyn Fn(&UserMessage) + Send + Sync>;
 
-/// The host: registries from harness-core plus the directory of the one live agent.
-pub(crate) struct Host {
-    pub(crate) tools: ToolRegistry,
-    pub(crate) projections: ProjectionSet,
-    pub(crate) prompts: PromptSections,
-    agents: AgentDirectory,
-    clock: Arc<dyn Clock>,
-}
-
-impl Host {
-    pub(crate) fn new(clock: Arc<dyn Clock>) -> Arc<Self> {
-        Arc::new(Self {
-            tools: ToolRegistry::new(),
-            projections: ProjectionSet::new(),
-            prompts: PromptSections::new(),
-            agents: AgentDirectory::new(),
-            clock,
-        })
-    }
-
-    pub(crate) fn publish(&self, agent: Arc<dyn Agent>) {
-        self.agents.publish(agent);
-    }
-
-    pub(crate) fn remove(&self, agent: &Arc<dyn Agent>) {
-        self.agents.remove(agent);
-    }
-}
-
-impl Harness for Host {
-    fn register_tool(
-        &self,
-        tool: Arc<dyn Tool>,
-        scope: RegistrationScope,
-    ) -> Result<Registration, RegisterError> {
-        self.tools.register(tool, scope)
-    }
-
-    fn register_projection(
-        &self,
-        projection: Arc<dyn Projection>,
-    ) -> Result<Option<Registration>, RegisterError> {
-        self.projections.register(projection).map(Some)
-    }
-
-    fn register_prompt_section(&self, section: PromptSection) -> Registration {
-        self.prompts.register(section)
-    }
-
-    fn agent(&self, id: &AgentId) -> Option<Arc<dyn Agent>> {
-        self.agents.get(id)
-    }
-
-    fn agents_generation(&self) -> Option<u64> {
-        Some(self.agents.generation())
-    }
-
-    fn agents(&self) -> Vec<Arc<dyn Agent>> {
-        self.agents.all()
-    }
-
-    fn subscribe_agents(&self, listener: LifecycleListener) -> Registration {
-        self.agents.subscribe(listener)
-    }
-
-    fn clock(&self) -> Arc<dyn Clock> {
-        self.clock.clone()
-    }
-}
-
-/// The stored session as the host sees it: every committed append is folded into the
-/// projections and reported to the change hook.
+/// The stored session as the host sees it: every committed append is reported to the
+/// change hook.
 pub(crate) struct HostSession {
     inner: Arc<dyn Session>,
-    projections: ProjectionSet,
     hook: Mutex<Option<AppendHook>>,
 }
 
 impl HostSession {
-    pub(crate) fn new(inner: Arc<dyn Session>, projections: ProjectionSet) -> Arc<Self> {
+    pub(crate) fn new(inner: Arc<dyn Session>) -> Arc<Self> {
         Arc::new(Self {
             inner,
-            projections,
             hook: Mutex::new(None),
         })
     }
 
     pub(crate) fn set_hook(&self, hook: AppendHook) {
-        *self.hook.lock().unwrap_or_else(|p| p.into_inner()) = Some(hook);
+        *harness_core::lock(&self.hook) = Some(hook);
     }
 }
 
@@ -134,8 +60,7 @@ impl Session for HostSession {
 
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
         let event = self.inner.append(r#type, data)?;
-        self.projections.apply(self.inner.id(), &event);
-        let hook = self.hook.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let hook = harness_core::lock(&self.hook).clone();
         if let Some(hook) = hook {
             hook(r#type);
         }
@@ -151,8 +76,9 @@ impl Session for HostSession {
 struct AgentState {
     maintenance: bool,
     disposing: bool,
+    /// The last dispose hook's id.
     next_id: u64,
-    listeners: Vec<(u64, AgentListener)>,
+    listeners: Registered<AgentListener>,
     hooks: Vec<(HookId, DisposeHook)>,
 }
 
@@ -183,16 +109,11 @@ impl PullAgent {
     }
 
     fn lock(&self) -> MutexGuard<'_, AgentState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        harness_core::lock(&self.state)
     }
 
     fn emit(&self, event: &AgentEvent) {
-        let listeners: Vec<AgentListener> = self
-            .lock()
-            .listeners
-            .iter()
-            .map(|(_, l)| l.clone())
-            .collect();
+        let listeners = self.lock().listeners.to_vec();
         for listener in listeners {
             listener(event);
         }
@@ -318,19 +239,13 @@ impl Agent for PullAgent {
     }
 
     fn subscribe(&self, listener: AgentListener) -> Registration {
-        let id = {
-            let mut state = self.lock();
-            state.next_id += 1;
-            let id = state.next_id;
-            state.listeners.push((id, listener));
-            id
-        };
-        let me = self.me.clone();
-        Registration::new(move || {
-            if let Some(agent) = me.upgrade() {
-                agent.lock().listeners.retain(|(l, _)| *l != id);
-            }
-        })
+        let id = self.lock().listeners.insert(listener);
+        match self.me.upgrade() {
+            Some(me) => Registration::weak(&me, move |agent| {
+                agent.lock().listeners.remove(id);
+            }),
+            None => Registration::noop(),
+        }
     }
 
     fn is_disposed(&self) -> bool {

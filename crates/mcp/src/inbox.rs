@@ -89,7 +89,7 @@ impl Inbox {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        harness_core::lock(&self.state)
     }
 
     /// Records `message` as owed and returns its seq.

@@ -44,7 +44,7 @@ pub(crate) struct Reservations {
 
 impl Reservations {
     fn lock(&self) -> MutexGuard<'_, HashMap<String, u64>> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+        harness_core::lock(&self.inner)
     }
 
     pub(crate) fn insert(&self, id: String, reservation: u64) {
@@ -135,7 +135,7 @@ fn resource(uri: &str, name: &str, description: &str) -> Value {
 
 impl Server {
     fn subscribed(&self) -> MutexGuard<'_, BTreeSet<String>> {
-        self.subscribed.lock().unwrap_or_else(|p| p.into_inner())
+        harness_core::lock(&self.subscribed)
     }
 
     /// The subscribed URIs a change of `uri` touches (a job list change touches every job).

@@ -13,7 +13,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::host::{Host, HostSession, PullAgent};
+use harness_host::HostKit;
+
+use crate::host::{HostSession, PullAgent};
 use crate::inbox::{CLAIMED_EVENT, Inbox, Pending, QUEUED_EVENT};
 use crate::{FamilyConfigs, ServeError};
 
@@ -70,7 +72,7 @@ pub(crate) struct Answer {
 /// Must be opened and used inside a tokio runtime (the schedule runtime and the bash jobs
 /// run as tasks on it).
 pub struct SessionHost {
-    host: Arc<Host>,
+    host: Arc<HostKit>,
     session: Arc<HostSession>,
     agent: Arc<PullAgent>,
     inbox: Inbox,
@@ -121,11 +123,10 @@ impl SessionHost {
                 true,
             ),
         };
-        let host = Host::new(clock);
+        let host = Arc::new(HostKit::new(clock));
         let harness: Arc<dyn harness_core::Harness> = host.clone();
         let families = install(&harness, &options.configs)?;
-        let session = HostSession::new(stored, host.projections.clone());
-        host.projections.track(session.clone());
+        let session = HostSession::new(stored);
         let inbox = Inbox::open(session.clone())?;
         let (changes, changes_rx) = mpsc::unbounded_channel();
         let tx = changes.clone();
@@ -184,20 +185,17 @@ impl SessionHost {
 
     /// The definitions of the installed tools, in registration order.
     pub fn definitions(&self) -> Vec<ToolDefinition> {
-        self.host.tools.all_definitions()
+        self.host.tools().all_definitions()
     }
 
     /// The system-prompt sections of the installed families, rendered in order.
     pub fn instructions(&self) -> String {
         let chain = self.agent.scope_chain();
-        self.host.prompts.render(Some(&chain))
+        self.host.prompts().render(Some(&chain))
     }
 
     pub(crate) fn take_changes(&self) -> Option<mpsc::UnboundedReceiver<Change>> {
-        self.changes_rx
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take()
+        harness_core::lock(&self.changes_rx).take()
     }
 
     pub(crate) fn clock(&self) -> Arc<dyn Clock> {
@@ -206,7 +204,7 @@ impl SessionHost {
 
     pub(crate) fn is_tool(&self, name: &str) -> bool {
         let chain = self.agent.scope_chain();
-        self.host.tools.find(name, Some(&chain)).is_some()
+        self.host.tools().find(name, Some(&chain)).is_some()
     }
 
     /// Runs tool `name` for the session's agent and makes its effects durable. Owed messages
@@ -221,7 +219,7 @@ impl SessionHost {
         let caller: Arc<dyn Agent> = self.agent.clone();
         let mut output = self
             .host
-            .tools
+            .tools()
             .execute(name, arguments, Some(caller), cancel.clone())
             .await;
         if let Err(error) = self.session.flush().await {
@@ -291,7 +289,7 @@ impl SessionHost {
     /// The `todos` projection's view.
     pub(crate) fn todos_value(&self) -> Value {
         self.host
-            .projections
+            .projections()
             .view(self.session.id(), harness_todo::TODOS_KEY)
             .map_or(Value::Null, |view| view.value)
     }
@@ -331,7 +329,7 @@ impl SessionHost {
         let caller: Arc<dyn Agent> = self.agent.clone();
         let output = self
             .host
-            .tools
+            .tools()
             .execute(
                 "schedule_list",
                 Value::Object(serde_json::Map::new()),
@@ -347,11 +345,7 @@ impl SessionHost {
         let agent: Arc<dyn Agent> = self.agent.clone();
         self.agent.dispose().await;
         self.host.remove(&agent);
-        let families = self
-            .families
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let families = harness_core::lock(&self.families).take();
         if let Some(families) = families {
             families.bash.dispose();
             families.schedule.dispose().await;

@@ -60,7 +60,7 @@ impl Ledger {
     /// Whether the whole log (inherited prefix included) holds a `schedule/change` event.
     /// Incremental: each call reads only the events appended since the previous one.
     pub(crate) fn has_schedule_events(&self) -> bool {
-        let mut scan = self.scan.lock().unwrap_or_else(|p| p.into_inner());
+        let mut scan = harness_core::lock(&self.scan);
         if scan.1 {
             return true;
         }

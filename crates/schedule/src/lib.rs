@@ -6,5 +6,8 @@ mod plugin;
 mod runtime;
 pub mod tools;
 
-pub use plugin::{Installed, PLUGIN_NAME, ScheduleConfig, install};
+/// The plugin name (schedule.md §14).
+pub const PLUGIN_NAME: &str = "schedule";
+
+pub use plugin::{Installed, ScheduleConfig, install};
 pub use tools::{Notify, ScheduleTools};

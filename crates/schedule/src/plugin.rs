@@ -15,9 +15,6 @@ use crate::ledger::Ledger;
 use crate::runtime::{DeliveryRuntime, Liveness};
 use crate::tools::ScheduleTools;
 
-/// The plugin name (schedule.md §14).
-pub const PLUGIN_NAME: &str = "schedule";
-
 /// Configuration of the schedule plugin. Schedule has no options; the struct exists so the
 /// scenario runner and hosts pass `{}` like for every family, and unknown keys are rejected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -60,13 +57,14 @@ struct PluginInner {
     adopted: Mutex<HashMap<usize, Adopted>>,
 }
 
+/// The adoption key: the agent's identity ([`harness_core::same_agent`]'s address).
 fn key_of(agent: &Arc<dyn Agent>) -> usize {
-    Arc::as_ptr(agent).cast::<()>() as usize
+    harness_core::AgentHandle::address(agent) as usize
 }
 
 impl PluginInner {
     fn adopted(&self) -> MutexGuard<'_, HashMap<usize, Adopted>> {
-        self.adopted.lock().unwrap_or_else(|p| p.into_inner())
+        harness_core::lock(&self.adopted)
     }
 
     /// Adopts a newly published root agent (§14): tools in the agent's own scope, the status
@@ -84,7 +82,7 @@ impl PluginInner {
         };
         let clock = harness.clock();
         let ledger = Arc::new(Ledger::new(agent.session()));
-        let liveness = Liveness::new(self.harness.clone(), &agent);
+        let liveness = Liveness::new(self.harness.clone());
         let runtime = DeliveryRuntime::new(
             ledger.clone(),
             agent.clone(),

@@ -22,9 +22,9 @@ use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::PLUGIN_NAME;
 use crate::domain::{Decision, SCHEDULE_CHANGE, Timestamp};
 use crate::ledger::{FoldCache, Ledger};
-use crate::plugin::PLUGIN_NAME;
 
 /// The longest single timer segment (§12.4: the 2^31−1 ms cap is kept; every wake re-decides).
 const MAX_TIMER: Duration = Duration::from_millis(2_147_483_647);
@@ -37,7 +37,7 @@ pub(crate) struct Liveness {
 
 impl Liveness {
     /// Liveness as the host's agent registry reports it.
-    pub(crate) fn new(harness: Weak<dyn Harness>, _agent: &Arc<dyn Agent>) -> Self {
+    pub(crate) fn new(harness: Weak<dyn Harness>) -> Self {
         Self { harness }
     }
 
@@ -126,7 +126,7 @@ impl DeliveryRuntime {
 
     /// Spawns the task and requests the first pass (a start always preflights, §12.1).
     pub(crate) fn start(&self) {
-        let mut task = self.task.lock().unwrap_or_else(|p| p.into_inner());
+        let mut task = harness_core::lock(&self.task);
         if task.is_some() || self.shared.stopping.load(Ordering::SeqCst) {
             return;
         }
@@ -163,7 +163,7 @@ impl DeliveryRuntime {
     /// a barrier). Idempotent.
     pub(crate) async fn dispose(&self) {
         self.stop();
-        let task = self.task.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let task = harness_core::lock(&self.task).take();
         if let Some(task) = task {
             // A panicked or cancelled task has nothing left to clean up.
             let _ = task.await;

@@ -83,7 +83,7 @@ struct Shared {
 
 impl Shared {
     fn counts(&self) -> MutexGuard<'_, Counts> {
-        self.counts.lock().unwrap_or_else(|p| p.into_inner())
+        harness_core::lock(&self.counts)
     }
 }
 
@@ -243,7 +243,7 @@ impl Subagents {
                 description,
                 running,
             )?;
-            *run_created.lock().unwrap_or_else(|p| p.into_inner()) = Some(child.0);
+            *harness_core::lock(&run_created) = Some(child.0);
             Ok(child.1)
         })
         .with_owner(caller);
@@ -253,9 +253,7 @@ impl Subagents {
             .spawned
             .entry(parent_session.clone())
             .or_insert(0) += 1;
-        let session = created
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
+        let session = harness_core::lock(&created)
             .take()
             .unwrap_or(parent_session);
         Ok(Spawned { job, session })

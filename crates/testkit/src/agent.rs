@@ -58,15 +58,11 @@ pub(crate) struct RecorderSlot {
 
 impl RecorderSlot {
     pub(crate) fn set(&self, recorder: Recorder) {
-        *self.recorder.lock().unwrap_or_else(|p| p.into_inner()) = Some(recorder);
+        *harness_core::lock(&self.recorder) = Some(recorder);
     }
 
     fn record(&self, record: HostRecord) {
-        let recorder = self
-            .recorder
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
+        let recorder = harness_core::lock(&self.recorder).clone();
         if let Some(recorder) = recorder {
             recorder(record);
         }
@@ -119,14 +115,10 @@ impl TurnObserver for Observer {
             session: agent.to_string(),
             phase: "end",
         });
-        let hook = self
-            .pre_idle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
+        let hook = harness_core::lock(&self.pre_idle).take();
         if let Some(mut hook) = hook {
             hook();
-            let mut slot = self.pre_idle.lock().unwrap_or_else(|p| p.into_inner());
+            let mut slot = harness_core::lock(&self.pre_idle);
             if slot.is_none() {
                 *slot = Some(hook);
             }
@@ -218,7 +210,7 @@ impl MemoryAgent {
     }
 
     fn manual(&self) -> MutexGuard<'_, Option<Turn>> {
-        self.manual.lock().unwrap_or_else(|p| p.into_inner())
+        harness_core::lock(&self.manual)
     }
 
     /// Turns automatic turns on (`true`) or off.
@@ -265,11 +257,7 @@ impl MemoryAgent {
     /// Installs a hook that runs after `turn/end` is appended but before the agent reports
     /// idle — the window of decision 12, reproduced deterministically.
     pub fn set_pre_idle_hook(&self, hook: impl FnMut() + Send + 'static) {
-        *self
-            .observer
-            .pre_idle
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = Some(Box::new(hook));
+        *harness_core::lock(&self.observer.pre_idle) = Some(Box::new(hook));
     }
 
     /// Sets the ancestors reported after the agent's own key in [`Agent::scope_chain`]

@@ -106,7 +106,7 @@ impl ScriptedChild {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
+        harness_core::lock(&self.state)
     }
 
     /// Sets the script of children started on `prompt` (replacing an earlier one).

@@ -136,9 +136,7 @@ impl ManualClock {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        self.inner
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        harness_core::lock(&self.inner)
     }
 
     /// Moves both clocks forward by `by`, firing due sleeps in order and settling after each.

@@ -189,11 +189,11 @@ fn describe(event: &AgentEvent) -> String {
 type Log = Arc<Mutex<Vec<String>>>;
 
 fn push(log: &Log, line: String) {
-    log.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+    harness_core::lock(log).push(line);
 }
 
 fn lines(log: &Log) -> Vec<String> {
-    log.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    harness_core::lock(log).clone()
 }
 
 /// Records every event of `agent` (described) until the registration drops.
@@ -391,7 +391,7 @@ async fn turn_drains_inbox_before_ending(c: &Candidate) -> Result<(), String> {
     let _inject = agent.subscribe(Arc::new(move |event: &AgentEvent| {
         if let AgentEvent::InboxClaimed { message: m, .. } = event
             && m.joined_text() == "f1"
-            && std::mem::take(&mut *once.lock().unwrap_or_else(|p| p.into_inner()))
+            && std::mem::take(&mut *harness_core::lock(&once))
             && let Some(agent) = weak.upgrade()
         {
             let _ = agent.inject(message("n1"));
@@ -458,7 +458,7 @@ async fn idle_listener_followup_runs(c: &Candidate) -> Result<(), String> {
     let once = Mutex::new(true);
     let _wake = agent.subscribe(Arc::new(move |event: &AgentEvent| {
         if let AgentEvent::Status(AgentStatus::Idle) = event
-            && std::mem::take(&mut *once.lock().unwrap_or_else(|p| p.into_inner()))
+            && std::mem::take(&mut *harness_core::lock(&once))
             && let Some(agent) = weak.upgrade()
         {
             let _ = agent.followup(message("f2"));
@@ -565,13 +565,13 @@ async fn when_idle_waits_for_maintenance(c: &Candidate) -> Result<(), String> {
     let waiter = agent.clone();
     let task = tokio::spawn(async move {
         waiter.when_idle().await;
-        *flag.lock().unwrap_or_else(|p| p.into_inner()) = true;
+        *harness_core::lock(&flag) = true;
     });
     quiet().await;
-    let early = *done.lock().unwrap_or_else(|p| p.into_inner());
+    let early = *harness_core::lock(&done);
     drop(guard);
     let finished = wait_until("when_idle complete after the guard dropped", || {
-        *done.lock().unwrap_or_else(|p| p.into_inner())
+        *harness_core::lock(&done)
     })
     .await;
     task.abort();
@@ -635,7 +635,7 @@ async fn removed_hook_does_not_run(c: &mut Candidate) -> Result<(), String> {
     let id = agent
         .add_dispose_hook(Box::new(move || {
             Box::pin(async move {
-                *flag.lock().unwrap_or_else(|p| p.into_inner()) = true;
+                *harness_core::lock(&flag) = true;
             })
         }))
         .map_err(|e| format!("add_dispose_hook refused: {e}"))?;
@@ -646,11 +646,11 @@ async fn removed_hook_does_not_run(c: &mut Candidate) -> Result<(), String> {
         return Err("a removed hook was handed back twice".to_owned());
     }
     c.dispose().await;
-    if *ran.lock().unwrap_or_else(|p| p.into_inner()) {
+    if *harness_core::lock(&ran) {
         return Err("disposal ran a removed hook".to_owned());
     }
     hook().await;
-    if *ran.lock().unwrap_or_else(|p| p.into_inner()) {
+    if *harness_core::lock(&ran) {
         Ok(())
     } else {
         Err("the handed-back hook did nothing".to_owned())

@@ -195,9 +195,7 @@ impl std::fmt::Debug for FakeJob {
 
 impl FakeJob {
     fn lock(&self) -> MutexGuard<'_, FakeState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        harness_core::lock(&self.state)
     }
 
     fn cancelled(&self, reason: Option<&str>) -> Result<(), BoxError> {

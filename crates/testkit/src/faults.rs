@@ -50,10 +50,7 @@ impl SessionFaults {
     /// Queues outcomes for the next flushes (`true` = succeed), used before the
     /// [`SessionFaults::set_flush_fail`] switch.
     pub fn script_flushes(&self, outcomes: impl IntoIterator<Item = bool>) {
-        self.scripted
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .extend(outcomes);
+        harness_core::lock(&self.scripted).extend(outcomes);
     }
 
     /// Makes flushes wait (`true`) until released with `false`.
@@ -75,11 +72,7 @@ impl SessionFaults {
         let mut held = self.held.subscribe();
         // Err only if the sender is gone, which cannot happen while `self` lives.
         let _ = held.wait_for(|h| !*h).await;
-        let scripted = self
-            .scripted
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .pop_front();
+        let scripted = harness_core::lock(&self.scripted).pop_front();
         scripted.unwrap_or_else(|| !self.flush_fail.load(Ordering::SeqCst))
     }
 }

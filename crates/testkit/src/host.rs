@@ -69,11 +69,11 @@ impl MemoryHarness {
     }
 
     fn faults_map(&self) -> MutexGuard<'_, HashMap<SessionId, Arc<SessionFaults>>> {
-        self.faults.lock().unwrap_or_else(|p| p.into_inner())
+        harness_core::lock(&self.faults)
     }
 
     fn agents_list(&self) -> MutexGuard<'_, Vec<Arc<MemoryAgent>>> {
-        self.agents.lock().unwrap_or_else(|p| p.into_inner())
+        harness_core::lock(&self.agents)
     }
 
     /// The fault switches of session `id` (created on first use).

@@ -1,6 +1,6 @@
 //! [`TodoError`]: every way a `todo_write` call can fail (todo-jobs §2.3).
 
-use harness_core::AppendError;
+use harness_core::{AppendError, InvalidArguments};
 
 /// Why `todo_write` refused a call. Nothing was appended in any case. The `Display` text is
 /// the spec's exact message; the host renders it as `Error: <message>`.
@@ -9,8 +9,9 @@ use harness_core::AppendError;
 pub enum TodoError {
     /// The arguments do not decode as `{todos:[{content,status}]}`. Schema validation in the
     /// host normally rejects such calls first (decision 2), with the same prefix.
-    #[error("invalid arguments: {0}")]
-    InvalidArguments(String),
+    /// The text is `invalid arguments: <serde message>` ([`InvalidArguments`]).
+    #[error(transparent)]
+    InvalidArguments(#[from] InvalidArguments),
     /// An item's content is empty after trimming (step 1.2).
     #[error("invalid todo: `content` must be a non-empty string")]
     EmptyContent,

@@ -41,7 +41,7 @@ pub struct InvariantViolation {
 ///
 /// # Errors
 /// [`IncoherentWrite`] with the first failure's exact message.
-pub fn check_todo_write(data: &Value) -> Result<(), IncoherentWrite> {
+pub(crate) fn check_todo_write(data: &Value) -> Result<(), IncoherentWrite> {
     check_entries(data).map_err(IncoherentWrite)
 }
 
@@ -108,7 +108,9 @@ pub fn check_raw_event(event: &RawEvent) -> Result<(), InvariantViolation> {
     if event.r#type() != TODO_WRITE_EVENT {
         return Ok(());
     }
-    let coherent = match crate::projection::canonical_entries(event.payload()) {
+    let entries =
+        crate::projection::canonical_entries(event.payload()).collect::<Result<Vec<_>, ()>>();
+    let coherent = match entries.ok() {
         Some(entries) => coherent(entries.iter().copied()),
         None => event
             .decode::<RawTodos<'_>>()

@@ -15,11 +15,8 @@ pub use error::TodoError;
 pub use install::{Installed, install};
 pub use invariant::{
     IncoherentWrite, InvariantViolation, check_event, check_history, check_raw_event,
-    check_todo_write, find_violations,
+    find_violations,
 };
 pub use item::{TodoCounts, TodoItem, TodoStatus, TodoWriteValue};
 pub use projection::{TODOS_KEY, TODOS_STATE_VERSION, TodosProjection, TodosState};
-pub use write::{
-    CallCard, InProgressPolicy, TODO_WRITE_EVENT, TodoWriteArgs, TodoWriteEvent, TodoWriteTool,
-    present_call, validate_todos,
-};
+pub use write::{CallCard, InProgressPolicy, TODO_WRITE_EVENT, TodoWriteTool, present_call};

@@ -210,3 +210,30 @@ fn through_a_projection_set() {
     assert_eq!(set.view(session.id(), "todos"), None);
     assert_eq!(set.keys(), Vec::<String>::new());
 }
+
+/// A replay keeps a `todo/write` in the tool's own form as its event and decodes the items of
+/// the last one only, the first time they are read.
+#[test]
+fn a_replay_decodes_only_the_list_it_ends_with_once() {
+    let raw = |seq: u64, content: &str| {
+        let data = json!({"todos": [{"content": content, "status": "pending"}]});
+        harness_core::RawEvent::new(
+            seq,
+            "todo/write",
+            event(seq, "t", Value::Null).time,
+            &data.to_string(),
+        )
+        .unwrap()
+    };
+    let events = [raw(1, "a"), raw(2, "b"), raw(3, "c")];
+    let state = harness_core::fold_raw_events(&TodosProjection, &events);
+    let list = stored(&state).unwrap();
+    assert!(
+        list.items.get().is_none(),
+        "nothing is decoded before a read"
+    );
+    let first = TodosProjection::state(&state).unwrap();
+    assert_eq!(&*first, &[TodoItem::new("c", TodoStatus::Pending)][..]);
+    let again = TodosProjection::state(&state).unwrap();
+    assert!(Arc::ptr_eq(&first, &again), "the items are decoded once");
+}

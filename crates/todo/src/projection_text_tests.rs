@@ -15,6 +15,20 @@ const PAYLOADS: &[&str] = &[
     r#"{"todos":[{"content":" x ","status":"pending"}]}"#,
 ];
 
+/// What the replay path keeps for `text`: the list it decodes when read, if the payload is in
+/// the tool's own form.
+fn canonical_todos(text: &str) -> Option<Vec<TodoItem>> {
+    let time = serde_json::from_str::<SessionEvent>(
+        r#"{"seq":1,"type":"t","time":"2026-08-05T12:00:00.000Z","data":null}"#,
+    )
+    .unwrap()
+    .time;
+    is_canonical(text).then(|| {
+        let event = harness_core::RawEvent::new(1, "todo/write", time, text).unwrap();
+        TodoList::checked(&event).items().to_vec()
+    })
+}
+
 fn by_value(text: &str) -> Option<Vec<TodoItem>> {
     let value: Value = serde_json::from_str(text).ok()?;
     TodoWriteEvent::deserialize(&value).ok().map(|p| p.todos)

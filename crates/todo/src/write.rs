@@ -5,7 +5,9 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use harness_core::{Session, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, js_trim};
+use harness_core::{
+    Session, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, decode_arguments, js_trim,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -39,9 +41,9 @@ impl InProgressPolicy {
 /// The arguments of `todo_write`. The root is open (unknown top-level keys are ignored), the
 /// items are closed: the same acceptance as [`crate::input_schema`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct TodoWriteArgs {
+pub(crate) struct TodoWriteArgs {
     /// The complete list, untrimmed as the model sent it.
-    pub todos: Vec<TodoItem>,
+    pub(crate) todos: Vec<TodoItem>,
 }
 
 /// The field-by-name shape shared by [`TodoWriteArgs`] and [`TodoWriteEvent`]; open.
@@ -68,9 +70,9 @@ impl<'de> Deserialize<'de> for TodoWriteEvent {
 /// list (todo-jobs §1.6). Decoding it is strict: closed items, known statuses (other
 /// top-level keys are ignored).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct TodoWriteEvent {
+pub(crate) struct TodoWriteEvent {
     /// The whole list.
-    pub todos: Vec<TodoItem>,
+    pub(crate) todos: Vec<TodoItem>,
 }
 
 /// Steps 1 and 2 of todo-jobs §2.3: trims every item's content (JavaScript `trim`,
@@ -81,7 +83,7 @@ pub struct TodoWriteEvent {
 /// # Errors
 /// The first failure, in that order: [`TodoError::EmptyContent`],
 /// [`TodoError::DuplicateContent`], [`TodoError::TooManyInProgress`].
-pub fn validate_todos(
+pub(crate) fn validate_todos(
     mut todos: Vec<TodoItem>,
     policy: InProgressPolicy,
 ) -> Result<Vec<TodoItem>, TodoError> {
@@ -127,11 +129,6 @@ impl TodoWriteTool {
         }
     }
 
-    /// The policy the tool enforces.
-    pub fn policy(&self) -> InProgressPolicy {
-        self.policy
-    }
-
     /// The body of the tool on raw arguments: decode, validate (§2.3 steps 1–2), require a
     /// session (step 3), append `todo/write` with the trimmed list (step 4), and return the
     /// canonical value (step 5). `session` is the calling agent's session, `None` for a call
@@ -144,8 +141,7 @@ impl TodoWriteTool {
         arguments: &Value,
         session: Option<&dyn Session>,
     ) -> Result<TodoWriteValue, TodoError> {
-        let args = TodoWriteArgs::deserialize(arguments)
-            .map_err(|e| TodoError::InvalidArguments(e.to_string()))?;
+        let args: TodoWriteArgs = decode_arguments(arguments)?;
         let todos = validate_todos(args.todos, self.policy)?;
         let session = session.ok_or(TodoError::NoAgent)?;
         let value = TodoWriteValue::new(todos);
@@ -200,6 +196,10 @@ impl Tool for TodoWriteTool {
         self.execute(&call.arguments, session.as_deref())
             .map(|value| success_output(&value))
             .map_err(|error| ToolError::msg(error.to_string()))
+    }
+
+    fn present_call(&self, arguments: &Value) -> Option<Value> {
+        serde_json::to_value(present_call(arguments)).ok()
     }
 }
 

@@ -394,7 +394,7 @@ fn error_messages_are_exact() {
             "todo_write requires an owning agent session",
         ),
         (
-            TodoError::InvalidArguments("x".into()),
+            TodoError::InvalidArguments(harness_core::InvalidArguments::new("x")),
             "invalid arguments: x",
         ),
     ];
@@ -569,4 +569,16 @@ proptest! {
         let by_type = TodoWriteArgs::deserialize(&args).is_ok();
         prop_assert_eq!(by_schema, by_type, "disagree on {}", args);
     }
+}
+
+#[test]
+fn the_tool_presents_its_call_card() {
+    let args = json!({"todos": [{"content": "a", "status": "pending"}]});
+    assert_eq!(
+        Tool::present_call(&tool(false), &args),
+        Some(
+            json!({"card": "generic", "title": "Update todo list", "kind": "other",
+                    "rawInput": [{"content": "a", "status": "pending"}]})
+        )
+    );
 }

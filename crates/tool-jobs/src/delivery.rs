@@ -86,9 +86,7 @@ impl Reporter {
     }
 
     fn lock(&self) -> MutexGuard<'_, Owners> {
-        self.owners
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        harness_core::lock(&self.owners)
     }
 
     /// The `on_job_done` listener of this mount.
@@ -266,7 +264,7 @@ impl Reporter {
                 let Some(index) = owners
                     .entries
                     .iter()
-                    .position(|entry| Weak::ptr_eq(&entry.owner, owner))
+                    .position(|entry| same_agent(&entry.owner, owner))
                 else {
                     return;
                 };
@@ -336,7 +334,7 @@ fn find_entry<'a>(owners: &'a mut Owners, owner: &Weak<dyn Agent>) -> Option<&'a
     owners
         .entries
         .iter_mut()
-        .find(|entry| Weak::ptr_eq(&entry.owner, owner))
+        .find(|entry| same_agent(&entry.owner, owner))
 }
 
 #[cfg(test)]

@@ -9,26 +9,13 @@
 /// Marker appended when a `job_output` body is cut (rule A of §5.5).
 pub const OUTPUT_MARKER: &str = "\n[output truncated]";
 /// Marker appended when any other single-text result is cut (rule B of §5.5).
-pub const RESULT_MARKER: &str = "\n[result truncated]";
+pub(crate) const RESULT_MARKER: &str = "\n[result truncated]";
 /// Marker inserted when a completion notice is cut (§5.7).
-pub const NOTICE_MARKER: &str = "\n[notice truncated]";
+pub(crate) const NOTICE_MARKER: &str = "\n[notice truncated]";
 /// The short collection instruction that ends a cut completion notice (§5.7).
-pub const NOTICE_ACTION: &str = "\nDone; job_output.";
+pub(crate) const NOTICE_ACTION: &str = "\nDone; job_output.";
 
-/// The last `max_bytes` bytes of `text`, with a leading partial code point dropped (so the
-/// result can be shorter than `max_bytes`).
-pub fn tail_utf8(text: &str, max_bytes: usize) -> &str {
-    if text.len() <= max_bytes {
-        return text;
-    }
-    let start = text.ceil_char_boundary(text.len() - max_bytes);
-    &text[start..]
-}
-
-/// The first `max_bytes` bytes of `text`, with a trailing partial code point dropped.
-pub fn head_utf8(text: &str, max_bytes: usize) -> &str {
-    &text[..text.floor_char_boundary(max_bytes)]
-}
+pub(crate) use harness_core::{tail_utf8, truncate_utf8 as head_utf8};
 
 /// Fit-with-suffix (todo-jobs §5.5): bounds `content + suffix` to `limit` bytes, keeping the
 /// suffix and the **tail** of the content.

@@ -95,38 +95,37 @@ pub fn install_scoped(
     let mut installed = Installed {
         registrations: Vec::with_capacity(6),
         reporter: reporter.clone(),
-        scope: RegistrationScope::Global,
+        scope,
     };
     installed
         .registrations
-        .push(registry.attach_controller(scope.clone(), PLUGIN_NAME));
+        .push(registry.attach_controller(installed.scope.clone(), PLUGIN_NAME));
     installed
         .registrations
         .push(harness.register_prompt_section(PromptSection {
             name: PROMPT_SECTION_NAME.to_owned(),
             order: PROMPT_SECTION_ORDER,
             text: PROMPT_SECTION_TEXT.to_owned(),
-            scope: scope.clone(),
+            scope: installed.scope.clone(),
         }));
     installed
         .registrations
-        .push(registry.on_job_done(scope.clone(), reporter.listener()));
+        .push(registry.on_job_done(installed.scope.clone(), reporter.listener()));
     let tools: [Arc<dyn harness_core::Tool>; 3] = [
         Arc::new(JobOutputTool::new(registry.clone(), &config)),
         Arc::new(JobListTool::new(registry.clone())),
         Arc::new(JobKillTool::new(registry)),
     ];
     for tool in tools {
-        let registration = harness.register_tool(tool, scope.clone()).map_err(
-            |error| match error {
+        let registration = harness
+            .register_tool(tool, installed.scope.clone())
+            .map_err(|error| match error {
                 RegisterError::ToolConflict(_) => ConfigError::Invalid(format!(
                     "{PLUGIN_NAME}: another tool-jobs mount already serves these agents ({error})"
                 )),
                 other => ConfigError::Register(other),
-            },
-        )?;
+            })?;
         installed.registrations.push(registration);
     }
-    installed.scope = scope;
     Ok(installed)
 }

@@ -28,19 +28,19 @@ pub const JOB_LIST_DESCRIPTION: &str =
 pub const JOB_KILL_DESCRIPTION: &str = "Request cancellation of a running background job by job id. Returns immediately; the job settles as killed once its work actually stops.";
 
 /// Name of the prompt section (todo-jobs §5.6).
-pub const PROMPT_SECTION_NAME: &str = "tool:jobs";
+pub(crate) const PROMPT_SECTION_NAME: &str = "tool:jobs";
 /// Order of the prompt section: after the bash guidance, before product sections.
-pub const PROMPT_SECTION_ORDER: i32 = 106;
+pub(crate) const PROMPT_SECTION_ORDER: i32 = 106;
 /// Text of the prompt section (todo-jobs §5.6, exact).
-pub const PROMPT_SECTION_TEXT: &str = "Track every background job id you start. You are notified in-session when a job finishes — do not busy-poll or sleep on one; keep working on independent steps and do not duplicate a running job's work. Before giving a final answer, collect every still-relevant job with job_output (set wait: true only when you are genuinely blocked on it), and job_kill jobs that stopped mattering.";
+pub(crate) const PROMPT_SECTION_TEXT: &str = "Track every background job id you start. You are notified in-session when a job finishes — do not busy-poll or sleep on one; keep working on independent steps and do not duplicate a running job's work. Before giving a final answer, collect every still-relevant job with job_output (set wait: true only when you are genuinely blocked on it), and job_kill jobs that stopped mattering.";
 
 /// Body shown by `job_output` when the read returned no text.
-pub const NO_NEW_OUTPUT: &str = "(no new output)";
+pub(crate) const NO_NEW_OUTPUT: &str = "(no new output)";
 /// `job_list` rendering of an empty list.
-pub const NO_JOBS: &str = "(no background jobs)";
+pub(crate) const NO_JOBS: &str = "(no background jobs)";
 
 /// Maximum length of a notice summary, in Unicode scalar values (todo-jobs §1.5).
-pub const SUMMARY_MAX_CHARS: usize = 120;
+pub(crate) const SUMMARY_MAX_CHARS: usize = 120;
 
 const JOB_ID_DESCRIPTION: &str = "Job id returned by the tool that started the background work.";
 
@@ -76,7 +76,7 @@ pub fn job_kill_schema() -> Value {
 
 /// The schema of a `PublicJob` value (todo-jobs §5.3): closed, `detail` and `finishedAt`
 /// optional.
-pub fn public_job_schema() -> Value {
+pub(crate) fn public_job_schema() -> Value {
     json!({
         "type": "object",
         "additionalProperties": false,
@@ -94,7 +94,7 @@ pub fn public_job_schema() -> Value {
 }
 
 /// The schema of the `job_output` canonical value `{ text, job }`.
-pub fn job_output_value_schema() -> Value {
+pub(crate) fn job_output_value_schema() -> Value {
     json!({
         "type": "object",
         "additionalProperties": false,
@@ -104,12 +104,12 @@ pub fn job_output_value_schema() -> Value {
 }
 
 /// The schema of the `job_list` canonical value: a list of `PublicJob`.
-pub fn job_list_value_schema() -> Value {
+pub(crate) fn job_list_value_schema() -> Value {
     json!({ "type": "array", "items": public_job_schema() })
 }
 
 /// The schema of the `job_kill` canonical value `{ outcome, job }`.
-pub fn job_kill_value_schema() -> Value {
+pub(crate) fn job_kill_value_schema() -> Value {
     json!({
         "type": "object",
         "additionalProperties": false,
@@ -139,7 +139,7 @@ pub fn status_line(status: &str, detail: Option<&str>) -> String {
 }
 
 /// The `job_output` body: the read text, or `(no new output)` when it is empty.
-pub fn output_body(text: &str) -> &str {
+pub(crate) fn output_body(text: &str) -> &str {
     if text.is_empty() { NO_NEW_OUTPUT } else { text }
 }
 
@@ -155,26 +155,26 @@ pub fn render_output(text: &str, status_line: &str) -> String {
 }
 
 /// One `job_list` line (todo-jobs §5.4, exact): `<id> [<kind>] <status> — <label>`.
-pub fn list_line(id: &str, kind: &str, status: &str, label: &str) -> String {
+pub(crate) fn list_line(id: &str, kind: &str, status: &str, label: &str) -> String {
     format!("{id} [{kind}] {status} — {label}")
 }
 
 /// `job_kill` rendering after a cancellation request (exact).
-pub fn render_kill_requested(id: &str) -> String {
+pub(crate) fn render_kill_requested(id: &str) -> String {
     format!("requested cancellation of job {id}")
 }
 
 /// `job_kill` rendering for a job that had already finished (exact).
-pub fn render_kill_finished(id: &str, status_line: &str) -> String {
+pub(crate) fn render_kill_finished(id: &str, status_line: &str) -> String {
     format!("job {id} had already finished {status_line}")
 }
 
 /// The message of the empty-`job_id` failure (exact).
-pub const EMPTY_JOB_ID: &str = "invalid job_id: expected a non-empty string, got \"\"";
+pub(crate) const EMPTY_JOB_ID: &str = "invalid job_id: expected a non-empty string, got \"\"";
 
 /// The notice summary (todo-jobs §5.7 step 3): `<kind> <label> <status line>`, cut to 120
 /// Unicode scalar values (119 and `…` when longer). Never byte-capped.
-pub fn notice_summary(kind: &str, label: &str, status_line: &str) -> String {
+pub(crate) fn notice_summary(kind: &str, label: &str, status_line: &str) -> String {
     summarize_chars(&format!("{kind} {label} {status_line}"), SUMMARY_MAX_CHARS)
 }
 

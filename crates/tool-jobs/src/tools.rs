@@ -42,18 +42,13 @@ struct KillArgs {
     reason: Option<String>,
 }
 
-fn decode<T: serde::de::DeserializeOwned>(arguments: &Value) -> Result<T, ToolOutput> {
-    T::deserialize(arguments)
-        .map_err(|error| ToolOutput::error(format!("invalid arguments: {error}")))
-}
-
 fn caller_id(call: &ToolCall) -> Option<AgentId> {
     call.caller.as_ref().map(|agent| agent.id().clone())
 }
 
 /// `job_output`: wait (only with `wait: true`), then a consuming read; the value is
 /// `{ text, job: PublicJob }` and the rendering `<body>\n[status: …]` (todo-jobs §5.4).
-pub struct JobOutputTool {
+pub(crate) struct JobOutputTool {
     definition: ToolDefinition,
     registry: Arc<dyn JobRegistry>,
     wait_timeout_ms: f64,
@@ -62,7 +57,7 @@ pub struct JobOutputTool {
 
 impl JobOutputTool {
     /// The tool over `registry` with the wait settings of `config`.
-    pub fn new(registry: Arc<dyn JobRegistry>, config: &ToolJobsConfig) -> Self {
+    pub(crate) fn new(registry: Arc<dyn JobRegistry>, config: &ToolJobsConfig) -> Self {
         Self {
             definition: ToolDefinition {
                 name: JOB_OUTPUT.to_owned(),
@@ -121,10 +116,14 @@ impl Tool for JobOutputTool {
         &self.definition
     }
 
+    fn present_call(&self, arguments: &Value) -> Option<Value> {
+        crate::text::present_call(&self.definition.name, arguments)
+    }
+
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
-        let args: OutputArgs = match decode(&call.arguments) {
+        let args: OutputArgs = match call.arguments_as() {
             Ok(args) => args,
-            Err(output) => return Ok(output),
+            Err(invalid) => return Ok(ToolOutput::error(invalid)),
         };
         if args.job_id.is_empty() {
             return Ok(ToolOutput::error(EMPTY_JOB_ID));
@@ -139,14 +138,14 @@ impl Tool for JobOutputTool {
 
 /// `job_list`: the caller's jobs plus unowned jobs, one line each (todo-jobs §5.4). Never
 /// capped.
-pub struct JobListTool {
+pub(crate) struct JobListTool {
     definition: ToolDefinition,
     registry: Arc<dyn JobRegistry>,
 }
 
 impl JobListTool {
     /// The tool over `registry`.
-    pub fn new(registry: Arc<dyn JobRegistry>) -> Self {
+    pub(crate) fn new(registry: Arc<dyn JobRegistry>) -> Self {
         Self {
             definition: ToolDefinition {
                 name: JOB_LIST.to_owned(),
@@ -164,6 +163,10 @@ impl JobListTool {
 impl Tool for JobListTool {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    fn present_call(&self, arguments: &Value) -> Option<Value> {
+        crate::text::present_call(&self.definition.name, arguments)
     }
 
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
@@ -188,14 +191,14 @@ impl Tool for JobListTool {
 
 /// `job_kill`: cancel first, then a non-consuming `get`; the value is
 /// `{ outcome: "cancellation-requested" | "already-finished", job }` (todo-jobs §5.4).
-pub struct JobKillTool {
+pub(crate) struct JobKillTool {
     definition: ToolDefinition,
     registry: Arc<dyn JobRegistry>,
 }
 
 impl JobKillTool {
     /// The tool over `registry`.
-    pub fn new(registry: Arc<dyn JobRegistry>) -> Self {
+    pub(crate) fn new(registry: Arc<dyn JobRegistry>) -> Self {
         Self {
             definition: ToolDefinition {
                 name: JOB_KILL.to_owned(),
@@ -241,10 +244,14 @@ impl Tool for JobKillTool {
         &self.definition
     }
 
+    fn present_call(&self, arguments: &Value) -> Option<Value> {
+        crate::text::present_call(&self.definition.name, arguments)
+    }
+
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
-        let args: KillArgs = match decode(&call.arguments) {
+        let args: KillArgs = match call.arguments_as() {
             Ok(args) => args,
-            Err(output) => return Ok(output),
+            Err(invalid) => return Ok(ToolOutput::error(invalid)),
         };
         if args.job_id.is_empty() {
             return Ok(ToolOutput::error(EMPTY_JOB_ID));

@@ -605,15 +605,11 @@ struct Pending {
 
 impl Shared {
     fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
-        self.pending
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        crate::lock(&self.pending)
     }
 
     fn writer(&self) -> std::sync::MutexGuard<'_, Writer> {
-        self.writer
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        crate::lock(&self.writer)
     }
 
     /// Writes and syncs everything appended so far (blocking: runs off the executor).

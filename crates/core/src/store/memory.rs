@@ -30,9 +30,7 @@ impl MemoryStore {
     }
 
     fn sessions(&self) -> std::sync::MutexGuard<'_, BTreeMap<SessionId, Arc<MemorySession>>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
+        crate::lock(&self.sessions)
     }
 }
 

@@ -131,3 +131,57 @@ fn an_agent_registration_serves_that_agent_only_not_its_descendants() {
     assert_eq!(names(&[root]), ["t"]);
     assert_eq!(names(&child), Vec::<String>::new());
 }
+
+/// Captures what a `tracing` subscriber writes.
+#[derive(Clone, Default)]
+struct Capture(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Capture {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Every call runs in a `harness.tool_call` span whose `outcome` is recorded at its end
+/// (docs/observability.md).
+#[tokio::test]
+async fn each_tool_call_is_a_span_with_its_outcome() {
+    let capture = Capture::default();
+    let sink = capture.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_ansi(false)
+        .without_time()
+        .with_target(false)
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .with_writer(move || sink.clone())
+        .finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+    let registry = ToolRegistry::new();
+    registry
+        .register(echo("echo"), RegistrationScope::Global)
+        .unwrap()
+        .keep();
+    run(&registry, "echo", json!({"n": 1})).await;
+    run(&registry, "echo", json!({"n": 1, "fail": true})).await;
+    run(&registry, "echo", json!({})).await;
+    run(&registry, "nope", json!({})).await;
+    let text = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+    let spans: Vec<&str> = text
+        .lines()
+        .map(|line| line.split(": close").next().unwrap().trim())
+        .collect();
+    assert_eq!(
+        spans,
+        [
+            r#"INFO harness.tool_call{tool="echo" session="" outcome="ok"}"#,
+            r#"INFO harness.tool_call{tool="echo" session="" outcome="error"}"#,
+            r#"INFO harness.tool_call{tool="echo" session="" outcome="invalid_arguments"}"#,
+            r#"INFO harness.tool_call{tool="nope" session="" outcome="unknown_tool"}"#,
+        ]
+    );
+}

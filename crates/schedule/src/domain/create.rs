@@ -7,7 +7,8 @@
 use std::sync::Arc;
 
 use harness_core::{MAX_SAFE_INTEGER, as_safe_integer, js_trim};
-use serde_json::Value;
+use serde::{Deserialize, Deserializer};
+use serde_json::{Map, Value};
 
 use super::at::{ZoneContext, resolve_at};
 use super::change::{MIN_EVERY_SECONDS, Rule, ScheduleRecord, check_id};
@@ -28,6 +29,34 @@ pub enum Selector {
     At(Value),
 }
 
+/// The arguments of `schedule_create` as the tool decodes them: each known root key as the
+/// model sent it (`Some(null)` for an explicit `null`, `None` when absent), and every other
+/// root key in `extra`. Decoding fails only for a root that is not an object; the rules of
+/// §9.5 step 2 are [`CreateRequest::from_args`]'s.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+pub struct CreateArgs {
+    /// `prompt`.
+    #[serde(default, deserialize_with = "present")]
+    pub prompt: Option<Value>,
+    /// `after_seconds`.
+    #[serde(default, deserialize_with = "present")]
+    pub after_seconds: Option<Value>,
+    /// `at`.
+    #[serde(default, deserialize_with = "present")]
+    pub at: Option<Value>,
+    /// `every_seconds`.
+    #[serde(default, deserialize_with = "present")]
+    pub every_seconds: Option<Value>,
+    /// Any other root key (each one makes the call `invalid_selector`).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A present key, `null` included.
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
+}
+
 /// A `schedule_create` call that passed the pre-queue validation of §9.5 step 2.
 #[derive(Clone, Debug, PartialEq)]
 pub struct CreateRequest {
@@ -46,26 +75,32 @@ impl CreateRequest {
     /// # Errors
     /// The [`InputError`] of the first failing rule.
     pub fn from_arguments(arguments: &Value) -> Result<CreateRequest, InputError> {
-        let Some(map) = arguments.as_object() else {
-            return Err(InputError::InvalidSelector);
-        };
-        if map.keys().any(|key| !CREATE_KEYS.contains(&key.as_str())) {
+        let args = CreateArgs::deserialize(arguments).map_err(|_| InputError::InvalidSelector)?;
+        Self::from_args(args)
+    }
+
+    /// [`CreateRequest::from_arguments`] on arguments the tool already decoded.
+    ///
+    /// # Errors
+    /// The [`InputError`] of the first failing rule.
+    pub fn from_args(args: CreateArgs) -> Result<CreateRequest, InputError> {
+        if !args.extra.is_empty() {
             return Err(InputError::InvalidSelector);
         }
-        let selectors = ["after_seconds", "at", "every_seconds"]
+        let selectors = [&args.after_seconds, &args.at, &args.every_seconds]
             .iter()
-            .filter(|key| map.contains_key(**key))
+            .filter(|selector| selector.is_some())
             .count();
         if selectors != 1 {
             return Err(InputError::InvalidSelector);
         }
-        let prompt = trimmed_prompt(map.get("prompt").and_then(Value::as_str).unwrap_or(""))?;
-        let selector = if let Some(after) = map.get("after_seconds") {
+        let prompt = trimmed_prompt(args.prompt.as_ref().and_then(Value::as_str).unwrap_or(""))?;
+        let selector = if let Some(after) = &args.after_seconds {
             Selector::After(after_seconds(after)?)
-        } else if let Some(every) = map.get("every_seconds") {
+        } else if let Some(every) = &args.every_seconds {
             Selector::Every(every_seconds(every)?)
         } else {
-            Selector::At(map.get("at").cloned().unwrap_or(Value::Null))
+            Selector::At(args.at.unwrap_or(Value::Null))
         };
         Ok(CreateRequest {
             prompt: prompt.to_owned(),

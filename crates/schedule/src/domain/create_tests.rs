@@ -410,3 +410,27 @@ fn future_target_checks_range_before_futurity() {
         Err(InputError::TimeOutOfRange)
     );
 }
+
+/// An explicit `null` is a present key, exactly as in the raw map: it counts as a selector
+/// (and an `at: null` reaches the build step), and a `null` under an unknown key is still an
+/// unknown key.
+#[test]
+fn explicit_nulls_count_as_present_keys() {
+    for arguments in [
+        json!({"prompt":"x","after_seconds":1,"at":null}),
+        json!({"prompt":"x","after_seconds":1,"zone":null}),
+        json!({"prompt":"x","after_seconds":null,"every_seconds":null}),
+    ] {
+        let error = CreateRequest::from_arguments(&arguments).unwrap_err();
+        assert_eq!(error.code().as_str(), "invalid_selector", "{arguments}");
+    }
+    let request = CreateRequest::from_arguments(&json!({"prompt":"x","at":null})).unwrap();
+    assert_eq!(request.selector(), &Selector::At(Value::Null));
+    assert_eq!(
+        CreateRequest::from_arguments(&json!({"prompt":"x","after_seconds":null}))
+            .unwrap_err()
+            .code()
+            .as_str(),
+        "invalid_rule"
+    );
+}

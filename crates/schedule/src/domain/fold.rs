@@ -20,7 +20,7 @@ use super::change::{
 };
 use super::error::{ResolveError, ScheduleLogError};
 use super::every::resolve_every;
-use super::framing::{batch_framing, one_shot_framing};
+use super::framing::{BatchItem, batch_framing, one_shot_framing};
 use super::instant::Timestamp;
 
 /// The folded schedule state of one session's owned suffix (§5, §5.1).
@@ -724,17 +724,6 @@ pub struct EveryBatch {
     pub accepted_at: Timestamp,
     /// Due records ordered by target, then creation order.
     pub items: Vec<BatchItem>,
-}
-
-/// One record of a batch with its latest due occurrence.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct BatchItem {
-    /// The record as it is before this dispatch.
-    pub record: ScheduleRecord,
-    /// The latest occurrence ≤ the decision time (§6).
-    pub occurrence_at: Timestamp,
-    /// Where the record moves, `None` if it terminates.
-    pub next_scheduled_at: Option<Timestamp>,
 }
 
 /// Validates a JSON `seedLength` (§5 step 1) against a log of `len` events.

@@ -8,7 +8,6 @@
 use serde::Serialize;
 
 use super::change::ScheduleRecord;
-use super::fold::BatchItem;
 use super::instant::Timestamp;
 
 /// First line of a one-shot framing.
@@ -41,6 +40,17 @@ pub fn one_shot_framing(record: &ScheduleRecord) -> String {
         record.scheduled_at(),
         json_string(record.prompt()),
     )
+}
+
+/// One record of a batch with its latest due occurrence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BatchItem {
+    /// The record as it is before this dispatch.
+    pub record: ScheduleRecord,
+    /// The latest occurrence ≤ the decision time (§6).
+    pub occurrence_at: Timestamp,
+    /// Where the record moves, `None` if it terminates.
+    pub next_scheduled_at: Option<Timestamp>,
 }
 
 /// The batch framing: three lines; the last is `reminders_json: ` followed by a compact

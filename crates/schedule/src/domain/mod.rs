@@ -55,8 +55,8 @@ pub use change::{
     decode_record,
 };
 pub use create::{
-    CREATE_KEYS, CreateRequest, Selector, create_after, create_at, create_every, future_target,
-    validate_delete_id,
+    CREATE_KEYS, CreateArgs, CreateRequest, Selector, create_after, create_at, create_every,
+    future_target, validate_delete_id,
 };
 pub use error::{
     ERR_AFTER, ERR_AT_OFFSET, ERR_AT_REAL, ERR_AT_SHAPE, ERR_AT_TYPE, ERR_CONFIRM_ZONE,
@@ -67,12 +67,12 @@ pub use error::{
 };
 pub use every::{Occurrence, resolve_every};
 pub use fold::{
-    BatchItem, Decision, EveryBatch, FoldSnapshot, ScheduleFold, SeenIds, allocate_id,
-    allocate_id_in, check_seed_length,
+    Decision, EveryBatch, FoldSnapshot, ScheduleFold, SeenIds, allocate_id, allocate_id_in,
+    check_seed_length,
 };
 pub use framing::{
-    BATCH_HEADER, BATCH_INSTRUCTION, ONE_SHOT_HEADER, ONE_SHOT_INSTRUCTION, batch_framing,
-    one_shot_framing,
+    BATCH_HEADER, BATCH_INSTRUCTION, BatchItem, ONE_SHOT_HEADER, ONE_SHOT_INSTRUCTION,
+    batch_framing, one_shot_framing,
 };
 pub use instant::{MAX_MILLIS, MIN_MILLIS, Timestamp};
 pub use invariant::{check_schedule_append, check_schedule_log};

@@ -132,7 +132,7 @@ impl Core {
         if !self.is_owner(&call) {
             return Ok(internal());
         }
-        let request = match CreateRequest::from_arguments(&call.arguments) {
+        let request = match CreateRequest::from_args(call.arguments_as()?) {
             Ok(request) => request,
             Err(error) => return Ok(ToolOutput::json(error.to_value())),
         };
@@ -200,12 +200,7 @@ impl Core {
 
     /// §9.7.
     async fn delete(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
-        let id = call
-            .arguments
-            .get("id")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
+        let DeleteArgs { id } = call.arguments_as()?;
         if let Err(error) = validate_delete_id(&id) {
             return Ok(ToolOutput::json(error.to_value()));
         }
@@ -248,6 +243,12 @@ impl Core {
     }
 }
 
+/// The arguments of `schedule_delete` (§9.2): the root is open, `id` a string.
+#[derive(serde::Deserialize)]
+struct DeleteArgs {
+    id: String,
+}
+
 #[derive(Clone, Copy)]
 enum Which {
     Create,
@@ -265,6 +266,10 @@ struct ScheduleTool {
 impl Tool for ScheduleTool {
     fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    fn present_call(&self, arguments: &Value) -> Option<Value> {
+        present_call(&self.definition.name, arguments)
     }
 
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {

@@ -725,3 +725,31 @@ fn case_49_present_call_cards() {
     );
     assert_eq!(present_call("todo_write", &json!({})), None);
 }
+
+/// The three tools present the §9.8 cards themselves (`Tool::present_call`).
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn case_49_the_tools_present_their_call_cards() {
+    let t = ToolsOnly::new();
+    let chain = t.agent.scope_chain();
+    let cards: Vec<Option<Value>> = [
+        ("schedule_create", json!({"prompt":"x","after_seconds":1})),
+        ("schedule_list", json!({})),
+        ("schedule_delete", json!({"id":"schedule-1"})),
+    ]
+    .into_iter()
+    .map(|(name, args)| {
+        let tool = t.host.host.tools().find(name, Some(&chain))?;
+        tool.present_call(&args)
+    })
+    .collect();
+    assert_eq!(
+        cards,
+        [
+            Some(json!({"card":"generic","title":"Create reminder","kind":"other","rawInput":"x"})),
+            Some(json!({"card":"generic","title":"List reminders","kind":"read"})),
+            Some(
+                json!({"card":"generic","title":"Delete reminder","kind":"other","rawInput":"schedule-1"})
+            ),
+        ]
+    );
+}

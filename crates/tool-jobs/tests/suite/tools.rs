@@ -501,3 +501,31 @@ async fn a_live_progress_line_is_not_model_facing() {
     assert_eq!(ok_text(&output), "(no new output)\n[status: running]");
     assert_eq!(output.value["job"].get("detail"), None);
 }
+
+/// Each registered tool presents the card of todo-jobs §5.4 through `Tool::present_call`.
+#[test]
+fn registered_tools_present_their_call_cards() {
+    let fx = Fx::default_config();
+    let card = |name: &str, args: serde_json::Value| {
+        fx.host
+            .tools()
+            .find(name, None)
+            .and_then(|tool| tool.present_call(&args))
+    };
+    assert_eq!(
+        card("job_output", json!({"job_id": "bash-1"})),
+        Some(
+            json!({"card":"generic","title":"Read output from background job bash-1","kind":"read","rawInput":"bash-1"})
+        )
+    );
+    assert_eq!(
+        card("job_list", json!({})),
+        Some(json!({"card":"generic","title":"List background jobs","kind":"read"}))
+    );
+    assert_eq!(
+        card("job_kill", json!({"job_id": "subagent-2"})),
+        Some(
+            json!({"card":"generic","title":"Kill background job subagent-2","kind":"execute","rawInput":"subagent-2"})
+        )
+    );
+}
