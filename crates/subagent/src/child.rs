@@ -31,6 +31,16 @@ pub enum SpawnError {
     /// The prompt is empty or only whitespace.
     #[error("prompt must not be empty")]
     EmptyPrompt,
+    /// The caller is itself a child at depth `max` (`maxDepth`).
+    #[error(
+        "subagent limit reached: {agent} is a subagent at depth {max} and cannot start subagents (maxDepth)"
+    )]
+    TooDeep {
+        /// The calling agent.
+        agent: AgentId,
+        /// The cap.
+        max: u32,
+    },
     /// The caller already has `max` children running (`maxConcurrentPerAgent`).
     #[error(
         "subagent limit reached: {agent} already has {max} running subagents (maxConcurrentPerAgent); wait for one to finish or stop one with job_kill"
@@ -69,6 +79,8 @@ pub struct Spawned {
 #[derive(Default)]
 struct Counts {
     running: HashMap<AgentId, u32>,
+    /// The depth of each live child (a root, absent, is at depth 0).
+    depth: HashMap<AgentId, u32>,
     spawned: HashMap<SessionId, u32>,
 }
 
@@ -187,8 +199,8 @@ impl Subagents {
     /// `killed` when it was cancelled. No job exists when this returns an error.
     ///
     /// # Errors
-    /// [`SpawnError`]; checks run in this order: caller, prompt, `maxConcurrentPerAgent`,
-    /// `maxSpawnsPerSession`, then the registry's preflight.
+    /// [`SpawnError`]; checks run in this order: caller, prompt, `maxDepth`,
+    /// `maxConcurrentPerAgent`, `maxSpawnsPerSession`, then the registry's preflight.
     pub fn spawn(
         &self,
         caller: Option<Arc<dyn Agent>>,
@@ -202,8 +214,15 @@ impl Subagents {
         let shared = &self.shared;
         let parent = caller.id().clone();
         let parent_session = SessionId::from(caller.session().id().as_str());
-        let number = {
+        let (number, depth) = {
             let mut counts = shared.counts();
+            let depth = counts.depth.get(&parent).copied().unwrap_or(0) + 1;
+            if depth > shared.config.max_depth {
+                return Err(SpawnError::TooDeep {
+                    agent: parent,
+                    max: shared.config.max_depth,
+                });
+            }
             let running = counts.running.get(&parent).copied().unwrap_or(0);
             if running >= shared.config.max_concurrent_per_agent {
                 return Err(SpawnError::TooManyRunning {
@@ -219,7 +238,7 @@ impl Subagents {
                 });
             }
             *counts.running.entry(parent.clone()).or_insert(0) += 1;
-            spawned + 1
+            (spawned + 1, depth)
         };
         let running = Running {
             shared: Arc::downgrade(shared),
@@ -238,7 +257,7 @@ impl Subagents {
             let child = start_child(
                 &run_shared,
                 &run_caller,
-                number,
+                Numbered { number, depth },
                 prompt,
                 description,
                 running,
@@ -288,16 +307,22 @@ fn create_session(
 
 type Started = (SessionId, JobHooks);
 
+/// A child's number in its parent's session and its depth.
+struct Numbered {
+    number: u32,
+    depth: u32,
+}
+
 fn start_child(
     shared: &Arc<Shared>,
     caller: &Arc<dyn Agent>,
-    number: u32,
+    numbered: Numbered,
     prompt: String,
     description: Option<String>,
     running: Running,
 ) -> Result<Started, harness_jobs::BoxError> {
     let parent = SessionId::from(caller.session().id().as_str());
-    let session = create_session(shared.store.as_ref(), &parent, number)?;
+    let session = create_session(shared.store.as_ref(), &parent, numbered.number)?;
     let mut start = Map::new();
     start.insert("parent".to_owned(), Value::from(caller.id().as_str()));
     start.insert("prompt".to_owned(), Value::from(prompt.as_str()));
@@ -313,6 +338,10 @@ fn start_child(
         }))
         .build();
     let id = SessionId::from(agent.id().as_str());
+    shared
+        .counts()
+        .depth
+        .insert(agent.id().clone(), numbered.depth);
     let cancel = CancellationToken::new();
     let context = ChildContext {
         agent: agent.clone(),
@@ -330,6 +359,9 @@ fn start_child(
         let result = drive(&context, model.as_ref()).await;
         record_end(&context.agent, &result);
         context.agent.dispose().await;
+        if let Some(shared) = running.shared.upgrade() {
+            shared.counts().depth.remove(context.agent.id());
+        }
         drop(running);
         let _ = settled.send(result);
     });

@@ -13,6 +13,9 @@ pub const DEFAULT_MAX_CONCURRENT_PER_AGENT: u32 = 4;
 /// Default of [`SubagentConfig::max_spawns_per_session`].
 pub const DEFAULT_MAX_SPAWNS_PER_SESSION: u32 = 32;
 
+/// Default of [`SubagentConfig::max_depth`].
+pub const DEFAULT_MAX_DEPTH: u32 = 1;
+
 /// The configuration of the subagent plugin (JSON keys in camelCase, unknown keys rejected).
 ///
 /// ```
@@ -33,6 +36,9 @@ pub struct SubagentConfig {
     /// this plugin (at least 1; default 32). Refused starts do not count; the count is
     /// process-local (a restart starts it again).
     pub max_spawns_per_session: u32,
+    /// `maxDepth`: how deep children may nest (at least 1; default 1: a root's children
+    /// cannot start children of their own, as in the field's agent tools).
+    pub max_depth: u32,
 }
 
 impl Default for SubagentConfig {
@@ -40,6 +46,7 @@ impl Default for SubagentConfig {
         Self {
             max_concurrent_per_agent: DEFAULT_MAX_CONCURRENT_PER_AGENT,
             max_spawns_per_session: DEFAULT_MAX_SPAWNS_PER_SESSION,
+            max_depth: DEFAULT_MAX_DEPTH,
         }
     }
 }
@@ -59,6 +66,13 @@ impl SubagentConfig {
         self
     }
 
+    /// With `maxDepth` set.
+    #[must_use]
+    pub fn with_max_depth(mut self, max: u32) -> Self {
+        self.max_depth = max;
+        self
+    }
+
     /// Decodes and validates the configuration from JSON.
     ///
     /// # Errors
@@ -70,15 +84,17 @@ impl SubagentConfig {
         Ok(config)
     }
 
-    /// Checks that both caps are at least 1.
+    /// Checks that every cap is at least 1.
     ///
     /// # Errors
     /// [`ConfigError::Invalid`]: `subagent: maxConcurrentPerAgent (0) must be at least 1`,
-    /// `subagent: maxSpawnsPerSession (0) must be at least 1`.
+    /// `subagent: maxSpawnsPerSession (0) must be at least 1`,
+    /// `subagent: maxDepth (0) must be at least 1`.
     pub fn validate(&self) -> Result<(), ConfigError> {
         for (key, value) in [
             ("maxConcurrentPerAgent", self.max_concurrent_per_agent),
             ("maxSpawnsPerSession", self.max_spawns_per_session),
+            ("maxDepth", self.max_depth),
         ] {
             if value == 0 {
                 return Err(ConfigError::Invalid(format!(

@@ -35,9 +35,13 @@ fn zero_caps_and_unknown_keys_are_refused() {
         message(json!({"maxSpawnsPerSession": 0})),
         "subagent: maxSpawnsPerSession (0) must be at least 1"
     );
+    assert_eq!(
+        message(json!({"maxDepth": 0})),
+        "subagent: maxDepth (0) must be at least 1"
+    );
     assert!(
-        message(json!({"maxDepth": 2})).starts_with("subagent: unknown field `maxDepth`"),
+        message(json!({"depth": 2})).starts_with("subagent: unknown field `depth`"),
         "{}",
-        message(json!({"maxDepth": 2}))
+        message(json!({"depth": 2}))
     );
 }

@@ -300,3 +300,36 @@ async fn child_session_ids_skip_ones_already_in_the_store() {
         .await;
     assert_eq!(out.value["sessionId"], json!("s1.agent-2"));
 }
+
+#[tokio::test(start_paused = true)]
+async fn children_nest_only_to_max_depth() {
+    let call_agent = |prompt: &str| ChildAction::Call {
+        tool: "agent".to_owned(),
+        args: json!({"prompt": prompt}),
+    };
+    let script = |host: &Host| {
+        host.children.script(
+            "outer",
+            vec![call_agent("inner"), ChildAction::AnswerLastResult],
+        );
+        host.children
+            .script("inner", vec![ChildAction::Answer("deep".to_owned())]);
+    };
+    let host = Host::new(SubagentConfig::default());
+    script(&host);
+    let parent = host.root("s1");
+    let out = host
+        .call(&parent, "agent", json!({"prompt": "outer"}))
+        .await;
+    assert_eq!(
+        out.text(),
+        "Error: subagent limit reached: s1.agent-1 is a subagent at depth 1 and cannot start subagents (maxDepth)\n[status: completed]"
+    );
+    let host = Host::new(SubagentConfig::default().with_max_depth(2));
+    script(&host);
+    let parent = host.root("s1");
+    let out = host
+        .call(&parent, "agent", json!({"prompt": "outer"}))
+        .await;
+    assert_eq!(out.text(), "deep\n[status: completed]\n[status: completed]");
+}
