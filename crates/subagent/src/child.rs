@@ -308,6 +308,7 @@ fn create_session(
 type Started = (SessionId, JobHooks);
 
 /// A child's number in its parent's session and its depth.
+#[derive(Clone, Copy)]
 struct Numbered {
     number: u32,
     depth: u32,
