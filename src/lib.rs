@@ -8,6 +8,7 @@ pub use harness_host as host;
 pub use harness_jobs as jobs;
 pub use harness_jobs_local as jobs_local;
 pub use harness_schedule as schedule;
+pub use harness_subagent as subagent;
 /// Interactive terminals (PTYs) whose sends are jobs of kind `pty-send` (Unix only).
 #[cfg(unix)]
 pub use harness_terminal as terminal;

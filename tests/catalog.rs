@@ -3,7 +3,25 @@
 
 #[test]
 fn tool_catalog_doc_is_current() {
-    let definitions = harness_testkit::scenario::tool_catalog().unwrap();
+    let served: Vec<String> = harness_testkit::scenario::tool_catalog()
+        .unwrap()
+        .into_iter()
+        .map(|d| d.name)
+        .collect();
+    assert_eq!(
+        served,
+        [
+            "todo_write",
+            "job_output",
+            "job_list",
+            "job_kill",
+            "bash",
+            "schedule_create",
+            "schedule_list",
+            "schedule_delete",
+        ]
+    );
+    let definitions = harness_testkit::scenario::host_tool_catalog().unwrap();
     let names: Vec<&str> = definitions.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(
         names,
@@ -13,6 +31,7 @@ fn tool_catalog_doc_is_current() {
             "job_list",
             "job_kill",
             "bash",
+            "agent",
             "schedule_create",
             "schedule_list",
             "schedule_delete",
@@ -31,7 +50,7 @@ fn tool_catalog_doc_is_current() {
 /// `name: readOnly destructive idempotent openWorld`.
 #[test]
 fn every_tool_declares_its_annotations() {
-    let lines: Vec<String> = harness_testkit::scenario::tool_catalog()
+    let lines: Vec<String> = harness_testkit::scenario::host_tool_catalog()
         .unwrap()
         .iter()
         .map(|d| {
@@ -52,6 +71,7 @@ fn every_tool_declares_its_annotations() {
             "job_list: true false true false",
             "job_kill: false true true false",
             "bash: false true false true",
+            "agent: false true false true",
             "schedule_create: false false false false",
             "schedule_list: true false true false",
             "schedule_delete: false true true false",

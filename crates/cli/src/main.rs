@@ -40,8 +40,9 @@ enum Command {
         /// The scenario file, or `-`.
         file: String,
     },
-    /// Print every tool definition as JSON (one array), in an LLM API's tool format with
-    /// `--format`, or as Markdown with `--markdown`.
+    /// Print every tool definition `harness mcp` serves as JSON (one array), in an LLM API's
+    /// tool format with `--format`, or as Markdown with `--markdown` (which also lists the
+    /// tools a host with its own model step adds: `agent`).
     Tools {
         /// Print a Markdown catalog instead of JSON.
         #[arg(long, conflicts_with = "format")]
@@ -161,6 +162,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("--output-schema applies to --format mcp only");
             }
             if markdown {
+                let definitions =
+                    harness_testkit::scenario::host_tool_catalog().map_err(anyhow::Error::msg)?;
                 emit(&harness_testkit::scenario::catalog_markdown(&definitions))?;
                 return Ok(ExitCode::SUCCESS);
             }

@@ -19,6 +19,11 @@ pub enum RegistrationScope {
     Global,
     /// Agents whose scope chain contains this key.
     Scoped(ScopeKey),
+    /// Exactly the agent whose own key (the first of its scope chain) is this key, not the
+    /// agents that have it as an ancestor (a child agent reports its parent's chain after
+    /// its own key). Schedule registers its tools this way: they serve roots only
+    /// (schedule §9, §14).
+    Agent(ScopeKey),
 }
 
 impl RegistrationScope {
@@ -28,6 +33,15 @@ impl RegistrationScope {
         match self {
             RegistrationScope::Global => true,
             RegistrationScope::Scoped(key) => chain.is_some_and(|c| c.contains(key)),
+            RegistrationScope::Agent(key) => chain.and_then(|c| c.first()) == Some(key),
+        }
+    }
+
+    /// The key of a scoped or agent registration (`None` for global).
+    pub fn key(&self) -> Option<&ScopeKey> {
+        match self {
+            RegistrationScope::Global => None,
+            RegistrationScope::Scoped(key) | RegistrationScope::Agent(key) => Some(key),
         }
     }
 }
@@ -80,7 +94,7 @@ impl ToolRegistry {
             e.tool.definition().name == name
                 && (e.scope == RegistrationScope::Global
                     || scope == RegistrationScope::Global
-                    || e.scope == scope)
+                    || e.scope.key() == scope.key())
         });
         if conflict {
             return Err(RegisterError::ToolConflict(name));

@@ -689,9 +689,14 @@ pub(crate) fn for_each_route<T>(
         }
     }
     if let Some(chain) = chain {
-        for key in chain.iter().rev() {
+        for (index, key) in chain.iter().enumerate().rev() {
             for layer in layers {
-                if matches!(&layer.scope, RegistrationScope::Scoped(k) if k == key) {
+                let routed = match &layer.scope {
+                    RegistrationScope::Global => false,
+                    RegistrationScope::Scoped(k) => k == key,
+                    RegistrationScope::Agent(k) => index == 0 && k == key,
+                };
+                if routed {
                     f(&layer.item);
                 }
             }

@@ -222,3 +222,27 @@ fn a_raised_counter_skips_the_ids_a_journal_has_seen() {
     );
     assert_eq!(issue(&mut records, "bash").0.as_str(), "bash-5002");
 }
+
+#[test]
+fn an_agent_layer_routes_to_that_agent_only() {
+    let layer = |id: u64, scope: RegistrationScope| Layered {
+        id,
+        scope,
+        item: id,
+    };
+    let layers = [
+        layer(1, RegistrationScope::Agent(ScopeKey::from("s1"))),
+        layer(2, RegistrationScope::Scoped(ScopeKey::from("s1"))),
+        layer(3, RegistrationScope::Global),
+    ];
+    let routed = |chain: &[ScopeKey]| {
+        let mut seen = Vec::new();
+        for_each_route(&layers, Some(chain), |item| seen.push(*item));
+        seen
+    };
+    assert_eq!(routed(&[ScopeKey::from("s1")]), [3, 1, 2]);
+    assert_eq!(
+        routed(&[ScopeKey::from("s1.agent-1"), ScopeKey::from("s1")]),
+        [3, 2]
+    );
+}

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod agent;
+mod child_model;
 mod clock;
 pub mod conformance;
 mod fake_job;
@@ -11,6 +12,7 @@ pub mod store_conformance;
 pub mod strategies;
 
 pub use agent::{HostRecord, MemoryAgent, Recorder};
+pub use child_model::{ChildAction, ScriptedChild};
 pub use clock::{ManualClock, settle};
 pub use fake_job::{FakeJob, FakeProducer, OnCancel};
 pub use faults::{HostSession, SessionFaults};

@@ -101,6 +101,37 @@ fn scopes_and_conflicts() {
     assert_eq!(registry.all_definitions().len(), 1);
 }
 
+#[test]
+fn an_agent_registration_serves_that_agent_only_not_its_descendants() {
+    let root = ScopeKey::from("s1");
+    let child = [ScopeKey::from("s1.agent-1"), root.clone()];
+    let own = RegistrationScope::Agent(root.clone());
+    assert!(own.serves(Some(std::slice::from_ref(&root))));
+    assert!(!own.serves(Some(&child)));
+    assert!(!own.serves(None));
+    // A scoped registration of the same key serves both.
+    assert!(RegistrationScope::Scoped(root.clone()).serves(Some(&child)));
+    let registry = ToolRegistry::new();
+    let _kept = registry
+        .register(echo("t"), RegistrationScope::Agent(root.clone()))
+        .unwrap();
+    assert_eq!(
+        registry
+            .register(echo("t"), RegistrationScope::Scoped(root.clone()))
+            .unwrap_err(),
+        RegisterError::ToolConflict("t".to_owned())
+    );
+    let names = |chain: &[ScopeKey]| -> Vec<String> {
+        registry
+            .definitions(Some(chain))
+            .into_iter()
+            .map(|d| d.name)
+            .collect()
+    };
+    assert_eq!(names(&[root]), ["t"]);
+    assert_eq!(names(&child), Vec::<String>::new());
+}
+
 /// Captures what a `tracing` subscriber writes.
 #[derive(Clone, Default)]
 struct Capture(Arc<std::sync::Mutex<Vec<u8>>>);

@@ -343,14 +343,15 @@ impl ScheduleTools {
         .collect()
     }
 
-    /// Registers the three tools in the owner's own scope, all or nothing (§9): if any name
+    /// Registers the three tools for the owner alone ([`RegistrationScope::Agent`]: not for
+    /// the children that report it as their ancestor), all or nothing (§9): if any name
     /// conflicts, the ones already registered are rolled back and the error is returned. The
     /// returned registration removes all three (idempotently).
     ///
     /// # Errors
     /// [`RegisterError`] from the host.
     pub fn register(&self, harness: &dyn Harness) -> Result<Registration, RegisterError> {
-        let scope = RegistrationScope::Scoped(ScopeKey::from(self.core.owner.id()));
+        let scope = RegistrationScope::Agent(ScopeKey::from(self.core.owner.id()));
         let mut done: Vec<Registration> = Vec::with_capacity(3);
         for tool in self.tools() {
             match harness.register_tool(tool, scope.clone()) {

@@ -37,12 +37,27 @@ fn with_default_host<T: Send>(
 }
 
 /// Every tool definition the families register with default configuration, as a root agent
-/// sees them (global tools first, then per-agent tools), in registration order.
+/// sees them (global tools first, then per-agent tools), in registration order: the tools
+/// `harness mcp` serves. The tools that need the host's own model step (harness-subagent's
+/// `agent`) are left out; [`host_tool_catalog`] includes them.
 ///
 /// # Errors
 /// [`SetupError`]: a family refused its default configuration, or no runtime could be
 /// started.
 pub fn tool_catalog() -> Result<Vec<ToolDefinition>, SetupError> {
+    Ok(host_tool_catalog()?
+        .into_iter()
+        .filter(|d| d.name != harness_subagent::TOOL_NAME)
+        .collect())
+}
+
+/// [`tool_catalog`] plus the tools a host with a model step adds (harness-subagent's
+/// `agent`, after `bash`), as a root agent of such a host sees them: the catalog of
+/// `docs/tool-catalog.md`.
+///
+/// # Errors
+/// As [`tool_catalog`].
+pub fn host_tool_catalog() -> Result<Vec<ToolDefinition>, SetupError> {
     with_default_host(async |host| {
         let agent = host
             .create_session(SessionHeader::new("catalog"))

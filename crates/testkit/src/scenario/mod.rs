@@ -19,8 +19,8 @@ mod plugins;
 mod runtime;
 
 pub use catalog::{
-    FileSummary, LogFileError, SetupError, catalog_markdown, summarize_log, summarize_log_file,
-    tool_catalog,
+    FileSummary, LogFileError, SetupError, catalog_markdown, host_tool_catalog, summarize_log,
+    summarize_log_file, tool_catalog,
 };
 
 use std::collections::HashMap;
@@ -241,6 +241,7 @@ impl Runner {
                     "schedule",
                     "bash",
                     "terminal",
+                    "subagent",
                     "clock",
                     "store",
                     "autoTurns",
@@ -252,6 +253,7 @@ impl Runner {
             configs.schedule = object(step, "schedule")?.cloned();
             configs.bash = object(step, "bash")?.cloned();
             configs.terminal = object(step, "terminal")?.cloned();
+            configs.subagent = object(step, "subagent")?.cloned();
             if let Some(Value::Object(clock)) = object(step, "clock")? {
                 match clock.get("mode").and_then(Value::as_str) {
                     Some("manual") | None => {
@@ -486,6 +488,18 @@ impl Runner {
                     &self.lines,
                     json!({"kind": "log", "session": session, "events": events}).to_string(),
                 );
+            }
+            "child_script" => {
+                only(step, &["prompt", "steps"])?;
+                let prompt = string(step, "prompt")?.to_owned();
+                let actions = match step.get("steps") {
+                    Some(Value::Array(steps)) => steps
+                        .iter()
+                        .map(crate::ChildAction::from_json)
+                        .collect::<Result<Vec<_>, _>>()?,
+                    _ => return Err("steps must be an array".to_owned()),
+                };
+                self.setup()?.configs.children.script(prompt, actions);
             }
             "fake_job" => {
                 only(

@@ -15,6 +15,9 @@ pub(crate) struct FamilyConfigs {
     pub(crate) schedule: Option<Value>,
     pub(crate) bash: Option<Value>,
     pub(crate) terminal: Option<Value>,
+    pub(crate) subagent: Option<Value>,
+    /// The children's scripted model (`child_script` steps add scripts; kept over restarts).
+    pub(crate) children: Arc<crate::ScriptedChild>,
 }
 
 impl FamilyConfigs {
@@ -32,6 +35,7 @@ impl FamilyConfigs {
 
 /// What the families installed; disposed on restart and at the end, in reverse order.
 pub(crate) struct Installed {
+    subagent: harness_subagent::Installed,
     pub(crate) bash: harness_bash::Installed,
     /// Only when the `config` step has a `terminal` object: the default catalog stays the
     /// families every host gets.
@@ -52,6 +56,7 @@ impl Installed {
         if let Some(terminal) = &self.terminal {
             terminal.dispose();
         }
+        self.subagent.dispose();
         self.bash.dispose();
         self.schedule.dispose().await;
         self.tool_jobs.dispose();
@@ -102,7 +107,20 @@ pub(crate) fn install(
                 .map_err(|e| e.to_string())?,
         ),
     };
+    let subagent =
+        harness_subagent::SubagentConfig::from_json(&object_or_empty(configs.subagent.as_ref()))
+            .and_then(|config| {
+                harness_subagent::install(
+                    host.kit(),
+                    host.store().clone(),
+                    jobs.registry(),
+                    configs.children.clone(),
+                    config,
+                )
+            })
+            .map_err(|e| e.to_string())?;
     Ok(Installed {
+        subagent,
         bash,
         terminal,
         jobs,

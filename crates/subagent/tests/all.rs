@@ -1,0 +1,8 @@
+//! Integration tests of harness-subagent: one binary, cases in `suite/`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test helpers fail loudly; clippy's test exemption covers only #[test] bodies"
+)]
+
+mod suite;

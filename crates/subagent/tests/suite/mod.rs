@@ -1,0 +1,3 @@
+mod config;
+mod support;
+mod tool;
