@@ -1,5 +1,6 @@
 //! The host-contract conformance suite: one named check per obligation of the [`Agent`]
-//! seam ([`check_agent`]) and of the `Harness` seam ([`check_harness`]) (docs/host-contract.md), run against a runtime author's own implementation.
+//! seam ([`check_agent`]) and of the `Harness` seam ([`check_harness`])
+//! (docs/host-contract.md), run against a runtime author's own implementation.
 //!
 //! ```
 //! # use std::sync::Arc;

@@ -388,3 +388,22 @@ async fn a_broken_harness_fails_the_checks_it_breaks() {
         )
     );
 }
+
+/// docs/host-contract.md names, in brackets, exactly the checks the suite runs.
+#[test]
+fn the_contract_page_names_every_check() {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/host-contract.md"
+    ))
+    .unwrap();
+    let mut named: Vec<&str> = page
+        .split("[`")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("`]").map(|(name, _)| name))
+        .collect();
+    named.sort_unstable();
+    let mut checks: Vec<&str> = AGENT_CHECKS.iter().chain(HARNESS_CHECKS).copied().collect();
+    checks.sort_unstable();
+    assert_eq!(named, checks);
+}
