@@ -1,5 +1,6 @@
 //! The host-contract conformance suite: one named check per obligation of the [`Agent`]
-//! seam (docs/host-contract.md), run against a runtime author's own implementation.
+//! seam ([`check_agent`]) and of the `Harness` seam ([`check_harness`])
+//! (docs/host-contract.md), run against a runtime author's own implementation.
 //!
 //! ```
 //! # use std::sync::Arc;
@@ -44,6 +45,10 @@ use serde_json::Value;
 
 use crate::settle;
 
+#[path = "conformance_harness.rs"]
+mod harness;
+pub use harness::{HARNESS_CHECKS, HostCandidate, check_harness};
+
 /// How often a check lets the agent run before it gives up waiting.
 const PATIENCE: usize = 200;
 
@@ -76,13 +81,14 @@ impl Candidate {
 /// The outcome of one named check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Check {
-    /// The check's name (one of [`AGENT_CHECKS`]).
+    /// The check's name (one of [`AGENT_CHECKS`] or [`HARNESS_CHECKS`]).
     pub name: &'static str,
     /// `Err` with what was observed instead.
     pub outcome: Result<(), String>,
 }
 
-/// What [`check_agent`] found, one [`Check`] per obligation in [`AGENT_CHECKS`] order.
+/// What [`check_agent`] (or [`check_harness`]) found, one [`Check`] per obligation in
+/// [`AGENT_CHECKS`] (or [`HARNESS_CHECKS`]) order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
     /// Every check, in order.

@@ -4,15 +4,19 @@
 use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
+use futures::future::BoxFuture;
 use harness_core::{
-    Agent, AgentError, AgentId, AgentListener, AgentStatus, Busy, DisposeHook, HookId,
-    MaintenanceGuard, MemoryStore, Registration, SessionHeader, SessionId, SessionStore,
-    UserMessage,
+    Agent, AgentError, AgentId, AgentListener, AgentStatus, Busy, Clock, DisposeHook, Harness,
+    HookId, LifecycleListener, MaintenanceGuard, MemoryStore, ProjectionView, PromptSection,
+    RegisterError, Registration, RegistrationScope, SessionHeader, SessionId, SessionStore,
+    ToolOutput, UserMessage, same_agent,
 };
-use harness_host::LoopAgent;
-use harness_testkit::conformance::{self, AGENT_CHECKS, Candidate};
+use harness_host::{HostKit, LoopAgent};
+use harness_testkit::conformance::{self, AGENT_CHECKS, Candidate, HARNESS_CHECKS, HostCandidate};
 use harness_testkit::{ManualClock, MemoryHarness};
 use pretty_assertions::assert_eq;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 #[tokio::test(start_paused = true)]
 async fn the_production_loop_passes() {
@@ -146,4 +150,260 @@ async fn a_stub_agent_fails_the_checks_it_breaks() {
         report.checks[1].outcome,
         Err("never saw the turn end (idle)".to_owned())
     );
+}
+
+/// `HostKit` over a memory store, each agent a `LoopAgent` driven by its own task.
+struct Kit {
+    kit: Arc<HostKit>,
+    store: Arc<MemoryStore>,
+    agents: Mutex<Vec<Arc<LoopAgent>>>,
+}
+
+impl Kit {
+    fn new() -> Arc<Self> {
+        let clock = Arc::new(ManualClock::at_default());
+        Arc::new(Self {
+            kit: Arc::new(HostKit::new(clock.clone())),
+            store: Arc::new(MemoryStore::new(clock)),
+            agents: Mutex::default(),
+        })
+    }
+}
+
+impl HostCandidate for Kit {
+    fn harness(&self) -> Arc<dyn Harness> {
+        self.kit.clone()
+    }
+    fn start_agent(&self, id: &str) -> Arc<dyn Agent> {
+        let session = self.store.create(SessionHeader::new(id)).unwrap();
+        let agent = self.kit.start_agent(session);
+        let turns = agent.turns();
+        tokio::spawn(async move {
+            while let Some(turn) = turns.next_turn().await {
+                turn.finish();
+            }
+        });
+        self.agents.lock().unwrap().push(agent.clone());
+        agent.as_dyn()
+    }
+    fn dispose_agent(&self, agent: Arc<dyn Agent>) -> BoxFuture<'static, ()> {
+        let found = self
+            .agents
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|a| same_agent(&a.as_dyn(), &agent))
+            .cloned();
+        async move {
+            if let Some(agent) = found {
+                agent.dispose().await;
+            }
+        }
+        .boxed()
+    }
+    fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        caller: Option<Arc<dyn Agent>>,
+    ) -> BoxFuture<'static, ToolOutput> {
+        let (kit, name) = (self.kit.clone(), name.to_owned());
+        async move {
+            kit.call(&name, arguments, caller, CancellationToken::new())
+                .await
+        }
+        .boxed()
+    }
+    fn view(&self, session: &SessionId, key: &str) -> Option<ProjectionView> {
+        self.kit.view(session, key)
+    }
+    fn system_prompt(&self, agent: &dyn Agent) -> String {
+        self.kit.system_prompt(agent)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_host_kit_passes_the_harness_checks() {
+    let report = conformance::check_harness(|| Kit::new() as Arc<dyn HostCandidate>).await;
+    assert_eq!(report.failed(), Vec::<&str>::new(), "{report}");
+    let names: Vec<&str> = report.checks.iter().map(|c| c.name).collect();
+    assert_eq!(names, HARNESS_CHECKS);
+}
+
+/// The testkit's host, its agents `MemoryAgent`s.
+struct Memory(Arc<MemoryHarness>);
+
+impl HostCandidate for Memory {
+    fn harness(&self) -> Arc<dyn Harness> {
+        self.0.as_dyn()
+    }
+    fn start_agent(&self, id: &str) -> Arc<dyn Agent> {
+        self.0
+            .create_session(SessionHeader::new(id))
+            .unwrap()
+            .as_dyn()
+    }
+    fn dispose_agent(&self, agent: Arc<dyn Agent>) -> BoxFuture<'static, ()> {
+        let host = self.0.clone();
+        async move {
+            host.dispose_agent(&SessionId::from(agent.id())).await;
+        }
+        .boxed()
+    }
+    fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        caller: Option<Arc<dyn Agent>>,
+    ) -> BoxFuture<'static, ToolOutput> {
+        let (host, name) = (self.0.clone(), name.to_owned());
+        async move {
+            let caller = caller.map(|a| SessionId::from(a.id()));
+            host.execute(&name, arguments, caller.as_ref()).await
+        }
+        .boxed()
+    }
+    fn view(&self, session: &SessionId, key: &str) -> Option<ProjectionView> {
+        self.0.projections().view(session, key)
+    }
+    fn system_prompt(&self, agent: &dyn Agent) -> String {
+        self.0.kit().system_prompt(agent)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_memory_harness_passes_the_harness_checks() {
+    let report = conformance::check_harness(|| {
+        Arc::new(Memory(MemoryHarness::new(Arc::new(
+            ManualClock::at_default(),
+        )))) as Arc<dyn HostCandidate>
+    })
+    .await;
+    assert_eq!(report.failed(), Vec::<&str>::new(), "{report}");
+}
+
+/// `HostKit` behind a wrapper that keeps every tool and prompt section registered (its
+/// guards undo nothing),
+/// serves the first view it read of each projection ever after, and reports a generation
+/// that never moves.
+struct Broken(Arc<Kit>, Mutex<Vec<(String, ProjectionView)>>);
+
+struct BrokenHarness {
+    kit: Arc<HostKit>,
+}
+
+impl Harness for BrokenHarness {
+    fn register_tool(
+        &self,
+        tool: Arc<dyn harness_core::Tool>,
+        scope: RegistrationScope,
+    ) -> Result<Registration, RegisterError> {
+        let real = self.kit.register_tool(tool, scope)?;
+        std::mem::forget(real);
+        Ok(Registration::noop())
+    }
+    fn register_projection(
+        &self,
+        projection: Arc<dyn harness_core::Projection>,
+    ) -> Result<Option<Registration>, RegisterError> {
+        self.kit.register_projection(projection)
+    }
+    fn register_prompt_section(&self, section: PromptSection) -> Registration {
+        std::mem::forget(self.kit.register_prompt_section(section));
+        Registration::noop()
+    }
+    fn agent(&self, id: &AgentId) -> Option<Arc<dyn Agent>> {
+        self.kit.agent(id)
+    }
+    fn agents_generation(&self) -> Option<u64> {
+        Some(0)
+    }
+    fn agents(&self) -> Vec<Arc<dyn Agent>> {
+        self.kit.agents()
+    }
+    fn subscribe_agents(&self, listener: LifecycleListener) -> Registration {
+        self.kit.subscribe_agents(listener)
+    }
+    fn clock(&self) -> Arc<dyn Clock> {
+        self.kit.clock()
+    }
+}
+
+impl HostCandidate for Broken {
+    fn harness(&self) -> Arc<dyn Harness> {
+        Arc::new(BrokenHarness {
+            kit: self.0.kit.clone(),
+        })
+    }
+    fn start_agent(&self, id: &str) -> Arc<dyn Agent> {
+        self.0.start_agent(id)
+    }
+    fn dispose_agent(&self, agent: Arc<dyn Agent>) -> BoxFuture<'static, ()> {
+        self.0.dispose_agent(agent)
+    }
+    fn call(
+        &self,
+        name: &str,
+        arguments: Value,
+        caller: Option<Arc<dyn Agent>>,
+    ) -> BoxFuture<'static, ToolOutput> {
+        self.0.call(name, arguments, caller)
+    }
+    fn view(&self, session: &SessionId, key: &str) -> Option<ProjectionView> {
+        let cache_key = format!("{session}/{key}");
+        let mut stale = self.1.lock().unwrap();
+        if let Some((_, view)) = stale.iter().find(|(k, _)| *k == cache_key) {
+            return Some(view.clone());
+        }
+        let view = self.0.view(session, key)?;
+        stale.push((cache_key, view.clone()));
+        Some(view)
+    }
+    fn system_prompt(&self, agent: &dyn Agent) -> String {
+        self.0.system_prompt(agent)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_broken_harness_fails_the_checks_it_breaks() {
+    let report = conformance::check_harness(|| {
+        Arc::new(Broken(Kit::new(), Mutex::default())) as Arc<dyn HostCandidate>
+    })
+    .await;
+    assert_eq!(
+        report.failed(),
+        [
+            "tool_unregisters_on_drop",
+            "views_follow_appends",
+            "prompt_section_serves_its_scope",
+            "generation_increases",
+        ],
+        "{report}"
+    );
+    assert_eq!(
+        report.checks[3].outcome,
+        Err(
+            "a call after unregister() answered \"ran for none\", expected \"Error: unknown tool: conformance_echo\""
+                .to_owned()
+        )
+    );
+}
+
+/// docs/host-contract.md names, in brackets, exactly the checks the suite runs.
+#[test]
+fn the_contract_page_names_every_check() {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/host-contract.md"
+    ))
+    .unwrap();
+    let mut named: Vec<&str> = page
+        .split("[`")
+        .skip(1)
+        .filter_map(|rest| rest.split_once("`]").map(|(name, _)| name))
+        .collect();
+    named.sort_unstable();
+    let mut checks: Vec<&str> = AGENT_CHECKS.iter().chain(HARNESS_CHECKS).copied().collect();
+    checks.sort_unstable();
+    assert_eq!(named, checks);
 }
