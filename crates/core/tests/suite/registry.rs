@@ -161,6 +161,10 @@ async fn each_tool_call_is_a_span_with_its_outcome() {
         .with_writer(move || sink.clone())
         .finish();
     let _default = tracing::subscriber::set_default(subscriber);
+    // Another test of this binary may have registered the span's callsite on its own thread,
+    // with no subscriber, at the same moment: decide its interest again, now that this
+    // thread's subscriber exists.
+    tracing::callsite::rebuild_interest_cache();
     let registry = ToolRegistry::new();
     registry
         .register(echo("echo"), RegistrationScope::Global)

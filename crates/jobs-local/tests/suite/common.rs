@@ -190,9 +190,13 @@ impl Logs {
             .with_target(false)
             .with_writer(move || LogWriter(writer.clone()))
             .finish();
+        let guard = tracing::subscriber::set_default(subscriber);
+        // A callsite another test registered on its own thread at the same moment, with no
+        // subscriber, has its interest decided again now that this one exists.
+        tracing::callsite::rebuild_interest_cache();
         Self {
             buffer,
-            _guard: tracing::subscriber::set_default(subscriber),
+            _guard: guard,
         }
     }
 
