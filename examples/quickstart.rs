@@ -65,7 +65,9 @@ async fn turn(
     act: impl AsyncFnOnce(),
 ) -> anyhow::Result<()> {
     let before = claims.lock().map_or(0, |c| c.len());
-    agent.start_turn();
+    // A reminder is queued while the schedule runtime still holds the agent for its
+    // delivery, so the turn opens once the agent is idle, not at the instant of the wake.
+    agent.start_turn_when_idle().await;
     let opened_on: Vec<(String, String)> = claims
         .lock()
         .map(|c| c.get(before..).unwrap_or_default().to_vec())

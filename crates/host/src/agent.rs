@@ -357,6 +357,29 @@ impl LoopAgent {
         self.open(Opening::Always)
     }
 
+    /// Waits until the agent is idle (no turn open, no maintenance guard held), then opens a
+    /// turn as [`LoopAgent::open_turn`] does; `None` once the agent is disposing.
+    ///
+    /// A host whose own event starts a turn calls this rather than [`LoopAgent::open_turn`]
+    /// when a plugin may be delivering at that moment: a reminder is queued with
+    /// [`Agent::followup`] while the schedule runtime holds its maintenance guard
+    /// (docs/host-contract.md, "Maintenance"), so a host that reacts to the followup at once
+    /// finds the agent busy; the turn this opens, once the guard drops, claims that input.
+    pub async fn open_turn_when_idle(&self) -> Option<Turn> {
+        loop {
+            let idle = self.idle.notified();
+            tokio::pin!(idle);
+            idle.as_mut().enable();
+            if let Some(turn) = self.open_turn() {
+                return Some(turn);
+            }
+            if self.lock().disposing {
+                return None;
+            }
+            idle.await;
+        }
+    }
+
     fn open(&self, opening: Opening) -> Option<Turn> {
         let agent = self.me.upgrade()?;
         let (number, claimed) = {

@@ -244,6 +244,17 @@ impl MemoryAgent {
         }
     }
 
+    /// Opens a turn by hand once the agent is idle ([`LoopAgent::open_turn_when_idle`]): waits
+    /// out an open turn or a plugin's maintenance task (a reminder being delivered), then
+    /// appends `turn/start` and claims as [`MemoryAgent::start_turn`] does. Does nothing once
+    /// the agent is disposing.
+    pub async fn start_turn_when_idle(&self) {
+        if let Some(turn) = self.core.open_turn_when_idle().await {
+            let previous = self.manual().replace(turn);
+            drop(previous);
+        }
+    }
+
     /// Closes the turn opened by [`MemoryAgent::start_turn`]: claims injected messages until
     /// the inbox stays empty, appends `turn/end`, then reports idle. Does nothing if no turn
     /// is open.

@@ -1,1 +1,2 @@
 mod kit;
+mod turns;
