@@ -2,4 +2,5 @@ mod fixture;
 mod plugin;
 mod restart;
 mod runtime;
+mod spans;
 mod tools;
