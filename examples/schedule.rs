@@ -1,10 +1,12 @@
 //! Durable reminders alone, on a manual clock: create one of each kind, list them, delete
-//! one, move time forward, and watch the reminders arrive as woken turns.
+//! one, move time forward, and watch the reminders arrive as woken turns. Exits non-zero
+//! when a step does not answer as shown.
 #![expect(clippy::print_stdout, reason = "an example prints what it does")]
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use anyhow::ensure;
 use harness_core::{SessionHeader, SessionId};
 use harness_testkit::{HostRecord, ManualClock, MemoryHarness};
 use serde_json::json;
@@ -13,12 +15,17 @@ use serde_json::json;
 async fn main() -> anyhow::Result<()> {
     let clock = ManualClock::at_default();
     let host = MemoryHarness::new(Arc::new(clock.clone()));
-    host.set_recorder(Arc::new(|record: HostRecord| {
+    let claimed = Arc::new(Mutex::new(Vec::<String>::new()));
+    let sink = claimed.clone();
+    host.set_recorder(Arc::new(move |record: HostRecord| {
         if let HostRecord::Claimed { source, text, .. } = record {
             println!(
                 "  [woken turn claims {source}]\n    {}",
                 text.replace('\n', "\n    ")
             );
+            if let Ok(mut claimed) = sink.lock() {
+                claimed.push(text);
+            }
         }
     }));
     let _schedule = harness_schedule::install(&host.as_dyn(), Default::default())?;
@@ -28,6 +35,7 @@ async fn main() -> anyhow::Result<()> {
     let call = async |tool: &str, args: serde_json::Value| {
         let output = host.execute(tool, args.clone(), Some(&s1)).await;
         println!("{tool} {args}\n  → {}", output.text());
+        output.value
     };
     call(
         "schedule_create",
@@ -44,18 +52,60 @@ async fn main() -> anyhow::Result<()> {
         json!({"prompt": "check metrics", "every_seconds": 300}),
     )
     .await;
-    call(
+    let refused = call(
         "schedule_create",
         json!({"prompt": "too often", "every_seconds": 60}),
     )
     .await;
-    call("schedule_delete", json!({"id": "schedule-2"})).await;
-    call("schedule_list", json!({})).await;
+    ensure!(
+        refused["code"] == "frequency_too_high",
+        "a 60 s interval should be refused"
+    );
+    let deleted = call("schedule_delete", json!({"id": "schedule-2"})).await;
+    ensure!(deleted == json!({"id": "schedule-2", "deleted": true}));
+    let ids = |list: &serde_json::Value| -> Vec<String> {
+        list.as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|item| item["id"].as_str().unwrap_or_default().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let listed = call("schedule_list", json!({})).await;
+    ensure!(
+        ids(&listed) == ["schedule-1", "schedule-3"],
+        "schedule_list"
+    );
     // Let the delivery runtime arm its timer for the new reminders before time moves.
     harness_testkit::settle().await;
     println!("advancing the clock by 10 minutes…");
     clock.advance(Duration::from_secs(600)).await;
-    call("schedule_list", json!({})).await;
+    let listed = call("schedule_list", json!({})).await;
+    ensure!(
+        ids(&listed) == ["schedule-3"],
+        "only the every-reminder stays"
+    );
+    ensure!(
+        listed[0]["scheduledAt"] == "2026-08-05T12:15:00.000Z",
+        "the every-reminder should be due next at 12:15"
+    );
+    let claimed = claimed.lock().map(|c| c.clone()).unwrap_or_default();
+    let firsts: Vec<&str> = claimed
+        .iter()
+        .map(|text| text.lines().next().unwrap_or_default())
+        .collect();
+    ensure!(
+        firsts
+            == [
+                "[SCHEDULE REMINDER]",
+                "[SCHEDULE REMINDER BATCH]",
+                "[SCHEDULE REMINDER BATCH]"
+            ],
+        "three reminder turns should have run: {firsts:?}"
+    );
+    ensure!(claimed[0].ends_with("reminder_prompt_json: \"check the deploy\""));
     host.dispose_all().await;
     Ok(())
 }

@@ -3,14 +3,14 @@
 use std::sync::Arc;
 
 use harness_core::{
-    Agent, MemoryStore, MessageSource, SessionHeader, SessionStore, SystemClock, UserMessage,
+    Agent, MemoryStore, MessageSource, Session, SessionHeader, SessionStore, StoreError,
+    SystemClock, UserMessage,
 };
 use harness_host::LoopAgent;
 use pretty_assertions::assert_eq;
 
-fn agent() -> Arc<LoopAgent> {
-    let store = MemoryStore::new(Arc::new(SystemClock));
-    LoopAgent::new(store.create(SessionHeader::new("s1")).unwrap())
+fn session() -> Result<Arc<dyn Session>, StoreError> {
+    MemoryStore::new(Arc::new(SystemClock)).create(SessionHeader::new("s1"))
 }
 
 fn schedule() -> MessageSource {
@@ -23,7 +23,7 @@ fn schedule() -> MessageSource {
 
 #[tokio::test(start_paused = true)]
 async fn a_turn_opened_when_idle_claims_the_followup_queued_under_maintenance() {
-    let agent = agent();
+    let agent = LoopAgent::new(session().unwrap());
     // The schedule runtime's shape: hold the guard, queue the reminder, then let go.
     let guard = agent.try_begin_maintenance().unwrap();
     agent
@@ -37,7 +37,10 @@ async fn a_turn_opened_when_idle_claims_the_followup_queued_under_maintenance() 
         Some((turn.number(), turn.input().to_vec()))
     });
     tokio::task::yield_now().await;
-    assert!(!opener.is_finished(), "the turn opened before the guard dropped");
+    assert!(
+        !opener.is_finished(),
+        "the turn opened before the guard dropped"
+    );
 
     drop(guard);
     let (number, input) = opener.await.unwrap().expect("a turn opened");
@@ -49,20 +52,23 @@ async fn a_turn_opened_when_idle_claims_the_followup_queued_under_maintenance() 
 
 #[tokio::test(start_paused = true)]
 async fn a_turn_opened_when_idle_waits_for_the_open_turn_to_finish() {
-    let agent = agent();
+    let agent = LoopAgent::new(session().unwrap());
     let first = agent.open_turn().expect("an idle agent opens a turn");
     let waiting = agent.clone();
     let opener =
         tokio::spawn(async move { waiting.open_turn_when_idle().await.map(|t| t.number()) });
     tokio::task::yield_now().await;
-    assert!(!opener.is_finished(), "a second turn opened inside the first");
+    assert!(
+        !opener.is_finished(),
+        "a second turn opened inside the first"
+    );
     let _late = first.finish();
     assert_eq!(opener.await.unwrap(), Some(2));
 }
 
 #[tokio::test(start_paused = true)]
 async fn waiting_for_an_idle_agent_ends_at_disposal() {
-    let agent = agent();
+    let agent = LoopAgent::new(session().unwrap());
     let guard = agent.try_begin_maintenance().unwrap();
     let waiting = agent.clone();
     let opener =
