@@ -15,10 +15,11 @@ use std::future::Future;
 use std::mem;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 
 use futures::task::AtomicWaker;
+use harness_core::lock;
 use harness_jobs::{BoxError, DoneFuture, JobId, JobOutcome};
 
 use tokio::runtime::Handle;
@@ -123,12 +124,6 @@ pub(crate) struct Hub {
 }
 
 impl Hub {
-    fn lock(&self) -> MutexGuard<'_, HubState> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-    }
-
     /// Queues job `id` (held as `ticket`) for settlement by `sink`, spawning a driver on
     /// [`Settle::runtime`] when none is running.
     pub(crate) fn submit<S: Settle>(
@@ -139,7 +134,7 @@ impl Hub {
         done: DoneFuture,
     ) {
         let (wake, spawn) = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             let was_empty = state.queue.is_empty();
             state
                 .queue
@@ -156,7 +151,7 @@ impl Hub {
             let Some(runtime) = sink.runtime() else {
                 // `start` checked for a runtime; it can only have gone since.
                 tracing::warn!("jobs: no tokio runtime is available to drive job settlement");
-                self.lock().running = false;
+                lock(&self.state).running = false;
                 return;
             };
             let driver = Driver {
@@ -181,7 +176,7 @@ impl Hub {
 
     fn woken(&self, generation: u64, slot: usize) {
         let was_empty = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             let was_empty = state.queue.is_empty();
             state.queue.push(Event::Woken { generation, slot });
             was_empty
@@ -316,7 +311,7 @@ impl<S: Settle> Future for Driver<S> {
         let this = self.get_mut();
         this.hub.waker.register(cx.waker());
         {
-            let mut state = this.hub.lock();
+            let mut state = lock(&this.hub.state);
             for chunk in this.spent.drain(..) {
                 state.queue.recycle(chunk);
             }
@@ -350,7 +345,7 @@ impl<S> Drop for Driver<S> {
         if !self.finished {
             // Dropped with its runtime: the next start spawns a new driver (a new
             // generation, so wakes meant for this one's jobs are ignored).
-            self.hub.lock().running = false;
+            lock(&self.hub.state).running = false;
         }
     }
 }

@@ -40,11 +40,10 @@ impl History {
         }
         if text.len() >= self.budget {
             // Keep only the tail of `text` itself.
-            let skip = text.len() - self.budget;
-            let start = text.ceil_char_boundary(skip);
-            self.base = self.end() + start as u64;
+            let tail = harness_core::tail_utf8(text, self.budget);
+            self.base = self.end() + (text.len() - tail.len()) as u64;
             self.bytes.clear();
-            self.bytes.extend(&text.as_bytes()[start..]);
+            self.bytes.extend(tail.as_bytes());
             return;
         }
         self.bytes.extend(text.as_bytes());

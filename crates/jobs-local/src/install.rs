@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use harness_core::{ConfigError, Harness, RegisterError};
+use harness_core::{ConfigError, Harness, RegisterError, lock};
 use harness_jobs::JobRegistry;
 
 use crate::{HarnessAgents, JobsConfig, LocalJobRegistry};
@@ -55,10 +55,7 @@ impl Installed {
 
 impl Drop for Installed {
     fn drop(&mut self) {
-        providers()
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-            .retain(|h| !same_host(h, &self.host));
+        lock(providers()).retain(|h| !same_host(h, &self.host));
         if !self.registry.is_disposed()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
@@ -80,9 +77,7 @@ pub fn install(harness: &Arc<dyn Harness>, config: JobsConfig) -> Result<Install
     let limits = config.validate()?;
     let host = Arc::downgrade(harness);
     {
-        let mut providers = providers()
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner());
+        let mut providers = lock(providers());
         providers.retain(|h| h.strong_count() > 0);
         if providers.iter().any(|h| same_host(h, &host)) {
             return Err(ConfigError::Register(RegisterError::Conflict(

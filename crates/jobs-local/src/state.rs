@@ -6,7 +6,7 @@ use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex};
 
 use futures::channel::oneshot;
-use harness_core::{Agent, AgentId, HookId, RegistrationScope, ScopeKey, SessionId};
+use harness_core::{Agent, AgentId, HookId, Registered, RegistrationScope, ScopeKey, SessionId};
 use harness_jobs::{
     BoxError, CancelHook, JobDoneListener, JobError, JobId, JobKind, JobLabel, JobProgress,
     JobSnapshot, JobStatus, JobsChangedListener, ReadOutputHook,
@@ -175,14 +175,14 @@ pub(crate) struct OwnerEntry {
 /// A registration in a layer (§1.3).
 #[derive(Clone)]
 pub(crate) struct Layered<T> {
-    pub(crate) id: u64,
     pub(crate) scope: RegistrationScope,
     pub(crate) item: T,
 }
 
-/// Copy-on-write registration layers: notifications clone the `Arc` under the lock and
-/// iterate after releasing it, without allocating.
-pub(crate) type Layers<T> = Arc<Vec<Layered<T>>>;
+/// Copy-on-write registration layers, each entry under the id its registration removes:
+/// notifications clone the `Arc` under the lock and iterate after releasing it, without
+/// allocating.
+pub(crate) type Layers<T> = Arc<Registered<Layered<T>>>;
 
 /// The records, stored inline in a slab (freed slots are reused), plus per-owner-id lists of
 /// slots in registration order. `list` for a caller walks only the caller's list and the
@@ -628,7 +628,8 @@ pub(crate) struct State {
     pub(crate) unowned_live: u64,
     pub(crate) owners: FastMap<OwnerKey, OwnerEntry>,
     pub(crate) next_seq: u64,
-    pub(crate) next_id: u64,
+    /// The last waiter id issued (ids start at 1).
+    next_waiter: u64,
     pub(crate) controllers: Layers<Arc<str>>,
     pub(crate) done_listeners: Layers<JobDoneListener>,
     pub(crate) observers: Layers<JobsChangedListener>,
@@ -636,9 +637,10 @@ pub(crate) struct State {
 }
 
 impl State {
-    pub(crate) fn next_id(&mut self) -> u64 {
-        self.next_id += 1;
-        self.next_id
+    /// A new waiter id, by which a timed-out or aborted wait removes exactly its own waiter.
+    pub(crate) fn next_waiter_id(&mut self) -> u64 {
+        self.next_waiter += 1;
+        self.next_waiter
     }
 
     /// Lookup, then the access fence (§4.5).
@@ -679,18 +681,18 @@ impl State {
 /// global first, then the chain from the farthest ancestor to the nearest, each in
 /// registration order (§1.3). `None` (an unowned job) reaches global registrations only.
 pub(crate) fn for_each_route<T>(
-    layers: &[Layered<T>],
+    layers: &Registered<Layered<T>>,
     chain: Option<&[ScopeKey]>,
     mut f: impl FnMut(&T),
 ) {
-    for layer in layers {
+    for layer in layers.iter() {
         if layer.scope == RegistrationScope::Global {
             f(&layer.item);
         }
     }
     if let Some(chain) = chain {
         for (index, key) in chain.iter().enumerate().rev() {
-            for layer in layers {
+            for layer in layers.iter() {
                 let routed = match &layer.scope {
                     RegistrationScope::Global => false,
                     RegistrationScope::Scoped(k) => k == key,
@@ -705,7 +707,7 @@ pub(crate) fn for_each_route<T>(
 }
 
 /// Whether any registration of `layers` serves `chain` (`None`: unowned, global only).
-pub(crate) fn serves<T>(layers: &[Layered<T>], chain: Option<&[ScopeKey]>) -> bool {
+pub(crate) fn serves<T>(layers: &Registered<Layered<T>>, chain: Option<&[ScopeKey]>) -> bool {
     layers.iter().any(|l| l.scope.serves(chain))
 }
 

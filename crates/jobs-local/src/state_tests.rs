@@ -225,16 +225,14 @@ fn a_raised_counter_skips_the_ids_a_journal_has_seen() {
 
 #[test]
 fn an_agent_layer_routes_to_that_agent_only() {
-    let layer = |id: u64, scope: RegistrationScope| Layered {
-        id,
-        scope,
-        item: id,
-    };
-    let layers = [
-        layer(1, RegistrationScope::Agent(ScopeKey::from("s1"))),
-        layer(2, RegistrationScope::Scoped(ScopeKey::from("s1"))),
-        layer(3, RegistrationScope::Global),
-    ];
+    let mut layers = Registered::new();
+    for (item, scope) in [
+        (1, RegistrationScope::Agent(ScopeKey::from("s1"))),
+        (2, RegistrationScope::Scoped(ScopeKey::from("s1"))),
+        (3, RegistrationScope::Global),
+    ] {
+        layers.insert(Layered { scope, item });
+    }
     let routed = |chain: &[ScopeKey]| {
         let mut seen = Vec::new();
         for_each_route(&layers, Some(chain), |item| seen.push(*item));

@@ -6,7 +6,7 @@ use std::{
     sync::Arc, sync::Mutex,
 };
 
-use harness_core::{Agent, AgentError, MAX_SAFE_INTEGER, ScopeKey, same_agent};
+use harness_core::{Agent, AgentError, MAX_SAFE_INTEGER, ScopeKey, lock, same_agent};
 use harness_jobs::{JobError, JobHooks, JobId, JobKind, JobLabel, JobStart, JobStatus};
 use tokio::runtime::Handle;
 
@@ -26,7 +26,7 @@ impl Shared {
         key: OwnerKey,
         chain: Arc<[ScopeKey]>,
     ) -> Result<(), JobError> {
-        if self.lock().owners.contains_key(&key) {
+        if lock(&self.state).owners.contains_key(&key) {
             return Ok(());
         }
         let weak = self.me.clone();
@@ -39,7 +39,7 @@ impl Shared {
         }))?;
         let id = owner.id().clone();
         let lost_race = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             match state.owners.entry(key) {
                 Entry::Occupied(_) => true,
                 Entry::Vacant(vacant) => {
@@ -78,7 +78,7 @@ impl Shared {
     ) -> Result<Option<Arc<OwnerInfo>>, JobError> {
         let cap = self.limits.max_concurrent_jobs_per_owner;
         let Some(owner) = owner else {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             check_open(&state)?;
             self.preflight(serves(&state.controllers, None), kind, label, limit)?;
             reserve(&mut state.unowned_live, cap)?;
@@ -93,7 +93,7 @@ impl Shared {
             .filter(|a| a.is_available())
             .and_then(|a| a.generation());
         if generation.is_some() {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             let state = &mut *state;
             check_open(state)?;
             if let Some(entry) = state.owners.get_mut(&key)
@@ -107,7 +107,7 @@ impl Shared {
         }
         let live = self.check_live(&owner);
         {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             let state = &mut *state;
             check_open(state)?;
             if let Some(entry) = state.owners.get_mut(&key) {
@@ -121,20 +121,20 @@ impl Shared {
         }
         // The first job of this owner instance.
         let chain: Arc<[ScopeKey]> = Arc::from(owner.scope_chain());
-        let served = serves(&self.lock().controllers, Some(&chain));
+        let served = serves(&lock(&self.state).controllers, Some(&chain));
         self.preflight(served, kind, label, limit)?;
         live?;
         let id = owner.id().clone();
         if self.limits.journal {
             // The journal: no id this session's log has seen is issued again.
             let highest = journal::highest_ids(&*owner.session());
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             for (kind, n) in &highest {
                 state.records.raise_counter(kind, *n);
             }
         }
         self.ensure_owner_hook(&owner, key, chain)?;
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         let Some(entry) = state.owners.get_mut(&key) else {
             // The owner's cleanup ran since its hook was attached: it is disposing.
             return Err(JobError::Owner(AgentError::Disposed(id)));
@@ -204,11 +204,11 @@ impl Shared {
         let hooks = match catch_unwind(AssertUnwindSafe(run)) {
             Ok(Ok(hooks)) => hooks,
             Ok(Err(error)) => {
-                sh.lock().release(key);
+                lock(&sh.state).release(key);
                 return Err(JobError::Producer(error));
             }
             Err(_) => {
-                sh.lock().release(key);
+                lock(&sh.state).release(key);
                 return Err(JobError::Producer("producer run panicked".into()));
             }
         };
@@ -238,7 +238,7 @@ impl Shared {
         };
         // 8.–9. Id and record.
         let (id, slot, seq, disposed, orphaned, observers) = {
-            let mut state = sh.lock();
+            let mut state = lock(&sh.state);
             let state = &mut *state;
             state.next_seq += 1;
             let seq = state.next_seq;
@@ -353,7 +353,7 @@ impl Shared {
         if span.is_disabled() {
             return;
         }
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         let Some(record) = state.records.at_mut(ticket.slot, ticket.seq) else {
             return;
         };

@@ -4,7 +4,7 @@
 use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
-use harness_core::{AgentId, Registration, RegistrationScope};
+use harness_core::{AgentId, Registration, RegistrationScope, lock};
 use harness_jobs::{
     JobDoneListener, JobError, JobId, JobRead, JobReadAt, JobRegistry, JobSnapshot, JobStart,
     JobsChangedListener, KillOutcome,
@@ -87,20 +87,12 @@ fn register<T>(
 where
     T: Clone + Send + Sync + 'static,
 {
-    let id = {
-        let mut state = shared.lock();
-        let id = state.next_id();
-        Arc::make_mut(pick(&mut state)).push(Layered { id, scope, item });
-        id
-    };
-    let weak = Arc::downgrade(shared);
-    Registration::new(move || {
-        if let Some(shared) = weak.upgrade() {
-            let mut state = shared.lock();
-            let layers = pick(&mut state);
-            if layers.iter().any(|l| l.id == id) {
-                Arc::make_mut(layers).retain(|l| l.id != id);
-            }
+    let id = Arc::make_mut(pick(&mut lock(&shared.state))).insert(Layered { scope, item });
+    Registration::weak(shared, move |shared| {
+        let mut state = lock(&shared.state);
+        let layers = pick(&mut state);
+        if layers.entries().any(|(entry, _)| entry == id) {
+            Arc::make_mut(layers).remove(id);
         }
     })
 }

@@ -14,10 +14,10 @@
 //! order of §4.6 / §7.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use harness_core::Clock;
+use harness_core::{Clock, lock};
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 
@@ -71,7 +71,7 @@ struct Shared {
 
 impl std::fmt::Debug for LocalJobRegistry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = self.shared.lock();
+        let state = lock(&self.shared.state);
         f.debug_struct("LocalJobRegistry")
             .field("limits", &self.shared.limits)
             .field("records", &state.records.len())
@@ -110,18 +110,18 @@ impl LocalJobRegistry {
 
     /// Whether [`LocalJobRegistry::dispose`] has begun.
     pub fn is_disposed(&self) -> bool {
-        self.shared.lock().disposed
+        lock(&self.shared.state).disposed
     }
 
     /// The number of owners that currently have a cleanup hook attached (one per exact owner
     /// instance with at least one job since its last disposal; §4.8).
     pub fn owner_cleanups(&self) -> usize {
-        self.shared.lock().owners.len()
+        lock(&self.shared.state).owners.len()
     }
 
     /// The number of records held (all owners, terminal ones included).
     pub fn record_count(&self) -> usize {
-        self.shared.lock().records.len()
+        lock(&self.shared.state).records.len()
     }
 
     /// Service disposal (§4.9): closes completion listeners for good, cancels every live job
@@ -136,12 +136,6 @@ impl LocalJobRegistry {
 }
 
 impl Shared {
-    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(|poison| poison.into_inner())
-    }
-
     pub(super) fn now_millis(&self) -> i64 {
         self.clock.now_millis()
     }

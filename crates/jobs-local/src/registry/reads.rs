@@ -5,7 +5,7 @@ use std::{panic::AssertUnwindSafe, panic::catch_unwind, sync::Mutex, time::Durat
 
 use futures::FutureExt;
 use futures::channel::oneshot;
-use harness_core::AgentId;
+use harness_core::{AgentId, lock};
 use harness_jobs::{JobError, JobId, JobRead, JobReadAt, JobSnapshot};
 use tokio_util::sync::CancellationToken;
 
@@ -13,7 +13,7 @@ use super::{MAX_WAIT, Shared};
 use crate::{state::Record, state::Stream, state::Waiter};
 
 fn call_read(stream: &Mutex<Stream>) -> Result<String, JobError> {
-    let mut stream = stream.lock().unwrap_or_else(|poison| poison.into_inner());
+    let mut stream = lock(stream);
     let pulled = match catch_unwind(AssertUnwindSafe(|| (stream.read)())) {
         Ok(result) => result.map_err(JobError::Producer)?,
         Err(_) => return Err(JobError::Producer("producer read_output panicked".into())),
@@ -22,7 +22,7 @@ fn call_read(stream: &Mutex<Stream>) -> Result<String, JobError> {
 }
 
 fn call_read_at(stream: &Mutex<Stream>, cursor: u64) -> Result<(String, bool, u64), JobError> {
-    let mut stream = stream.lock().unwrap_or_else(|poison| poison.into_inner());
+    let mut stream = lock(stream);
     let pulled = match catch_unwind(AssertUnwindSafe(|| (stream.read)())) {
         Ok(result) => result.map_err(JobError::Producer)?,
         Err(_) => return Err(JobError::Producer("producer read_output panicked".into())),
@@ -32,7 +32,7 @@ fn call_read_at(stream: &Mutex<Stream>, cursor: u64) -> Result<(String, bool, u6
 }
 impl Shared {
     pub(super) fn list(&self, caller: Option<&AgentId>) -> Vec<JobSnapshot> {
-        let state = self.lock();
+        let state = lock(&self.state);
         state
             .records
             .visible(caller)
@@ -46,13 +46,13 @@ impl Shared {
         id: &JobId,
         caller: Option<&AgentId>,
     ) -> Result<JobSnapshot, JobError> {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         Ok(state.find(id, caller)?.snapshot())
     }
 
     pub(super) fn read(&self, id: &JobId, caller: Option<&AgentId>) -> Result<JobRead, JobError> {
         let stream = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             let record = state.find(id, caller)?;
             match &record.stream {
                 Some(stream) => stream.clone(),
@@ -73,7 +73,7 @@ impl Shared {
             }
         };
         let text = call_read(&stream)?;
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         let record = state
             .records
             .get_mut(id)
@@ -94,7 +94,7 @@ impl Shared {
         caller: Option<&AgentId>,
     ) -> Result<JobReadAt, JobError> {
         let stream = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             let record = state.find(id, caller)?;
             match &record.stream {
                 Some(stream) => stream.clone(),
@@ -117,7 +117,7 @@ impl Shared {
             }
         };
         let (text, dropped, end) = call_read_at(&stream, cursor)?;
-        let state = self.lock();
+        let state = lock(&self.state);
         let record = state
             .records
             .get(id)
@@ -139,10 +139,9 @@ impl Shared {
     ) -> Result<JobSnapshot, JobError> {
         let sh = self;
         let (waiter_id, resolved) = {
-            let mut state = sh.lock();
+            let mut state = lock(&sh.state);
             let state = &mut *state;
-            state.next_id += 1;
-            let waiter_id = state.next_id;
+            let waiter_id = state.next_waiter_id();
             let record = state.find(id, caller)?;
             if timeout.is_zero() {
                 return Err(JobError::invalid_wait_timeout(0.0));
@@ -182,7 +181,7 @@ impl Shared {
             Woke::Settled(Err(_)) => return Err(JobError::WaitAborted),
             Woke::Aborted | Woke::TimedOut => {
                 let still_waiting = {
-                    let mut state = sh.lock();
+                    let mut state = lock(&sh.state);
                     match state.records.get_mut(id) {
                         Some(record) => match &mut record.waiters {
                             Some(waiters) => {
@@ -208,7 +207,7 @@ impl Shared {
                 }
             }
         };
-        let mut state = sh.lock();
+        let mut state = lock(&sh.state);
         match state.records.get_mut(id) {
             Some(record) => {
                 if record.status.is_terminal() {

@@ -6,7 +6,7 @@ use std::{
 };
 
 use futures::FutureExt;
-use harness_core::Agent;
+use harness_core::{Agent, Registered, lock};
 use harness_jobs::{JobDoneListener, JobId, JobOutcome, JobSnapshot, JobsChangedListener};
 use tokio::runtime::Handle;
 
@@ -20,7 +20,7 @@ use crate::{
 impl Shared {
     /// Calls the change observers that serve `target` (§4.7), each contained.
     pub(super) fn notify_changed(&self, target: &Target) {
-        let observers = self.lock().observers.clone();
+        let observers = lock(&self.state).observers.clone();
         if !observers.is_empty() {
             self.call_observers(&observers, target);
         }
@@ -42,7 +42,7 @@ impl Shared {
         let released_progress;
         let span;
         let (snapshot, target, observers, listeners, journaled) = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             let state = &mut *state;
             let Some(record) = locate(&mut state.records) else {
                 return;
@@ -133,7 +133,7 @@ impl Shared {
 
     pub(super) fn call_observers(
         &self,
-        observers: &[Layered<JobsChangedListener>],
+        observers: &Registered<Layered<JobsChangedListener>>,
         target: &Target,
     ) {
         for_each_route(observers, target.chain(), |observer| {
@@ -190,7 +190,7 @@ impl Shared {
     /// The progress observer of job `id`: a change shows in `list`, so observers hear.
     pub(super) fn progress_changed(&self, id: &JobId) {
         let target = {
-            let state = self.lock();
+            let state = lock(&self.state);
             match state.records.get(id) {
                 Some(record) if record.status.is_live() => record.route_target(),
                 _ => return,

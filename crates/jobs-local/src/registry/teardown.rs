@@ -6,7 +6,7 @@ use std::{
     sync::atomic::Ordering,
 };
 
-use harness_core::AgentId;
+use harness_core::{AgentId, lock};
 use harness_jobs::{BoxError, JobError, JobId, JobOutcome, JobStatus, KillOutcome};
 
 use super::{OWNER_DISPOSED_REASON, SERVICE_DISPOSED_REASON, Shared};
@@ -19,22 +19,22 @@ impl Shared {
     pub(super) async fn dispose(&self) {
         let sh = self;
         let ids: Vec<JobId> = {
-            let mut state = sh.lock();
+            let mut state = lock(&sh.state);
             sh.listeners_closed.store(true, Ordering::SeqCst);
             state.disposed = true;
             state.records.ids()
         };
         sh.teardown_cancel(&ids, SERVICE_DISPOSED_REASON);
         loop {
-            let all: Vec<JobId> = sh.lock().records.ids();
+            let all: Vec<JobId> = lock(&sh.state).records.ids();
             sh.await_settled(&all).await;
-            let grown = sh.lock().records.len() != all.len();
+            let grown = lock(&sh.state).records.len() != all.len();
             if !grown {
                 break;
             }
         }
         let (targets, entries, removed) = {
-            let mut state = sh.lock();
+            let mut state = lock(&sh.state);
             let records: Vec<&Record> = state.records.values();
             let mut targets: Vec<Target> = Vec::new();
             let mut seen: Vec<Option<OwnerKey>> = Vec::new();
@@ -71,7 +71,7 @@ impl Shared {
     ) -> Result<KillOutcome, JobError> {
         let sh = self;
         let (cancel, was_reported) = {
-            let mut state = sh.lock();
+            let mut state = lock(&sh.state);
             let record = state.find(id, caller)?;
             if record.status.is_terminal() {
                 record.reported = true;
@@ -88,14 +88,14 @@ impl Shared {
             && let Err(error) = call_cancel(&cancel, reason)
         {
             // A throwing cancel changes nothing (§4.5): restore the bit.
-            let mut state = sh.lock();
+            let mut state = lock(&sh.state);
             if let Some(record) = state.records.get_mut(id) {
                 record.reported = was_reported;
             }
             return Err(JobError::Producer(error));
         }
         let target = {
-            let mut state = sh.lock();
+            let mut state = lock(&sh.state);
             match state.records.get_mut(id) {
                 Some(record) => {
                     record.reported = true;
@@ -119,7 +119,7 @@ impl Shared {
     pub(super) fn teardown_cancel(&self, ids: &[JobId], reason: &str) {
         for id in ids {
             let cancel = {
-                let mut state = self.lock();
+                let mut state = lock(&self.state);
                 let Some(record) = state.records.get_mut(id) else {
                     continue;
                 };
@@ -133,7 +133,7 @@ impl Shared {
             match call_cancel(&cancel, Some(reason)) {
                 Ok(()) => {
                     let target = {
-                        let mut state = self.lock();
+                        let mut state = lock(&self.state);
                         match state.records.get_mut(id) {
                             Some(record) if record.status.is_live() => {
                                 record.status = JobStatus::Stopping;
@@ -172,7 +172,7 @@ impl Shared {
             tokio::pin!(notified);
             notified.as_mut().enable();
             let done = {
-                let state = self.lock();
+                let state = lock(&self.state);
                 ids.iter()
                     .all(|id| state.records.get(id).is_none_or(|r| r.status.is_terminal()))
             };
@@ -186,7 +186,7 @@ impl Shared {
     /// The owner's cleanup (§4.8), run and awaited by the agent's disposal.
     pub(super) async fn owner_disposed(&self, key: OwnerKey) {
         let (ids, entry) = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             let Some(entry) = state.owners.remove(&key) else {
                 return;
             };
@@ -211,7 +211,7 @@ impl Shared {
         if ids.is_empty() {
             return;
         }
-        let removed = self.lock().records.remove_all(ids);
+        let removed = lock(&self.state).records.remove_all(ids);
         let target = removed.last().map(Record::route_target).unwrap_or_default();
         drop(removed);
         self.notify_changed(&target);
