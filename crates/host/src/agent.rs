@@ -2,12 +2,12 @@
 //! drives, the [`TurnSource`] a driver task waits on, and the [`TurnObserver`] it reports to.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use async_trait::async_trait;
 use harness_core::{
     Agent, AgentError, AgentEvent, AgentId, AgentListener, AgentStatus, Busy, DisposeHook, HookId,
-    MaintenanceGuard, Registration, ScopeKey, Session, UserMessage,
+    MaintenanceGuard, Registration, ScopeKey, Session, UserMessage, lock,
 };
 use serde_json::json;
 use tokio::sync::Notify;
@@ -225,7 +225,7 @@ pub struct LoopAgent {
 
 impl std::fmt::Debug for LoopAgent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = self.lock();
+        let state = lock(&self.state);
         f.debug_struct("LoopAgent")
             .field("id", &self.id)
             .field("turn", &state.turn)
@@ -260,13 +260,8 @@ impl LoopAgent {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        harness_core::lock(&self.state)
-    }
-
     fn emit(&self, event: &AgentEvent) {
-        let listeners: Vec<AgentListener> = self
-            .lock()
+        let listeners: Vec<AgentListener> = lock(&self.state)
             .listeners
             .iter()
             .map(|(_, l)| l.clone())
@@ -313,7 +308,7 @@ impl LoopAgent {
     ) -> Result<(), AgentError> {
         let reported = report.then(|| message.clone());
         {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             if state.disposing {
                 return Err(AgentError::Disposed(self.id.clone()));
             }
@@ -343,7 +338,7 @@ impl LoopAgent {
             if let Some(turn) = self.try_next_turn() {
                 return Some(turn);
             }
-            if self.lock().disposing {
+            if lock(&self.state).disposing {
                 return None;
             }
             self.wake.notified().await;
@@ -360,7 +355,7 @@ impl LoopAgent {
     fn open(&self, opening: Opening) -> Option<Turn> {
         let agent = self.me.upgrade()?;
         let (number, claimed) = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             if state.turn_open || state.maintenance || state.disposing {
                 return None;
             }
@@ -402,7 +397,7 @@ impl LoopAgent {
     }
 
     fn claim_pending(&self, turn: u64) -> Vec<UserMessage> {
-        let pending: Vec<UserMessage> = self.lock().inbox.drain(..).collect();
+        let pending: Vec<UserMessage> = lock(&self.state).inbox.drain(..).collect();
         self.claim(turn, &pending);
         pending
     }
@@ -418,7 +413,7 @@ impl LoopAgent {
         }
         self.append_turn_event(TURN_END, turn);
         self.observer.turn_ended(&self.id, turn);
-        self.lock().turn_open = false;
+        lock(&self.state).turn_open = false;
         self.emit(&AgentEvent::Status(AgentStatus::Idle));
         self.idle.notify_waiters();
         self.wake.notify_one();
@@ -435,7 +430,7 @@ impl LoopAgent {
     /// still accepts input and [`LoopAgent::open_turn`] still works. Resuming wakes the
     /// driver.
     pub fn set_paused(&self, paused: bool) {
-        self.lock().paused = paused;
+        lock(&self.state).paused = paused;
         if !paused {
             self.wake.notify_one();
         }
@@ -443,27 +438,27 @@ impl LoopAgent {
 
     /// Replaces the ancestors reported after the agent's own key in [`Agent::scope_chain`].
     pub fn set_scope_parents(&self, parents: Vec<ScopeKey>) {
-        self.lock().scope_parents = parents;
+        lock(&self.state).scope_parents = parents;
     }
 
     /// Whether a turn is open.
     pub fn turn_open(&self) -> bool {
-        self.lock().turn_open
+        lock(&self.state).turn_open
     }
 
     /// The number of turns started in this session so far (resumed sessions included).
     pub fn turns_started(&self) -> u64 {
-        self.lock().turn
+        lock(&self.state).turn
     }
 
     /// Injected messages no step has claimed yet, oldest first.
     pub fn pending_injected(&self) -> Vec<UserMessage> {
-        self.lock().inbox.iter().cloned().collect()
+        lock(&self.state).inbox.iter().cloned().collect()
     }
 
     /// Queued ordinary input no turn has claimed yet, oldest first.
     pub fn pending_input(&self) -> Vec<UserMessage> {
-        self.lock()
+        lock(&self.state)
             .queue
             .iter()
             .map(|q| q.message.clone())
@@ -477,7 +472,7 @@ impl LoopAgent {
     /// once. A turn still open stays open; its [`Turn::finish`] still closes it.
     pub async fn dispose(&self) {
         let hooks = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             if state.disposing {
                 return;
             }
@@ -489,7 +484,7 @@ impl LoopAgent {
         }
         self.observer.shutting_down(&self.id, &self.session).await;
         self.emit(&AgentEvent::Disposed);
-        self.lock().listeners.clear();
+        lock(&self.state).listeners.clear();
         if let Some(me) = self.me.upgrade() {
             self.observer.disposed(&me);
         }
@@ -498,7 +493,7 @@ impl LoopAgent {
     }
 
     fn is_idle(&self) -> bool {
-        let state = self.lock();
+        let state = lock(&self.state);
         !state.turn_open && !state.maintenance
     }
 }
@@ -527,7 +522,7 @@ impl TurnSource {
                 if let Some(turn) = agent.try_next_turn() {
                     return Some(turn);
                 }
-                if agent.lock().disposing {
+                if lock(&agent.state).disposing {
                     return None;
                 }
             }
@@ -621,12 +616,12 @@ impl Agent for LoopAgent {
 
     fn scope_chain(&self) -> Vec<ScopeKey> {
         let mut chain = vec![ScopeKey::from(&self.id)];
-        chain.extend(self.lock().scope_parents.iter().cloned());
+        chain.extend(lock(&self.state).scope_parents.iter().cloned());
         chain
     }
 
     fn status(&self) -> AgentStatus {
-        if self.lock().turn_open {
+        if lock(&self.state).turn_open {
             AgentStatus::Running
         } else {
             AgentStatus::Idle
@@ -640,7 +635,7 @@ impl Agent for LoopAgent {
     fn inject(&self, message: UserMessage) -> Result<(), AgentError> {
         let reported = message.clone();
         {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             if state.disposing {
                 return Err(AgentError::Disposed(self.id.clone()));
             }
@@ -651,14 +646,14 @@ impl Agent for LoopAgent {
     }
 
     fn withdraw_injected(&self, message_id: &str) -> Option<UserMessage> {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         let index = state.inbox.iter().position(|m| m.id == message_id)?;
         state.inbox.remove(index)
     }
 
     fn try_begin_maintenance(&self) -> Result<MaintenanceGuard, Busy> {
         {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             if state.turn_open || state.maintenance || state.disposing {
                 return Err(Busy);
             }
@@ -667,7 +662,7 @@ impl Agent for LoopAgent {
         let me = self.me.clone();
         Ok(MaintenanceGuard::new(move || {
             if let Some(agent) = me.upgrade() {
-                agent.lock().maintenance = false;
+                lock(&agent.state).maintenance = false;
                 agent.idle.notify_waiters();
                 agent.wake.notify_one();
             }
@@ -679,7 +674,7 @@ impl Agent for LoopAgent {
             let notified = self.idle.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.is_idle() || self.lock().disposing {
+            if self.is_idle() || lock(&self.state).disposing {
                 return;
             }
             notified.await;
@@ -687,11 +682,11 @@ impl Agent for LoopAgent {
     }
 
     fn client_time_zone(&self) -> Option<String> {
-        self.lock().client_time_zone.clone()
+        lock(&self.state).client_time_zone.clone()
     }
 
     fn add_dispose_hook(&self, hook: DisposeHook) -> Result<HookId, AgentError> {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         if state.disposing {
             return Err(AgentError::Disposed(self.id.clone()));
         }
@@ -702,14 +697,14 @@ impl Agent for LoopAgent {
     }
 
     fn remove_dispose_hook(&self, id: HookId) -> Option<DisposeHook> {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         let index = state.hooks.iter().position(|(h, _)| *h == id)?;
         Some(state.hooks.remove(index).1)
     }
 
     fn subscribe(&self, listener: AgentListener) -> Registration {
         let id = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             state.next_id += 1;
             let id = state.next_id;
             state.listeners.push((id, listener));
@@ -718,12 +713,12 @@ impl Agent for LoopAgent {
         let me = self.me.clone();
         Registration::new(move || {
             if let Some(agent) = me.upgrade() {
-                agent.lock().listeners.retain(|(l, _)| *l != id);
+                lock(&agent.state).listeners.retain(|(l, _)| *l != id);
             }
         })
     }
 
     fn is_disposed(&self) -> bool {
-        self.lock().disposing
+        lock(&self.state).disposing
     }
 }
