@@ -8,7 +8,7 @@ use harness_core::{
     Agent, AgentId, Clock, Tool, ToolAnnotations, ToolCall, ToolDefinition, ToolError, ToolOutput,
     async_trait, lock,
 };
-use harness_jobs::{JobError, JobId, JobRegistry, JobSnapshot};
+use harness_jobs::{JobError, JobId, JobRegistry, JobSnapshot, OnTimeout, wait_foreground};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -604,34 +604,12 @@ impl SendTool {
             .terminals
             .registry()
             .ok_or_else(|| ToolError::msg(JOBS_UNAVAILABLE))?;
-        let caller: Option<AgentId> = call.caller.as_ref().map(|a| a.id().clone());
-        let caller = caller.as_ref();
-        let waited = jobs
-            .wait(
-                &id,
-                timeout + SETTLE_SLACK,
-                caller,
-                Some(call.cancel.clone()),
-            )
-            .await;
-        match waited {
-            Ok(snapshot) if snapshot.status.is_terminal() => {}
-            Ok(_) => {
-                jobs.kill(&id, caller, Some("timed out"))
-                    .map_err(tool_error)?;
-                jobs.wait(&id, SETTLE_SLACK, caller, None)
-                    .await
-                    .map_err(tool_error)?;
-            }
-            Err(JobError::WaitAborted) => {
-                if let Err(error) = jobs.kill(&id, caller, Some("aborted")) {
-                    tracing::warn!("terminal: killing aborted send {id} failed: {error}");
-                }
-                return Err(ToolError::Aborted);
-            }
-            Err(error) => return Err(tool_error(error)),
-        }
-        let read = jobs.read(&id, caller).map_err(tool_error)?;
+        let settle = OnTimeout::Kill {
+            settle: SETTLE_SLACK,
+        };
+        let read = wait_foreground(&**jobs, &id, call, timeout + SETTLE_SLACK, settle)
+            .await?
+            .read;
         let limit = usize::try_from(self.terminals.config().max_result_bytes).unwrap_or(usize::MAX);
         Ok(render_foreground(
             &read.text,
