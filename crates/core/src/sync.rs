@@ -104,6 +104,12 @@ impl<T> Registered<T> {
         self.entries.clear();
     }
 
+    /// Removes every entry and returns the items in registration order; ids stay unused,
+    /// as with [`Registered::clear`].
+    pub fn drain(&mut self) -> Vec<T> {
+        self.entries.drain(..).map(|(_, item)| item).collect()
+    }
+
     /// The number of entries.
     pub fn len(&self) -> usize {
         self.entries.len()

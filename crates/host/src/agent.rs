@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 use async_trait::async_trait;
 use harness_core::{
     Agent, AgentError, AgentEvent, AgentId, AgentListener, AgentStatus, Busy, DisposeHook, HookId,
-    MaintenanceGuard, Registration, ScopeKey, Session, UserMessage, lock,
+    MaintenanceGuard, Registered, Registration, ScopeKey, Session, UserMessage, lock,
 };
 use serde_json::json;
 use tokio::sync::Notify;
@@ -64,6 +64,26 @@ pub trait TurnObserver: Send + Sync {
     }
 }
 
+/// Where the input of an agent that no turn loop drives goes instead of the agent's own queue
+/// and next-step inbox ([`LoopAgentBuilder::input`]): a host that hands owed messages out by
+/// itself (an MCP server returns them with the next tool result) and reports each one it
+/// handed out with [`LoopAgent::report_claimed`].
+pub trait InputSink: Send + Sync {
+    /// Takes a followup ([`Agent::followup`], [`LoopAgent::send`]); an `Err` text reaches
+    /// the caller as [`AgentError::Refused`].
+    ///
+    /// # Errors
+    /// The sink's own refusal, e.g. a log that cannot record the message.
+    fn followup(&self, message: UserMessage) -> Result<(), String>;
+
+    /// Takes an injected message ([`Agent::inject`]); an `Err` text reaches the caller as
+    /// [`AgentError::Refused`].
+    ///
+    /// # Errors
+    /// The sink's own refusal, as for [`InputSink::followup`].
+    fn inject(&self, message: UserMessage) -> Result<(), String>;
+}
+
 /// Whether a turn opens only for queued input.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Opening {
@@ -91,9 +111,8 @@ struct State {
     queue: VecDeque<Queued>,
     inbox: VecDeque<UserMessage>,
     client_time_zone: Option<String>,
-    next_id: u64,
-    listeners: Vec<(u64, AgentListener)>,
-    hooks: Vec<(HookId, DisposeHook)>,
+    listeners: Registered<AgentListener>,
+    hooks: Registered<DisposeHook>,
     scope_parents: Vec<ScopeKey>,
 }
 
@@ -103,6 +122,7 @@ pub struct LoopAgentBuilder {
     root: bool,
     scope_parents: Vec<ScopeKey>,
     observer: Arc<dyn TurnObserver>,
+    sink: Option<Arc<dyn InputSink>>,
 }
 
 impl LoopAgentBuilder {
@@ -126,6 +146,15 @@ impl LoopAgentBuilder {
         self
     }
 
+    /// Sends every followup and injected message to `sink` instead of queueing it (default:
+    /// the agent queues its own input). Such an agent opens turns only through
+    /// [`LoopAgent::open_turn`] and reports what its host delivered with
+    /// [`LoopAgent::report_claimed`].
+    pub fn input(mut self, sink: Arc<dyn InputSink>) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
     /// Builds the agent. Nothing runs until a driver asks for turns
     /// ([`LoopAgent::next_turn`] or a [`TurnSource`]); no tokio runtime is needed to build.
     pub fn build(self) -> Arc<LoopAgent> {
@@ -140,6 +169,7 @@ impl LoopAgentBuilder {
             session: self.session,
             root: self.root,
             observer: self.observer,
+            sink: self.sink,
             state: Mutex::new(State {
                 turn: turns,
                 scope_parents: self.scope_parents,
@@ -217,6 +247,7 @@ pub struct LoopAgent {
     session: Arc<dyn Session>,
     root: bool,
     observer: Arc<dyn TurnObserver>,
+    sink: Option<Arc<dyn InputSink>>,
     state: Mutex<State>,
     wake: Arc<Notify>,
     idle: Notify,
@@ -257,15 +288,12 @@ impl LoopAgent {
             root: true,
             scope_parents: Vec::new(),
             observer: Arc::new(Silent),
+            sink: None,
         }
     }
 
     fn emit(&self, event: &AgentEvent) {
-        let listeners: Vec<AgentListener> = lock(&self.state)
-            .listeners
-            .iter()
-            .map(|(_, l)| l.clone())
-            .collect();
+        let listeners = lock(&self.state).listeners.to_vec();
         for listener in &listeners {
             listener(event);
         }
@@ -307,15 +335,23 @@ impl LoopAgent {
         report: bool,
     ) -> Result<(), AgentError> {
         let reported = report.then(|| message.clone());
-        {
+        let forward = {
             let mut state = lock(&self.state);
             if state.disposing {
                 return Err(AgentError::Disposed(self.id.clone()));
             }
-            state.queue.push_back(Queued {
-                message,
-                client_time_zone,
-            });
+            if self.sink.is_none() {
+                state.queue.push_back(Queued {
+                    message,
+                    client_time_zone,
+                });
+                None
+            } else {
+                Some(message)
+            }
+        };
+        if let (Some(sink), Some(message)) = (&self.sink, forward) {
+            sink.followup(message).map_err(AgentError::Refused)?;
         }
         if let Some(message) = reported {
             self.observer.followup_queued(&self.id, &message);
@@ -394,6 +430,15 @@ impl LoopAgent {
                 turn,
             });
         }
+    }
+
+    /// Reports `messages`, which the host of an agent with an [`InputSink`] delivered itself
+    /// (outside any turn), as claimed: [`TurnObserver::claimed`], then
+    /// [`AgentEvent::InboxClaimed`] for each, in order, with `turn` the number of turns
+    /// started so far (0 in a session no turn ran in).
+    pub fn report_claimed(&self, messages: &[UserMessage]) {
+        let turn = lock(&self.state).turn;
+        self.claim(turn, messages);
     }
 
     fn claim_pending(&self, turn: u64) -> Vec<UserMessage> {
@@ -477,9 +522,9 @@ impl LoopAgent {
                 return;
             }
             state.disposing = true;
-            std::mem::take(&mut state.hooks)
+            state.hooks.drain()
         };
-        for (_, hook) in hooks {
+        for hook in hooks {
             hook().await;
         }
         self.observer.shutting_down(&self.id, &self.session).await;
@@ -634,12 +679,20 @@ impl Agent for LoopAgent {
 
     fn inject(&self, message: UserMessage) -> Result<(), AgentError> {
         let reported = message.clone();
-        {
+        let forward = {
             let mut state = lock(&self.state);
             if state.disposing {
                 return Err(AgentError::Disposed(self.id.clone()));
             }
-            state.inbox.push_back(message);
+            if self.sink.is_none() {
+                state.inbox.push_back(message);
+                None
+            } else {
+                Some(message)
+            }
+        };
+        if let (Some(sink), Some(message)) = (&self.sink, forward) {
+            sink.inject(message).map_err(AgentError::Refused)?;
         }
         self.observer.injected(&self.id, &reported);
         Ok(())
@@ -690,31 +743,17 @@ impl Agent for LoopAgent {
         if state.disposing {
             return Err(AgentError::Disposed(self.id.clone()));
         }
-        state.next_id += 1;
-        let id = HookId(state.next_id);
-        state.hooks.push((id, hook));
-        Ok(id)
+        Ok(HookId(state.hooks.insert(hook)))
     }
 
     fn remove_dispose_hook(&self, id: HookId) -> Option<DisposeHook> {
-        let mut state = lock(&self.state);
-        let index = state.hooks.iter().position(|(h, _)| *h == id)?;
-        Some(state.hooks.remove(index).1)
+        lock(&self.state).hooks.remove(id.0)
     }
 
     fn subscribe(&self, listener: AgentListener) -> Registration {
-        let id = {
-            let mut state = lock(&self.state);
-            state.next_id += 1;
-            let id = state.next_id;
-            state.listeners.push((id, listener));
-            id
-        };
-        let me = self.me.clone();
-        Registration::new(move || {
-            if let Some(agent) = me.upgrade() {
-                lock(&agent.state).listeners.retain(|(l, _)| *l != id);
-            }
+        let id = lock(&self.state).listeners.insert(listener);
+        Registration::from_weak(self.me.clone(), move |agent| {
+            lock(&agent.state).listeners.remove(id);
         })
     }
 

@@ -13,9 +13,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use harness_host::HostKit;
+use harness_host::{HostKit, LoopAgent};
 
-use crate::host::{HostSession, PullAgent};
+use crate::host::{HostSession, pull_agent};
 use crate::inbox::{CLAIMED_EVENT, Inbox, Pending, QUEUED_EVENT};
 use crate::{FamilyConfigs, ServeError};
 
@@ -74,7 +74,7 @@ pub(crate) struct Answer {
 pub struct SessionHost {
     host: Arc<HostKit>,
     session: Arc<HostSession>,
-    agent: Arc<PullAgent>,
+    agent: Arc<LoopAgent>,
     inbox: Inbox,
     jobs: Arc<dyn JobRegistry>,
     families: Mutex<Option<Families>>,
@@ -148,7 +148,7 @@ impl SessionHost {
             }),
         );
         let tx = changes;
-        let agent = PullAgent::new(
+        let agent = pull_agent(
             session.clone(),
             inbox.clone(),
             Arc::new(move |message: &UserMessage| {
@@ -160,7 +160,7 @@ impl SessionHost {
             _jobs_changed: jobs_changed,
             ..families
         };
-        host.publish(agent.clone());
+        host.publish(agent.as_dyn());
         Ok(Arc::new(Self {
             host,
             session,
@@ -248,7 +248,7 @@ impl SessionHost {
         if claimed.is_empty() {
             return;
         }
-        self.agent.claimed(claimed);
+        self.agent.report_claimed(&claimed);
         if let Err(error) = self.session.flush().await {
             tracing::warn!("mcp: could not flush a claim: {error}");
         }
@@ -375,21 +375,15 @@ fn install(
     let todo = harness_todo::TodoConfig::from_json(&configs.todo_value())
         .and_then(|c| harness_todo::install(harness, c))
         .map_err(config)?;
-    let jobs = harness_core::decode_config::<harness_jobs_local::JobsConfig>(
-        "jobs-local",
-        configs.jobs_value(),
-    )
-    .and_then(|c| harness_jobs_local::install(harness, c))
-    .map_err(config)?;
+    let jobs = harness_jobs_local::JobsConfig::from_json(configs.jobs_value())
+        .and_then(|c| harness_jobs_local::install(harness, c))
+        .map_err(config)?;
     let tool_jobs = harness_tool_jobs::ToolJobsConfig::from_json(configs.tool_jobs_value())
         .and_then(|c| harness_tool_jobs::install(harness, jobs.registry(), c))
         .map_err(config)?;
-    let schedule = harness_core::decode_config::<harness_schedule::ScheduleConfig>(
-        "schedule",
-        configs.schedule_value(),
-    )
-    .and_then(|c| harness_schedule::install(harness, c))
-    .map_err(config)?;
+    let schedule = harness_schedule::ScheduleConfig::from_json(configs.schedule_value())
+        .and_then(|c| harness_schedule::install(harness, c))
+        .map_err(config)?;
     let bash = harness_bash::BashConfig::from_json(&configs.bash_value())
         .and_then(|c| harness_bash::install(harness, Some(jobs.registry()), c))
         .map_err(config)?;
