@@ -1,11 +1,12 @@
 //! [`BashConfig`]: the plugin configuration (todo-jobs §6, decision 11).
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::{Clock, ConfigError};
+use harness_core::{Clock, ConfigError, PluginConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -152,11 +153,13 @@ impl BashConfig {
     /// # Errors
     /// [`ConfigError::Invalid`] prefixed `tool-bash: ` for a decode failure (unknown key,
     /// wrong type) or a failed [`BashConfig::validate`].
-    pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
-        let config: Self = harness_core::decode_config(PLUGIN_NAME, value.clone())?;
-        config.validate()?;
-        Ok(config)
+    pub fn from_json(value: impl Borrow<Value>) -> Result<Self, ConfigError> {
+        Self::decode(value)
     }
+}
+
+impl PluginConfig for BashConfig {
+    const PLUGIN: &'static str = PLUGIN_NAME;
 
     /// Checks the ranges documented on the fields.
     ///
@@ -164,9 +167,8 @@ impl BashConfig {
     /// [`ConfigError::Invalid`], e.g. `tool-bash: maxOutputBytes (0) must be at least 1`,
     /// `tool-bash: defaultTimeoutMs (700000) exceeds maxTimeoutMs (600000)` or
     /// `tool-bash: keepSpillFiles needs spillDir (files in the default folder are always removed)`.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let invalid =
-            |message: String| Err(ConfigError::Invalid(format!("{PLUGIN_NAME}: {message}")));
+    fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |message: String| Err(Self::invalid(message));
         if self.keep_spill_files && self.spill_dir.is_none() {
             return invalid(
                 "keepSpillFiles needs spillDir (files in the default folder are always removed)"
@@ -202,7 +204,9 @@ impl BashConfig {
         }
         Ok(())
     }
+}
 
+impl BashConfig {
     /// The grace between SIGTERM and SIGKILL.
     pub fn kill_grace(&self) -> Duration {
         Duration::from_millis(self.kill_grace_ms)

@@ -23,7 +23,7 @@ pub use agent::{
     Agent, AgentError, AgentEvent, AgentHandle, AgentListener, AgentStatus, Busy, DisposeHook,
     HookId, MaintenanceGuard, same_agent,
 };
-pub use config::{ConfigError, decode_config};
+pub use config::{ConfigError, PluginConfig, decode_config};
 pub use event::{RawEvent, SessionEvent, SessionHeader};
 pub use formats::null_as_absent;
 pub use harness::{AgentDirectory, Harness, LifecycleEvent, LifecycleListener};

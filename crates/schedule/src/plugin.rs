@@ -1,17 +1,20 @@
 //! The plugin entry point (schedule.md §14): [`install`] adopts every live root agent created
 //! after it, giving each its three tools, a status listener and a delivery runtime.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use futures::FutureExt;
 use harness_core::{
-    Agent, AgentEvent, AgentStatus, ConfigError, Harness, HookId, LifecycleEvent, Registration,
-    lock,
+    Agent, AgentEvent, AgentStatus, ConfigError, Harness, HookId, LifecycleEvent, PluginConfig,
+    Registration, lock,
 };
 use serde::Deserialize;
+use serde_json::Value;
 
+use crate::PLUGIN_NAME;
 use crate::ledger::Ledger;
 use crate::runtime::{DeliveryRuntime, Liveness};
 use crate::tools::ScheduleTools;
@@ -24,13 +27,18 @@ use crate::tools::ScheduleTools;
 pub struct ScheduleConfig {}
 
 impl ScheduleConfig {
-    /// Checks the configuration (nothing to check today).
+    /// Decodes the configuration from JSON ([`PluginConfig::decode`]): `{}`.
     ///
     /// # Errors
-    /// Never; kept for the uniform plugin shape.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        Ok(())
+    /// [`ConfigError::Invalid`] `schedule: <serde message>` for any key.
+    pub fn from_json(value: impl Borrow<Value>) -> Result<Self, ConfigError> {
+        Self::decode(value)
     }
+}
+
+/// Nothing to check beyond the keys (there are none).
+impl PluginConfig for ScheduleConfig {
+    const PLUGIN: &'static str = PLUGIN_NAME;
 }
 
 /// One adopted agent: what its cleanup undoes.

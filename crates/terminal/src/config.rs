@@ -1,10 +1,11 @@
 //! [`TerminalConfig`]: the terminal plugin's configuration.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use harness_bash::Containment;
-use harness_core::ConfigError;
+use harness_core::{ConfigError, PluginConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -149,21 +150,23 @@ impl TerminalConfig {
     /// # Errors
     /// [`ConfigError::Invalid`] prefixed `tool-terminal: ` for a decode failure (unknown
     /// key, wrong type) or a failed [`TerminalConfig::validate`].
-    pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
-        let config: Self = harness_core::decode_config(PLUGIN_NAME, value.clone())?;
-        config.validate()?;
-        Ok(config)
+    pub fn from_json(value: impl Borrow<Value>) -> Result<Self, ConfigError> {
+        Self::decode(value)
     }
+}
+
+impl PluginConfig for TerminalConfig {
+    const PLUGIN: &'static str = PLUGIN_NAME;
 
     /// Checks the ranges above.
     ///
     /// # Errors
     /// [`ConfigError::Invalid`] with `tool-terminal: <key> must be <rule>, got <value>`,
     /// e.g. `tool-terminal: maxResultBytes must be an integer ≥ 64, got 63`.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    fn validate(&self) -> Result<(), ConfigError> {
         let fail = |key: &str, rule: &str, got: &dyn std::fmt::Display| {
-            Err(ConfigError::Invalid(format!(
-                "{PLUGIN_NAME}: {key} must be {rule}, got {got}"
+            Err(Self::invalid(format_args!(
+                "{key} must be {rule}, got {got}"
             )))
         };
         if self.max_result_bytes < MIN_RESULT_BYTES || self.max_result_bytes > (1 << 53) - 1 {
