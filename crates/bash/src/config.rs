@@ -11,7 +11,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::process::private_folder;
-use crate::{Containment, ProcessOptions, SpillOptions, SpillRetention};
+use crate::{
+    Containment, DEFAULT_KILL_GRACE_MS, ProcessKeys, ProcessKeysMut, ProcessOptions, SpillOptions,
+    SpillRetention,
+};
 
 /// The plugin name, used as the prefix of configuration errors.
 pub const PLUGIN_NAME: &str = "tool-bash";
@@ -67,7 +70,7 @@ impl Default for BashConfig {
             max_spill_bytes: crate::DEFAULT_MAX_SPILL_BYTES,
             spill_dir: None,
             keep_spill_files: false,
-            kill_grace_ms: 2000,
+            kill_grace_ms: DEFAULT_KILL_GRACE_MS,
             containment: Containment::Auto,
             cwd: None,
             env: BTreeMap::new(),
@@ -106,34 +109,6 @@ impl BashConfig {
         self
     }
 
-    /// With `killGraceMs` set.
-    #[must_use]
-    pub fn with_kill_grace_ms(mut self, kill_grace_ms: u64) -> Self {
-        self.kill_grace_ms = kill_grace_ms;
-        self
-    }
-
-    /// With `containment` set.
-    #[must_use]
-    pub fn with_containment(mut self, containment: Containment) -> Self {
-        self.containment = containment;
-        self
-    }
-
-    /// With `cwd` set.
-    #[must_use]
-    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = Some(cwd.into());
-        self
-    }
-
-    /// With `env` set.
-    #[must_use]
-    pub fn with_env(mut self, env: BTreeMap<String, String>) -> Self {
-        self.env = env;
-        self
-    }
-
     /// With `defaultTimeoutMs` (milliseconds) set.
     #[must_use]
     pub fn with_default_timeout_ms(mut self, default_timeout_ms: f64) -> Self {
@@ -155,6 +130,17 @@ impl BashConfig {
     /// wrong type) or a failed [`BashConfig::validate`].
     pub fn from_json(value: impl Borrow<Value>) -> Result<Self, ConfigError> {
         Self::decode(value)
+    }
+}
+
+impl ProcessKeys for BashConfig {
+    fn process_keys(&mut self) -> ProcessKeysMut<'_> {
+        ProcessKeysMut {
+            cwd: &mut self.cwd,
+            env: &mut self.env,
+            kill_grace_ms: &mut self.kill_grace_ms,
+            containment: &mut self.containment,
+        }
     }
 }
 

@@ -205,11 +205,6 @@ impl BashTool {
         Self { jobs }
     }
 
-    /// The tool's definition (name `bash`).
-    pub fn definition_static() -> &'static ToolDefinition {
-        &DEFINITION
-    }
-
     async fn foreground(
         &self,
         call: &ToolCall,

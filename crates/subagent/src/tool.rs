@@ -118,11 +118,6 @@ impl AgentTool {
     pub fn new(subagents: Subagents) -> Self {
         Self { subagents }
     }
-
-    /// The tool's definition (name `agent`).
-    pub fn definition_static() -> &'static ToolDefinition {
-        &DEFINITION
-    }
 }
 
 fn render_foreground(output: &str, snapshot: &JobSnapshot, session: &str) -> ToolOutput {
