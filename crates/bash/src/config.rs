@@ -1,16 +1,20 @@
 //! [`BashConfig`]: the plugin configuration (todo-jobs §6, decision 11).
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::{Clock, ConfigError};
+use harness_core::{Clock, ConfigError, PluginConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::process::private_folder;
-use crate::{Containment, ProcessOptions, SpillOptions, SpillRetention};
+use crate::{
+    Containment, DEFAULT_KILL_GRACE_MS, ProcessKeys, ProcessKeysMut, ProcessOptions, SpillOptions,
+    SpillRetention,
+};
 
 /// The plugin name, used as the prefix of configuration errors.
 pub const PLUGIN_NAME: &str = "tool-bash";
@@ -66,7 +70,7 @@ impl Default for BashConfig {
             max_spill_bytes: crate::DEFAULT_MAX_SPILL_BYTES,
             spill_dir: None,
             keep_spill_files: false,
-            kill_grace_ms: 2000,
+            kill_grace_ms: DEFAULT_KILL_GRACE_MS,
             containment: Containment::Auto,
             cwd: None,
             env: BTreeMap::new(),
@@ -105,34 +109,6 @@ impl BashConfig {
         self
     }
 
-    /// With `killGraceMs` set.
-    #[must_use]
-    pub fn with_kill_grace_ms(mut self, kill_grace_ms: u64) -> Self {
-        self.kill_grace_ms = kill_grace_ms;
-        self
-    }
-
-    /// With `containment` set.
-    #[must_use]
-    pub fn with_containment(mut self, containment: Containment) -> Self {
-        self.containment = containment;
-        self
-    }
-
-    /// With `cwd` set.
-    #[must_use]
-    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = Some(cwd.into());
-        self
-    }
-
-    /// With `env` set.
-    #[must_use]
-    pub fn with_env(mut self, env: BTreeMap<String, String>) -> Self {
-        self.env = env;
-        self
-    }
-
     /// With `defaultTimeoutMs` (milliseconds) set.
     #[must_use]
     pub fn with_default_timeout_ms(mut self, default_timeout_ms: f64) -> Self {
@@ -152,11 +128,24 @@ impl BashConfig {
     /// # Errors
     /// [`ConfigError::Invalid`] prefixed `tool-bash: ` for a decode failure (unknown key,
     /// wrong type) or a failed [`BashConfig::validate`].
-    pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
-        let config: Self = harness_core::decode_config(PLUGIN_NAME, value.clone())?;
-        config.validate()?;
-        Ok(config)
+    pub fn from_json(value: impl Borrow<Value>) -> Result<Self, ConfigError> {
+        Self::decode(value)
     }
+}
+
+impl ProcessKeys for BashConfig {
+    fn process_keys(&mut self) -> ProcessKeysMut<'_> {
+        ProcessKeysMut {
+            cwd: &mut self.cwd,
+            env: &mut self.env,
+            kill_grace_ms: &mut self.kill_grace_ms,
+            containment: &mut self.containment,
+        }
+    }
+}
+
+impl PluginConfig for BashConfig {
+    const PLUGIN: &'static str = PLUGIN_NAME;
 
     /// Checks the ranges documented on the fields.
     ///
@@ -164,9 +153,8 @@ impl BashConfig {
     /// [`ConfigError::Invalid`], e.g. `tool-bash: maxOutputBytes (0) must be at least 1`,
     /// `tool-bash: defaultTimeoutMs (700000) exceeds maxTimeoutMs (600000)` or
     /// `tool-bash: keepSpillFiles needs spillDir (files in the default folder are always removed)`.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        let invalid =
-            |message: String| Err(ConfigError::Invalid(format!("{PLUGIN_NAME}: {message}")));
+    fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |message: String| Err(Self::invalid(message));
         if self.keep_spill_files && self.spill_dir.is_none() {
             return invalid(
                 "keepSpillFiles needs spillDir (files in the default folder are always removed)"
@@ -202,7 +190,9 @@ impl BashConfig {
         }
         Ok(())
     }
+}
 
+impl BashConfig {
     /// The grace between SIGTERM and SIGKILL.
     pub fn kill_grace(&self) -> Duration {
         Duration::from_millis(self.kill_grace_ms)

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use harness_core::{ConfigError, Harness, Registration, RegistrationScope};
+use harness_core::{ConfigError, Harness, PluginConfig, Registration, RegistrationScope};
 use harness_jobs::JobRegistry;
 
 use crate::{BashConfig, BashJobs, BashTool};

@@ -7,6 +7,7 @@ mod config;
 mod contain;
 mod install;
 mod job;
+mod keys;
 mod process;
 mod render;
 mod tool;
@@ -15,6 +16,7 @@ pub use config::{BashConfig, PLUGIN_NAME};
 pub use contain::{Containment, Group, JobTree, MARKER_VAR, Mechanism, TTY_GATE};
 pub use install::{Installed, install};
 pub use job::{bash_hooks, bash_job_start, bash_outcome};
+pub use keys::{DEFAULT_KILL_GRACE_MS, ProcessKeys, ProcessKeysMut};
 pub use process::{
     BashError, BashProcess, DEFAULT_KILL_GRACE, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SPILL_BYTES,
     EndStatus, ProcessEnd, ProcessOptions, SpillOptions, SpillRetention, StreamStats,

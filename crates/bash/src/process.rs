@@ -17,11 +17,11 @@ use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use harness_core::Clock;
+use harness_core::{Clock, lock};
 use rustix::process::{Pid, Signal};
 use tokio::io::{AsyncRead, AsyncReadExt as _};
 use tokio::process::{Child, Command};
@@ -247,10 +247,6 @@ struct Shared {
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Streams> {
-        harness_core::lock(&self.streams)
-    }
-
     /// Signals every process of the job and its process group, unless the process has
     /// finished.
     fn signal_group(&self, signal: Signal) {
@@ -456,7 +452,7 @@ impl BashProcess {
     pub fn read(&self) -> String {
         // Detach under the lock (pointer moves only); join and decode outside it.
         let (stdout, stderr, paths) = {
-            let mut streams = self.handle.shared.lock();
+            let mut streams = lock(&self.handle.shared.streams);
             let stdout = streams.stdout.take();
             let stderr = streams.stderr.take();
             let paths = if stdout.lossy || stderr.lossy {
@@ -498,7 +494,7 @@ impl BashProcess {
         loop {
             let notified = shared.output_ready.notified();
             {
-                let streams = shared.lock();
+                let streams = lock(&shared.streams);
                 if streams.stdout.has_unread() || streams.stderr.has_unread() {
                     return;
                 }
@@ -546,7 +542,7 @@ impl BashProcess {
 
     /// Byte counts of stdout and stderr so far.
     pub fn stats(&self) -> (StreamStats, StreamStats) {
-        let streams = self.handle.shared.lock();
+        let streams = lock(&self.handle.shared.streams);
         let of = |b: &StreamBuffer| StreamStats {
             written: b.total_bytes(),
             dropped: b.dropped_bytes(),
@@ -556,7 +552,7 @@ impl BashProcess {
 
     /// The spill files created so far (stdout's first).
     pub fn spill_paths(&self) -> Vec<PathBuf> {
-        let streams = self.handle.shared.lock();
+        let streams = lock(&self.handle.shared.streams);
         [
             spill_path(&streams.stdout_spill),
             spill_path(&streams.stderr_spill),
@@ -661,7 +657,7 @@ impl SpillWriter {
                         path,
                         retention: spill.options.retention,
                     };
-                    let mut streams = shared.lock();
+                    let mut streams = lock(&shared.streams);
                     match channel {
                         Channel::Stdout => streams.stdout_spill = Some(spilled),
                         Channel::Stderr => streams.stderr_spill = Some(spilled),
@@ -711,9 +707,9 @@ async fn pump(
                 // buffer and the chunk reused.
                 if chunk.len() * 2 >= chunk.capacity() {
                     let full = std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK_BYTES));
-                    shared.lock().buffer(channel).push_owned(full);
+                    lock(&shared.streams).buffer(channel).push_owned(full);
                 } else {
-                    shared.lock().buffer(channel).push(&chunk);
+                    lock(&shared.streams).buffer(channel).push(&chunk);
                     chunk.clear();
                 }
                 shared.output_ready.notify_one();
@@ -725,7 +721,7 @@ async fn pump(
             }
         }
     }
-    shared.lock().buffer(channel).close();
+    lock(&shared.streams).buffer(channel).close();
     shared.output_ready.notify_one();
 }
 
@@ -834,7 +830,7 @@ async fn supervise(
     let cancel_requested = cancel.is_cancelled();
     shared.finished.store(true, Ordering::SeqCst);
     {
-        let mut streams = shared.lock();
+        let mut streams = lock(&shared.streams);
         streams.stdout.close();
         streams.stderr.close();
     }

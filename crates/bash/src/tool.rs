@@ -5,9 +5,12 @@ use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use harness_core::{
-    Agent, AgentId, Clock, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, async_trait,
+    Agent, Clock, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, async_trait,
 };
-use harness_jobs::{JobError, JobId, JobRegistry, JobSnapshot, format_js_number};
+use harness_jobs::{
+    Foreground, JobError, JobId, JobRegistry, JobSnapshot, OnTimeout, format_js_number,
+    wait_foreground,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -202,11 +205,6 @@ impl BashTool {
         Self { jobs }
     }
 
-    /// The tool's definition (name `bash`).
-    pub fn definition_static() -> &'static ToolDefinition {
-        &DEFINITION
-    }
-
     async fn foreground(
         &self,
         call: &ToolCall,
@@ -216,35 +214,12 @@ impl BashTool {
         let Some(jobs) = self.jobs.registry() else {
             return Err(ToolError::msg(JOBS_UNAVAILABLE));
         };
-        let caller: Option<AgentId> = call.caller.as_ref().map(|a| a.id().clone());
-        let caller = caller.as_ref();
         let timeout =
             JobError::wait_timeout(timeout_ms).map_err(|e| ToolError::msg(e.to_string()))?;
-        let waited = jobs
-            .wait(&id, timeout, caller, Some(call.cancel.clone()))
-            .await;
-        let timed_out = match waited {
-            Ok(snapshot) => !snapshot.status.is_terminal(),
-            Err(JobError::WaitAborted) => {
-                if let Err(error) = jobs.kill(&id, caller, Some("aborted")) {
-                    tracing::warn!("bash: killing aborted foreground job {id} failed: {error}");
-                }
-                return Err(ToolError::Aborted);
-            }
-            Err(error) => return Err(ToolError::msg(error.to_string())),
-        };
-        if timed_out {
-            jobs.kill(&id, caller, Some("timed out"))
-                .map_err(|e| ToolError::msg(e.to_string()))?;
-            let bound = Duration::from_millis(self.jobs.config().kill_grace_ms.saturating_mul(2))
-                + Duration::from_millis(SETTLE_SLACK_MS);
-            jobs.wait(&id, bound, caller, None)
-                .await
-                .map_err(|e| ToolError::msg(e.to_string()))?;
-        }
-        let read = jobs
-            .read(&id, caller)
-            .map_err(|e| ToolError::msg(e.to_string()))?;
+        let settle = Duration::from_millis(self.jobs.config().kill_grace_ms.saturating_mul(2))
+            + Duration::from_millis(SETTLE_SLACK_MS);
+        let Foreground { read, timed_out } =
+            wait_foreground(&**jobs, &id, call, timeout, OnTimeout::Kill { settle }).await?;
         Ok(render_foreground(
             &read.text,
             &read.snapshot,

@@ -46,7 +46,7 @@ fn foreground_rendering() {
 
 #[test]
 fn definition_shape() {
-    let definition = BashTool::definition_static();
+    let definition = &*DEFINITION;
     assert_eq!(definition.name, "bash");
     assert_eq!(definition.input_schema["required"], json!(["command"]));
     assert_eq!(

@@ -23,7 +23,7 @@ pub use agent::{
     Agent, AgentError, AgentEvent, AgentHandle, AgentListener, AgentStatus, Busy, DisposeHook,
     HookId, MaintenanceGuard, same_agent,
 };
-pub use config::{ConfigError, decode_config};
+pub use config::{ConfigError, PluginConfig, decode_config};
 pub use event::{RawEvent, SessionEvent, SessionHeader};
 pub use formats::null_as_absent;
 pub use harness::{AgentDirectory, Harness, LifecycleEvent, LifecycleListener};
@@ -37,7 +37,7 @@ pub use registration::Registration;
 pub use registry::{ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry};
 pub use session::{AppendError, PersistenceError, Session};
 pub use store::{JsonlStore, MemoryStore, SessionFile, SessionStore, StoreError, TornTail};
-pub use sync::{Registered, lock};
+pub use sync::{Registered, lock, read_lock, write_lock};
 pub use text::{
     MAX_SAFE_INTEGER, as_safe_integer, is_js_whitespace, js_trim, summarize_chars, tail_utf8,
     truncate_utf8,

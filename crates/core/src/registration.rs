@@ -1,6 +1,6 @@
 //! [`Registration`]: the guard every `register_*` / `subscribe` call returns.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 use crate::lock;
 
@@ -29,7 +29,15 @@ impl Registration {
     where
         T: ?Sized + Send + Sync + 'static,
     {
-        let target = Arc::downgrade(target);
+        Self::from_weak(Arc::downgrade(target), undo)
+    }
+
+    /// [`Registration::weak`] for a registry that holds only a weak handle to itself (the
+    /// usual `me: Weak<Self>` of an `Arc::new_cyclic` value).
+    pub fn from_weak<T>(target: Weak<T>, undo: impl FnOnce(&T) + Send + 'static) -> Self
+    where
+        T: ?Sized + Send + Sync + 'static,
+    {
         Self::new(move || {
             if let Some(target) = target.upgrade() {
                 undo(&target);

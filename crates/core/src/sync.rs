@@ -1,8 +1,9 @@
 //! The shared mechanisms behind every registry of the workspace: [`lock`], the
-//! poison-recovering mutex lock, and [`Registered`], the id bookkeeping that pairs with
+//! poison-recovering mutex lock (with [`read_lock`] and [`write_lock`], its `RwLock`
+//! counterparts), and [`Registered`], the id bookkeeping that pairs with
 //! [`crate::Registration::weak`].
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Locks `mutex`, recovering the guard when another thread panicked while holding it.
 ///
@@ -18,6 +19,23 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 /// ```
 pub fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Locks `rwlock` for reading, recovering the guard after a panic elsewhere (see [`lock`]).
+///
+/// ```
+/// use std::sync::RwLock;
+/// let events = RwLock::new(vec![1]);
+/// harness_core::write_lock(&events).push(2);
+/// assert_eq!(*harness_core::read_lock(&events), [1, 2]);
+/// ```
+pub fn read_lock<T: ?Sized>(rwlock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
+    rwlock.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Locks `rwlock` for writing, recovering the guard after a panic elsewhere (see [`lock`]).
+pub fn write_lock<T: ?Sized>(rwlock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
+    rwlock.write().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// Registered items in registration order, each under an id of its own (the first id is 1,
@@ -84,6 +102,12 @@ impl<T> Registered<T> {
     /// Removes every entry; ids stay unused, so an old id never removes a later entry.
     pub fn clear(&mut self) {
         self.entries.clear();
+    }
+
+    /// Removes every entry and returns the items in registration order; ids stay unused,
+    /// as with [`Registered::clear`].
+    pub fn drain(&mut self) -> Vec<T> {
+        self.entries.drain(..).map(|(_, item)| item).collect()
     }
 
     /// The number of entries.

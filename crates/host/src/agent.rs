@@ -2,12 +2,12 @@
 //! drives, the [`TurnSource`] a driver task waits on, and the [`TurnObserver`] it reports to.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use async_trait::async_trait;
 use harness_core::{
     Agent, AgentError, AgentEvent, AgentId, AgentListener, AgentStatus, Busy, DisposeHook, HookId,
-    MaintenanceGuard, Registration, ScopeKey, Session, UserMessage,
+    MaintenanceGuard, Registered, Registration, ScopeKey, Session, UserMessage, lock,
 };
 use serde_json::json;
 use tokio::sync::Notify;
@@ -64,6 +64,26 @@ pub trait TurnObserver: Send + Sync {
     }
 }
 
+/// Where the input of an agent that no turn loop drives goes instead of the agent's own queue
+/// and next-step inbox ([`LoopAgentBuilder::input`]): a host that hands owed messages out by
+/// itself (an MCP server returns them with the next tool result) and reports each one it
+/// handed out with [`LoopAgent::report_claimed`].
+pub trait InputSink: Send + Sync {
+    /// Takes a followup ([`Agent::followup`], [`LoopAgent::send`]); an `Err` text reaches
+    /// the caller as [`AgentError::Refused`].
+    ///
+    /// # Errors
+    /// The sink's own refusal, e.g. a log that cannot record the message.
+    fn followup(&self, message: UserMessage) -> Result<(), String>;
+
+    /// Takes an injected message ([`Agent::inject`]); an `Err` text reaches the caller as
+    /// [`AgentError::Refused`].
+    ///
+    /// # Errors
+    /// The sink's own refusal, as for [`InputSink::followup`].
+    fn inject(&self, message: UserMessage) -> Result<(), String>;
+}
+
 /// Whether a turn opens only for queued input.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Opening {
@@ -91,9 +111,8 @@ struct State {
     queue: VecDeque<Queued>,
     inbox: VecDeque<UserMessage>,
     client_time_zone: Option<String>,
-    next_id: u64,
-    listeners: Vec<(u64, AgentListener)>,
-    hooks: Vec<(HookId, DisposeHook)>,
+    listeners: Registered<AgentListener>,
+    hooks: Registered<DisposeHook>,
     scope_parents: Vec<ScopeKey>,
 }
 
@@ -103,6 +122,7 @@ pub struct LoopAgentBuilder {
     root: bool,
     scope_parents: Vec<ScopeKey>,
     observer: Arc<dyn TurnObserver>,
+    sink: Option<Arc<dyn InputSink>>,
 }
 
 impl LoopAgentBuilder {
@@ -126,6 +146,15 @@ impl LoopAgentBuilder {
         self
     }
 
+    /// Sends every followup and injected message to `sink` instead of queueing it (default:
+    /// the agent queues its own input). Such an agent opens turns only through
+    /// [`LoopAgent::open_turn`] and reports what its host delivered with
+    /// [`LoopAgent::report_claimed`].
+    pub fn input(mut self, sink: Arc<dyn InputSink>) -> Self {
+        self.sink = Some(sink);
+        self
+    }
+
     /// Builds the agent. Nothing runs until a driver asks for turns
     /// ([`LoopAgent::next_turn`] or a [`TurnSource`]); no tokio runtime is needed to build.
     pub fn build(self) -> Arc<LoopAgent> {
@@ -140,6 +169,7 @@ impl LoopAgentBuilder {
             session: self.session,
             root: self.root,
             observer: self.observer,
+            sink: self.sink,
             state: Mutex::new(State {
                 turn: turns,
                 scope_parents: self.scope_parents,
@@ -217,6 +247,7 @@ pub struct LoopAgent {
     session: Arc<dyn Session>,
     root: bool,
     observer: Arc<dyn TurnObserver>,
+    sink: Option<Arc<dyn InputSink>>,
     state: Mutex<State>,
     wake: Arc<Notify>,
     idle: Notify,
@@ -225,7 +256,7 @@ pub struct LoopAgent {
 
 impl std::fmt::Debug for LoopAgent {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let state = self.lock();
+        let state = lock(&self.state);
         f.debug_struct("LoopAgent")
             .field("id", &self.id)
             .field("turn", &state.turn)
@@ -257,20 +288,12 @@ impl LoopAgent {
             root: true,
             scope_parents: Vec::new(),
             observer: Arc::new(Silent),
+            sink: None,
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        harness_core::lock(&self.state)
-    }
-
     fn emit(&self, event: &AgentEvent) {
-        let listeners: Vec<AgentListener> = self
-            .lock()
-            .listeners
-            .iter()
-            .map(|(_, l)| l.clone())
-            .collect();
+        let listeners = lock(&self.state).listeners.to_vec();
         for listener in &listeners {
             listener(event);
         }
@@ -312,15 +335,23 @@ impl LoopAgent {
         report: bool,
     ) -> Result<(), AgentError> {
         let reported = report.then(|| message.clone());
-        {
-            let mut state = self.lock();
+        let forward = {
+            let mut state = lock(&self.state);
             if state.disposing {
                 return Err(AgentError::Disposed(self.id.clone()));
             }
-            state.queue.push_back(Queued {
-                message,
-                client_time_zone,
-            });
+            if self.sink.is_none() {
+                state.queue.push_back(Queued {
+                    message,
+                    client_time_zone,
+                });
+                None
+            } else {
+                Some(message)
+            }
+        };
+        if let (Some(sink), Some(message)) = (&self.sink, forward) {
+            sink.followup(message).map_err(AgentError::Refused)?;
         }
         if let Some(message) = reported {
             self.observer.followup_queued(&self.id, &message);
@@ -343,7 +374,7 @@ impl LoopAgent {
             if let Some(turn) = self.try_next_turn() {
                 return Some(turn);
             }
-            if self.lock().disposing {
+            if lock(&self.state).disposing {
                 return None;
             }
             self.wake.notified().await;
@@ -383,7 +414,7 @@ impl LoopAgent {
     fn open(&self, opening: Opening) -> Option<Turn> {
         let agent = self.me.upgrade()?;
         let (number, claimed) = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             if state.turn_open || state.maintenance || state.disposing {
                 return None;
             }
@@ -424,8 +455,17 @@ impl LoopAgent {
         }
     }
 
+    /// Reports `messages`, which the host of an agent with an [`InputSink`] delivered itself
+    /// (outside any turn), as claimed: [`TurnObserver::claimed`], then
+    /// [`AgentEvent::InboxClaimed`] for each, in order, with `turn` the number of turns
+    /// started so far (0 in a session no turn ran in).
+    pub fn report_claimed(&self, messages: &[UserMessage]) {
+        let turn = lock(&self.state).turn;
+        self.claim(turn, messages);
+    }
+
     fn claim_pending(&self, turn: u64) -> Vec<UserMessage> {
-        let pending: Vec<UserMessage> = self.lock().inbox.drain(..).collect();
+        let pending: Vec<UserMessage> = lock(&self.state).inbox.drain(..).collect();
         self.claim(turn, &pending);
         pending
     }
@@ -441,7 +481,7 @@ impl LoopAgent {
         }
         self.append_turn_event(TURN_END, turn);
         self.observer.turn_ended(&self.id, turn);
-        self.lock().turn_open = false;
+        lock(&self.state).turn_open = false;
         self.emit(&AgentEvent::Status(AgentStatus::Idle));
         self.idle.notify_waiters();
         self.wake.notify_one();
@@ -458,7 +498,7 @@ impl LoopAgent {
     /// still accepts input and [`LoopAgent::open_turn`] still works. Resuming wakes the
     /// driver.
     pub fn set_paused(&self, paused: bool) {
-        self.lock().paused = paused;
+        lock(&self.state).paused = paused;
         if !paused {
             self.wake.notify_one();
         }
@@ -466,27 +506,27 @@ impl LoopAgent {
 
     /// Replaces the ancestors reported after the agent's own key in [`Agent::scope_chain`].
     pub fn set_scope_parents(&self, parents: Vec<ScopeKey>) {
-        self.lock().scope_parents = parents;
+        lock(&self.state).scope_parents = parents;
     }
 
     /// Whether a turn is open.
     pub fn turn_open(&self) -> bool {
-        self.lock().turn_open
+        lock(&self.state).turn_open
     }
 
     /// The number of turns started in this session so far (resumed sessions included).
     pub fn turns_started(&self) -> u64 {
-        self.lock().turn
+        lock(&self.state).turn
     }
 
     /// Injected messages no step has claimed yet, oldest first.
     pub fn pending_injected(&self) -> Vec<UserMessage> {
-        self.lock().inbox.iter().cloned().collect()
+        lock(&self.state).inbox.iter().cloned().collect()
     }
 
     /// Queued ordinary input no turn has claimed yet, oldest first.
     pub fn pending_input(&self) -> Vec<UserMessage> {
-        self.lock()
+        lock(&self.state)
             .queue
             .iter()
             .map(|q| q.message.clone())
@@ -500,19 +540,19 @@ impl LoopAgent {
     /// once. A turn still open stays open; its [`Turn::finish`] still closes it.
     pub async fn dispose(&self) {
         let hooks = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             if state.disposing {
                 return;
             }
             state.disposing = true;
-            std::mem::take(&mut state.hooks)
+            state.hooks.drain()
         };
-        for (_, hook) in hooks {
+        for hook in hooks {
             hook().await;
         }
         self.observer.shutting_down(&self.id, &self.session).await;
         self.emit(&AgentEvent::Disposed);
-        self.lock().listeners.clear();
+        lock(&self.state).listeners.clear();
         if let Some(me) = self.me.upgrade() {
             self.observer.disposed(&me);
         }
@@ -521,7 +561,7 @@ impl LoopAgent {
     }
 
     fn is_idle(&self) -> bool {
-        let state = self.lock();
+        let state = lock(&self.state);
         !state.turn_open && !state.maintenance
     }
 }
@@ -550,7 +590,7 @@ impl TurnSource {
                 if let Some(turn) = agent.try_next_turn() {
                     return Some(turn);
                 }
-                if agent.lock().disposing {
+                if lock(&agent.state).disposing {
                     return None;
                 }
             }
@@ -644,12 +684,12 @@ impl Agent for LoopAgent {
 
     fn scope_chain(&self) -> Vec<ScopeKey> {
         let mut chain = vec![ScopeKey::from(&self.id)];
-        chain.extend(self.lock().scope_parents.iter().cloned());
+        chain.extend(lock(&self.state).scope_parents.iter().cloned());
         chain
     }
 
     fn status(&self) -> AgentStatus {
-        if self.lock().turn_open {
+        if lock(&self.state).turn_open {
             AgentStatus::Running
         } else {
             AgentStatus::Idle
@@ -662,26 +702,34 @@ impl Agent for LoopAgent {
 
     fn inject(&self, message: UserMessage) -> Result<(), AgentError> {
         let reported = message.clone();
-        {
-            let mut state = self.lock();
+        let forward = {
+            let mut state = lock(&self.state);
             if state.disposing {
                 return Err(AgentError::Disposed(self.id.clone()));
             }
-            state.inbox.push_back(message);
+            if self.sink.is_none() {
+                state.inbox.push_back(message);
+                None
+            } else {
+                Some(message)
+            }
+        };
+        if let (Some(sink), Some(message)) = (&self.sink, forward) {
+            sink.inject(message).map_err(AgentError::Refused)?;
         }
         self.observer.injected(&self.id, &reported);
         Ok(())
     }
 
     fn withdraw_injected(&self, message_id: &str) -> Option<UserMessage> {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         let index = state.inbox.iter().position(|m| m.id == message_id)?;
         state.inbox.remove(index)
     }
 
     fn try_begin_maintenance(&self) -> Result<MaintenanceGuard, Busy> {
         {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             if state.turn_open || state.maintenance || state.disposing {
                 return Err(Busy);
             }
@@ -690,7 +738,7 @@ impl Agent for LoopAgent {
         let me = self.me.clone();
         Ok(MaintenanceGuard::new(move || {
             if let Some(agent) = me.upgrade() {
-                agent.lock().maintenance = false;
+                lock(&agent.state).maintenance = false;
                 agent.idle.notify_waiters();
                 agent.wake.notify_one();
             }
@@ -702,7 +750,7 @@ impl Agent for LoopAgent {
             let notified = self.idle.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.is_idle() || self.lock().disposing {
+            if self.is_idle() || lock(&self.state).disposing {
                 return;
             }
             notified.await;
@@ -710,43 +758,29 @@ impl Agent for LoopAgent {
     }
 
     fn client_time_zone(&self) -> Option<String> {
-        self.lock().client_time_zone.clone()
+        lock(&self.state).client_time_zone.clone()
     }
 
     fn add_dispose_hook(&self, hook: DisposeHook) -> Result<HookId, AgentError> {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         if state.disposing {
             return Err(AgentError::Disposed(self.id.clone()));
         }
-        state.next_id += 1;
-        let id = HookId(state.next_id);
-        state.hooks.push((id, hook));
-        Ok(id)
+        Ok(HookId(state.hooks.insert(hook)))
     }
 
     fn remove_dispose_hook(&self, id: HookId) -> Option<DisposeHook> {
-        let mut state = self.lock();
-        let index = state.hooks.iter().position(|(h, _)| *h == id)?;
-        Some(state.hooks.remove(index).1)
+        lock(&self.state).hooks.remove(id.0)
     }
 
     fn subscribe(&self, listener: AgentListener) -> Registration {
-        let id = {
-            let mut state = self.lock();
-            state.next_id += 1;
-            let id = state.next_id;
-            state.listeners.push((id, listener));
-            id
-        };
-        let me = self.me.clone();
-        Registration::new(move || {
-            if let Some(agent) = me.upgrade() {
-                agent.lock().listeners.retain(|(l, _)| *l != id);
-            }
+        let id = lock(&self.state).listeners.insert(listener);
+        Registration::from_weak(self.me.clone(), move |agent| {
+            lock(&agent.state).listeners.remove(id);
         })
     }
 
     fn is_disposed(&self) -> bool {
-        self.lock().disposing
+        lock(&self.state).disposing
     }
 }

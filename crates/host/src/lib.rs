@@ -4,6 +4,6 @@ mod agent;
 mod kit;
 
 pub use agent::{
-    LoopAgent, LoopAgentBuilder, TURN_END, TURN_START, Turn, TurnObserver, TurnSource,
+    InputSink, LoopAgent, LoopAgentBuilder, TURN_END, TURN_START, Turn, TurnObserver, TurnSource,
 };
 pub use kit::HostKit;

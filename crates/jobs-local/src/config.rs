@@ -1,8 +1,11 @@
 //! Configuration (todo-jobs §4.1, decision 8): [`JobsConfig`] as written by users and the
 //! validated [`JobLimits`].
 
-use harness_core::{ConfigError, MAX_SAFE_INTEGER};
+use std::borrow::Borrow;
+
+use harness_core::{ConfigError, MAX_SAFE_INTEGER, PluginConfig};
 use serde::Deserialize;
+use serde_json::Value;
 
 /// The default `maxConcurrentJobsPerOwner`.
 pub const DEFAULT_MAX_CONCURRENT_JOBS_PER_OWNER: u64 = 10;
@@ -14,9 +17,8 @@ pub const DEFAULT_OUTPUT_HISTORY_BYTES: u64 = 1024 * 1024;
 ///
 /// ```
 /// use harness_jobs_local::JobsConfig;
-/// let config: JobsConfig =
-///     serde_json::from_value(serde_json::json!({"maxConcurrentJobsPerOwner": 2})).unwrap();
-/// let limits = config.validate().unwrap();
+/// let config = JobsConfig::from_json(serde_json::json!({"maxConcurrentJobsPerOwner": 2})).unwrap();
+/// let limits = config.limits().unwrap();
 /// assert_eq!(limits.max_concurrent_jobs_per_owner, 2);
 /// assert_eq!(limits.output_history_bytes, 1024 * 1024);
 /// ```
@@ -130,14 +132,23 @@ impl Default for JobLimits {
 }
 
 impl JobsConfig {
-    /// Validates the configuration (todo-jobs §4.1).
+    /// Decodes and validates the configuration from JSON ([`PluginConfig::decode`]).
+    ///
+    /// # Errors
+    /// [`ConfigError::Invalid`] `jobs-local: <serde message>` for a decode failure (unknown
+    /// key, wrong type), or a refusal of [`JobsConfig::limits`].
+    pub fn from_json(value: impl Borrow<Value>) -> Result<Self, ConfigError> {
+        Self::decode(value)
+    }
+
+    /// Validates the configuration (todo-jobs §4.1) into the limits it sets.
     ///
     /// # Errors
     /// [`ConfigError::Invalid`] with
     /// `jobs-local: maxConcurrentJobsPerOwner must be an integer from 1 to 9007199254740991, got <value>`
     /// (values as JSON; NaN and ±∞ as `null`), or the same shape for `outputHistoryBytes`
     /// (from 0).
-    pub fn validate(&self) -> Result<JobLimits, ConfigError> {
+    pub fn limits(&self) -> Result<JobLimits, ConfigError> {
         let max = whole(self.max_concurrent_jobs_per_owner, 1).ok_or_else(|| {
             invalid(
                 "maxConcurrentJobsPerOwner",
@@ -152,6 +163,15 @@ impl JobsConfig {
             output_history_bytes: usize::try_from(history).unwrap_or(usize::MAX),
             journal: self.journal,
         })
+    }
+}
+
+/// The plugin name `jobs-local`; the checks are those of [`JobsConfig::limits`].
+impl PluginConfig for JobsConfig {
+    const PLUGIN: &'static str = "jobs-local";
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        self.limits().map(drop)
     }
 }
 
@@ -171,8 +191,8 @@ fn whole(value: f64, min: u64) -> Option<u64> {
 }
 
 fn invalid(key: &str, min: u64, value: f64) -> ConfigError {
-    ConfigError::Invalid(format!(
-        "jobs-local: {key} must be an integer from {min} to {MAX_SAFE_INTEGER}, got {}",
+    JobsConfig::invalid(format_args!(
+        "{key} must be an integer from {min} to {MAX_SAFE_INTEGER}, got {}",
         harness_jobs::format_js_number(value)
     ))
 }

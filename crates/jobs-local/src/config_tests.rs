@@ -10,7 +10,7 @@ fn max(value: f64) -> Result<JobLimits, ConfigError> {
         max_concurrent_jobs_per_owner: value,
         ..JobsConfig::default()
     }
-    .validate()
+    .limits()
 }
 
 #[test]
@@ -44,12 +44,12 @@ fn c041_the_largest_safe_integer_loads() {
 #[test]
 fn defaults_and_json_keys() {
     let config: JobsConfig = serde_json::from_value(json!({})).unwrap();
-    assert_eq!(config.validate(), Ok(JobLimits::default()));
+    assert_eq!(config.limits(), Ok(JobLimits::default()));
     let config: JobsConfig =
         serde_json::from_value(json!({"maxConcurrentJobsPerOwner": 2, "outputHistoryBytes": 0}))
             .unwrap();
     assert_eq!(
-        config.validate(),
+        config.limits(),
         Ok(JobLimits {
             max_concurrent_jobs_per_owner: 2,
             output_history_bytes: 0,
@@ -57,10 +57,7 @@ fn defaults_and_json_keys() {
         })
     );
     let config: JobsConfig = serde_json::from_value(json!({"journal": true})).unwrap();
-    assert_eq!(
-        config.validate(),
-        Ok(JobLimits::default().with_journal(true))
-    );
+    assert_eq!(config.limits(), Ok(JobLimits::default().with_journal(true)));
     let wrong = serde_json::from_value::<JobsConfig>(json!({"journal": 1})).unwrap_err();
     assert!(wrong.to_string().contains("expected a boolean"), "{wrong}");
     let unknown = serde_json::from_value::<JobsConfig>(json!({"maxJobs": 2})).unwrap_err();
@@ -72,14 +69,14 @@ fn defaults_and_json_keys() {
         json!({"maxConcurrentJobsPerOwner": 9007199254740992u64}),
     )
     .unwrap()
-    .validate();
+    .limits();
     assert!(from_json.is_err());
     assert_eq!(
         JobsConfig {
             output_history_bytes: -1.0,
             ..JobsConfig::default()
         }
-        .validate(),
+        .limits(),
         Err(ConfigError::Invalid(
             "jobs-local: outputHistoryBytes must be an integer from 0 to 9007199254740991, got -1"
                 .to_owned()

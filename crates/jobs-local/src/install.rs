@@ -70,11 +70,11 @@ impl Drop for Installed {
 /// and checks owners against the host's live agents (held weakly).
 ///
 /// # Errors
-/// [`ConfigError::Invalid`] for a bad configuration (see [`JobsConfig::validate`]);
+/// [`ConfigError::Invalid`] for a bad configuration (see [`JobsConfig::limits`]);
 /// [`ConfigError::Register`] with `RegisterError::Conflict("service \"jobs\" is already
 /// registered")` when this host already has a registry installed (C-033).
 pub fn install(harness: &Arc<dyn Harness>, config: JobsConfig) -> Result<Installed, ConfigError> {
-    let limits = config.validate()?;
+    let limits = config.limits()?;
     let host = Arc::downgrade(harness);
     {
         let mut providers = lock(providers());

@@ -2,10 +2,10 @@
 //! [`JobHooks`] (what `run` returns) and [`JobProgress`] (decision 8's live progress line).
 
 use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use harness_core::Agent;
+use harness_core::{Agent, lock};
 
 use crate::{JobKind, JobLabel, JobOutcome};
 
@@ -206,14 +206,10 @@ impl JobProgress {
         Self::default()
     }
 
-    fn lock(&self) -> MutexGuard<'_, ProgressState> {
-        harness_core::lock(&self.state)
-    }
-
     /// Replaces the progress line and calls the observer.
     pub fn set(&self, line: impl Into<Arc<str>>) {
         let observer = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             state.line = Some(line.into());
             state.observer.clone()
         };
@@ -225,7 +221,7 @@ impl JobProgress {
     /// Removes the progress line and calls the observer.
     pub fn clear(&self) {
         let observer = {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             state.line = None;
             state.observer.clone()
         };
@@ -236,7 +232,7 @@ impl JobProgress {
 
     /// The current line.
     pub fn current(&self) -> Option<Arc<str>> {
-        self.lock().line.clone()
+        lock(&self.state).line.clone()
     }
 
     /// Installs (or, with `None`, removes) the observer called after every change. Meant for
@@ -248,7 +244,7 @@ impl JobProgress {
     /// [`JobProgress::set_observer`], returning the observer it replaces so the caller can
     /// drop it where it chooses (a registry drops it after releasing its own lock).
     pub fn replace_observer(&self, observer: Option<ProgressObserver>) -> Option<ProgressObserver> {
-        std::mem::replace(&mut self.lock().observer, observer)
+        std::mem::replace(&mut lock(&self.state).observer, observer)
     }
 }
 

@@ -6,9 +6,9 @@
 //! as `mcp/claimed` when the response is written. Replaying both types gives the messages
 //! still owed to the model, in order, so a restart neither repeats nor loses one.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
-use harness_core::{ContentBlock, MessageSource, Session, SessionEvent, UserMessage};
+use harness_core::{ContentBlock, MessageSource, Session, SessionEvent, UserMessage, lock};
 use serde::{Deserialize, Serialize};
 
 /// Event type of a queued delivery.
@@ -88,10 +88,6 @@ impl Inbox {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
-        harness_core::lock(&self.state)
-    }
-
     /// Records `message` as owed and returns its seq.
     pub(crate) fn queue(&self, lane: Lane, message: UserMessage) -> Result<u64, String> {
         let data = QueuedData {
@@ -101,7 +97,7 @@ impl Inbox {
         };
         let value = serde_json::to_value(&data).map_err(|e| e.to_string())?;
         // The lock is held across the append so that queue order is seq order.
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         let event = self
             .session
             .append(QUEUED_EVENT, value)
@@ -116,7 +112,7 @@ impl Inbox {
     /// Takes every owed message not attached to another response yet, and reserves it under
     /// a fresh key until [`Inbox::commit`] or [`Inbox::release`].
     pub(crate) fn reserve(&self) -> Option<(u64, Vec<Pending>)> {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         let taken: Vec<Pending> = state
             .pending
             .iter()
@@ -137,7 +133,7 @@ impl Inbox {
     /// The response carrying reservation `key` was written: appends `mcp/claimed` and forgets
     /// the messages. The caller flushes.
     pub(crate) fn commit(&self, key: u64) -> Vec<UserMessage> {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         let Some(index) = state.reserved.iter().position(|(k, _)| *k == key) else {
             return Vec::new();
         };
@@ -170,12 +166,12 @@ impl Inbox {
     /// The response carrying reservation `key` was not written (the request was cancelled):
     /// its messages are owed again.
     pub(crate) fn release(&self, key: u64) {
-        self.lock().reserved.retain(|(k, _)| *k != key);
+        lock(&self.state).reserved.retain(|(k, _)| *k != key);
     }
 
     /// The messages owed right now (reserved ones included), in order.
     pub(crate) fn pending(&self) -> Vec<Pending> {
-        self.lock().pending.clone()
+        lock(&self.state).pending.clone()
     }
 }
 

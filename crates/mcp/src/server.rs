@@ -3,10 +3,10 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use harness_core::{ToolDefinition, ToolOutput};
+use harness_core::{ToolDefinition, ToolOutput, lock};
 use rmcp::model::RequestParamsMeta;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
@@ -43,16 +43,12 @@ pub(crate) struct Reservations {
 }
 
 impl Reservations {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, u64>> {
-        harness_core::lock(&self.inner)
-    }
-
     pub(crate) fn insert(&self, id: String, reservation: u64) {
-        self.lock().insert(id, reservation);
+        lock(&self.inner).insert(id, reservation);
     }
 
     pub(crate) fn take(&self, id: &str) -> Option<u64> {
-        self.lock().remove(id)
+        lock(&self.inner).remove(id)
     }
 }
 
@@ -134,13 +130,9 @@ fn resource(uri: &str, name: &str, description: &str) -> Value {
 }
 
 impl Server {
-    fn subscribed(&self) -> MutexGuard<'_, BTreeSet<String>> {
-        harness_core::lock(&self.subscribed)
-    }
-
     /// The subscribed URIs a change of `uri` touches (a job list change touches every job).
     pub(crate) fn touched(&self, uri: &str) -> Vec<String> {
-        self.subscribed()
+        lock(&self.subscribed)
             .iter()
             .filter(|s| s.as_str() == uri || (uri == JOBS_URI && s.starts_with(JOB_URI_PREFIX)))
             .cloned()
@@ -349,7 +341,7 @@ impl ServerHandler for Server {
                 None,
             ));
         }
-        self.subscribed().insert(request.uri);
+        lock(&self.subscribed).insert(request.uri);
         Ok(())
     }
 
@@ -358,7 +350,7 @@ impl ServerHandler for Server {
         request: UnsubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.subscribed().remove(&request.uri);
+        lock(&self.subscribed).remove(&request.uri);
         Ok(())
     }
 

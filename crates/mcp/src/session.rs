@@ -8,14 +8,14 @@ use harness_core::{
     Agent, Clock, ContentBlock, JsonlStore, RegistrationScope, Session, SessionHeader, SessionId,
     SessionStore, StoreError, SystemClock, ToolDefinition, ToolOutput, UserMessage,
 };
-use harness_jobs::JobRegistry;
+use harness_jobs::{JobRegistry, JobsChangedListener};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use harness_host::HostKit;
+use harness_host::{HostKit, LoopAgent};
 
-use crate::host::{HostSession, PullAgent};
+use crate::host::{HostSession, pull_agent};
 use crate::inbox::{CLAIMED_EVENT, Inbox, Pending, QUEUED_EVENT};
 use crate::{FamilyConfigs, ServeError};
 
@@ -74,7 +74,7 @@ pub(crate) struct Answer {
 pub struct SessionHost {
     host: Arc<HostKit>,
     session: Arc<HostSession>,
-    agent: Arc<PullAgent>,
+    agent: Arc<LoopAgent>,
     inbox: Inbox,
     jobs: Arc<dyn JobRegistry>,
     families: Mutex<Option<Families>>,
@@ -125,10 +125,18 @@ impl SessionHost {
         };
         let host = Arc::new(HostKit::new(clock));
         let harness: Arc<dyn harness_core::Harness> = host.clone();
-        let families = install(&harness, &options.configs)?;
+        let (changes, changes_rx) = mpsc::unbounded_channel();
+        let tx = changes.clone();
+        let families = install(
+            &harness,
+            &options.configs,
+            Arc::new(move |_owner: Option<&Arc<dyn Agent>>| {
+                let _ = tx.send(Change::Resource(JOBS_URI));
+                Ok(())
+            }),
+        )?;
         let session = HostSession::new(stored);
         let inbox = Inbox::open(session.clone())?;
-        let (changes, changes_rx) = mpsc::unbounded_channel();
         let tx = changes.clone();
         session.set_hook(Arc::new(move |r#type: &str| {
             let change = match r#type {
@@ -139,16 +147,8 @@ impl SessionHost {
             };
             let _ = tx.send(Change::Resource(change));
         }));
-        let tx = changes.clone();
-        let jobs_changed = families.jobs.registry().on_jobs_changed(
-            RegistrationScope::Global,
-            Arc::new(move |_owner: Option<&Arc<dyn Agent>>| {
-                let _ = tx.send(Change::Resource(JOBS_URI));
-                Ok(())
-            }),
-        );
         let tx = changes;
-        let agent = PullAgent::new(
+        let agent = pull_agent(
             session.clone(),
             inbox.clone(),
             Arc::new(move |message: &UserMessage| {
@@ -156,11 +156,7 @@ impl SessionHost {
             }),
         );
         let jobs = families.jobs.registry();
-        let families = Families {
-            _jobs_changed: jobs_changed,
-            ..families
-        };
-        host.publish(agent.clone());
+        host.publish(agent.as_dyn());
         Ok(Arc::new(Self {
             host,
             session,
@@ -248,7 +244,7 @@ impl SessionHost {
         if claimed.is_empty() {
             return;
         }
-        self.agent.claimed(claimed);
+        self.agent.report_claimed(&claimed);
         if let Err(error) = self.session.flush().await {
             tracing::warn!("mcp: could not flush a claim: {error}");
         }
@@ -367,29 +363,29 @@ fn append_owed(output: &mut ToolOutput, owed: &[Pending]) {
     }
 }
 
+/// Installs every family; `jobs_changed` observes every job list change (todo-jobs §4.7) for as long
+/// as the families are installed.
 fn install(
     harness: &Arc<dyn harness_core::Harness>,
     configs: &FamilyConfigs,
+    jobs_changed: JobsChangedListener,
 ) -> Result<Families, ServeError> {
     let config = |e: harness_core::ConfigError| ServeError::Config(e.to_string());
     let todo = harness_todo::TodoConfig::from_json(&configs.todo_value())
         .and_then(|c| harness_todo::install(harness, c))
         .map_err(config)?;
-    let jobs = harness_core::decode_config::<harness_jobs_local::JobsConfig>(
-        "jobs-local",
-        configs.jobs_value(),
-    )
-    .and_then(|c| harness_jobs_local::install(harness, c))
-    .map_err(config)?;
+    let jobs = harness_jobs_local::JobsConfig::from_json(configs.jobs_value())
+        .and_then(|c| harness_jobs_local::install(harness, c))
+        .map_err(config)?;
+    let jobs_changed = jobs
+        .registry()
+        .on_jobs_changed(RegistrationScope::Global, jobs_changed);
     let tool_jobs = harness_tool_jobs::ToolJobsConfig::from_json(configs.tool_jobs_value())
         .and_then(|c| harness_tool_jobs::install(harness, jobs.registry(), c))
         .map_err(config)?;
-    let schedule = harness_core::decode_config::<harness_schedule::ScheduleConfig>(
-        "schedule",
-        configs.schedule_value(),
-    )
-    .and_then(|c| harness_schedule::install(harness, c))
-    .map_err(config)?;
+    let schedule = harness_schedule::ScheduleConfig::from_json(configs.schedule_value())
+        .and_then(|c| harness_schedule::install(harness, c))
+        .map_err(config)?;
     let bash = harness_bash::BashConfig::from_json(&configs.bash_value())
         .and_then(|c| harness_bash::install(harness, Some(jobs.registry()), c))
         .map_err(config)?;
@@ -399,6 +395,6 @@ fn install(
         tool_jobs,
         schedule,
         todo,
-        _jobs_changed: harness_core::Registration::noop(),
+        _jobs_changed: jobs_changed,
     })
 }

@@ -1,16 +1,20 @@
 //! The plugin entry point (schedule.md §14): [`install`] adopts every live root agent created
 //! after it, giving each its three tools, a status listener and a delivery runtime.
 
+use std::borrow::Borrow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use futures::FutureExt;
 use harness_core::{
-    Agent, AgentEvent, AgentStatus, ConfigError, Harness, HookId, LifecycleEvent, Registration,
+    Agent, AgentEvent, AgentStatus, ConfigError, Harness, HookId, LifecycleEvent, PluginConfig,
+    Registration, lock,
 };
 use serde::Deserialize;
+use serde_json::Value;
 
+use crate::PLUGIN_NAME;
 use crate::ledger::Ledger;
 use crate::runtime::{DeliveryRuntime, Liveness};
 use crate::tools::ScheduleTools;
@@ -23,13 +27,18 @@ use crate::tools::ScheduleTools;
 pub struct ScheduleConfig {}
 
 impl ScheduleConfig {
-    /// Checks the configuration (nothing to check today).
+    /// Decodes the configuration from JSON ([`PluginConfig::decode`]): `{}`.
     ///
     /// # Errors
-    /// Never; kept for the uniform plugin shape.
-    pub fn validate(&self) -> Result<(), ConfigError> {
-        Ok(())
+    /// [`ConfigError::Invalid`] `schedule: <serde message>` for any key.
+    pub fn from_json(value: impl Borrow<Value>) -> Result<Self, ConfigError> {
+        Self::decode(value)
     }
+}
+
+/// Nothing to check beyond the keys (there are none).
+impl PluginConfig for ScheduleConfig {
+    const PLUGIN: &'static str = PLUGIN_NAME;
 }
 
 /// One adopted agent: what its cleanup undoes.
@@ -63,10 +72,6 @@ fn key_of(agent: &Arc<dyn Agent>) -> usize {
 }
 
 impl PluginInner {
-    fn adopted(&self) -> MutexGuard<'_, HashMap<usize, Adopted>> {
-        harness_core::lock(&self.adopted)
-    }
-
     /// Adopts a newly published root agent (§14): tools in the agent's own scope, the status
     /// listener, the runtime, and a dispose hook that runs the cleanup.
     fn adopt(self: &Arc<Self>, agent: Arc<dyn Agent>) {
@@ -74,7 +79,7 @@ impl PluginInner {
             return;
         }
         let key = key_of(&agent);
-        if self.adopted().contains_key(&key) {
+        if lock(&self.adopted).contains_key(&key) {
             return;
         }
         let Some(harness) = self.harness.upgrade() else {
@@ -120,7 +125,7 @@ impl PluginInner {
             .add_dispose_hook(Box::new(move || {
                 async move {
                     if let Some(inner) = weak_self.upgrade() {
-                        let entry = inner.adopted().remove(&key);
+                        let entry = lock(&inner.adopted).remove(&key);
                         if let Some(entry) = entry {
                             entry.cleanup().await;
                         }
@@ -130,7 +135,7 @@ impl PluginInner {
             }))
             .ok();
         runtime.start();
-        self.adopted().insert(
+        lock(&self.adopted).insert(
             key,
             Adopted {
                 agent,
@@ -144,7 +149,7 @@ impl PluginInner {
 
     /// Runs the cleanup of an agent that left without its hook running.
     fn forget(&self, agent: &Arc<dyn Agent>) {
-        let entry = self.adopted().remove(&key_of(agent));
+        let entry = lock(&self.adopted).remove(&key_of(agent));
         if let Some(entry) = entry {
             entry.status.unregister();
             entry.tools.unregister();
@@ -154,7 +159,10 @@ impl PluginInner {
 
     fn take_all(&self) -> Vec<Adopted> {
         self.stopping.store(true, Ordering::SeqCst);
-        self.adopted().drain().map(|(_, entry)| entry).collect()
+        lock(&self.adopted)
+            .drain()
+            .map(|(_, entry)| entry)
+            .collect()
     }
 }
 
@@ -170,7 +178,7 @@ pub struct Installed {
 impl std::fmt::Debug for Installed {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Installed")
-            .field("agents", &self.inner.adopted().len())
+            .field("agents", &lock(&self.inner.adopted).len())
             .finish()
     }
 }
@@ -178,14 +186,13 @@ impl std::fmt::Debug for Installed {
 impl Installed {
     /// The number of agents currently adopted.
     pub fn adopted_agents(&self) -> usize {
-        self.inner.adopted().len()
+        lock(&self.inner.adopted).len()
     }
 
     /// Whether the runtime of this agent has faulted (schedule §12.1: sticky until disposal).
     /// `None` when the agent is not adopted.
     pub fn is_faulted(&self, agent: &Arc<dyn Agent>) -> Option<bool> {
-        self.inner
-            .adopted()
+        lock(&self.inner.adopted)
             .get(&key_of(agent))
             .map(|entry| entry.runtime.is_faulted())
     }

@@ -1,11 +1,12 @@
 //! [`PgSession`]: one leased session's live log and its flush transaction.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
 use harness_core::{
     AppendError, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader, SessionId,
+    read_lock, write_lock,
 };
 use serde_json::Value;
 
@@ -68,10 +69,6 @@ impl PgSession {
     pub fn durable_len(&self) -> u64 {
         self.durable.load(Ordering::Acquire)
     }
-
-    fn read(&self) -> RwLockReadGuard<'_, Vec<RawEvent>> {
-        self.log.read().unwrap_or_else(|p| p.into_inner())
-    }
 }
 
 #[async_trait]
@@ -85,11 +82,11 @@ impl Session for PgSession {
     }
 
     fn len(&self) -> u64 {
-        self.read().len() as u64
+        read_lock(&self.log).len() as u64
     }
 
     fn raw_events_after(&self, after: u64) -> Vec<RawEvent> {
-        let events = self.read();
+        let events = read_lock(&self.log);
         let start = usize::try_from(after)
             .unwrap_or(usize::MAX)
             .min(events.len());
@@ -97,7 +94,7 @@ impl Session for PgSession {
     }
 
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
-        let mut events = self.log.write().unwrap_or_else(|p| p.into_inner());
+        let mut events = write_lock(&self.log);
         let event = SessionEvent {
             seq: events.len() as u64 + 1,
             r#type: r#type.to_owned(),

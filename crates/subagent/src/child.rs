@@ -2,10 +2,11 @@
 //! child's turn on the production loop.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use harness_core::{
     Agent, AgentId, MessageSource, SessionHeader, SessionId, SessionStore, StoreError, UserMessage,
+    lock,
 };
 use harness_host::{HostKit, LoopAgent, TurnObserver};
 use harness_jobs::{JobError, JobHooks, JobId, JobKind, JobOutcome, JobRegistry, JobStart};
@@ -93,12 +94,6 @@ struct Shared {
     counts: Mutex<Counts>,
 }
 
-impl Shared {
-    fn counts(&self) -> MutexGuard<'_, Counts> {
-        harness_core::lock(&self.counts)
-    }
-}
-
 /// Starts children for calling agents; shared by the `agent` tool and hosts that start a
 /// child themselves.
 #[derive(Clone)]
@@ -123,7 +118,7 @@ struct Running {
 impl Drop for Running {
     fn drop(&mut self) {
         if let Some(shared) = self.shared.upgrade() {
-            let mut counts = shared.counts();
+            let mut counts = lock(&shared.counts);
             if let Some(n) = counts.running.get_mut(&self.agent) {
                 *n = n.saturating_sub(1);
                 if *n == 0 {
@@ -181,8 +176,7 @@ impl Subagents {
 
     /// How many children `agent` has running now.
     pub fn running(&self, agent: &AgentId) -> u32 {
-        self.shared
-            .counts()
+        lock(&self.shared.counts)
             .running
             .get(agent)
             .copied()
@@ -215,7 +209,7 @@ impl Subagents {
         let parent = caller.id().clone();
         let parent_session = SessionId::from(caller.session().id().as_str());
         let (number, depth) = {
-            let mut counts = shared.counts();
+            let mut counts = lock(&shared.counts);
             let depth = counts.depth.get(&parent).copied().unwrap_or(0) + 1;
             if depth > shared.config.max_depth {
                 return Err(SpawnError::TooDeep {
@@ -262,19 +256,16 @@ impl Subagents {
                 description,
                 running,
             )?;
-            *harness_core::lock(&run_created) = Some(child.0);
+            *lock(&run_created) = Some(child.0);
             Ok(child.1)
         })
         .with_owner(caller);
         let job = shared.jobs.start(start)?;
-        *shared
-            .counts()
+        *lock(&shared.counts)
             .spawned
             .entry(parent_session.clone())
             .or_insert(0) += 1;
-        let session = harness_core::lock(&created)
-            .take()
-            .unwrap_or(parent_session);
+        let session = lock(&created).take().unwrap_or(parent_session);
         Ok(Spawned { job, session })
     }
 }
@@ -339,8 +330,7 @@ fn start_child(
         }))
         .build();
     let id = SessionId::from(agent.id().as_str());
-    shared
-        .counts()
+    lock(&shared.counts)
         .depth
         .insert(agent.id().clone(), numbered.depth);
     let cancel = CancellationToken::new();
@@ -361,7 +351,7 @@ fn start_child(
         record_end(&context.agent, &result);
         context.agent.dispose().await;
         if let Some(shared) = running.shared.upgrade() {
-            shared.counts().depth.remove(context.agent.id());
+            lock(&shared.counts).depth.remove(context.agent.id());
         }
         drop(running);
         let _ = settled.send(result);

@@ -1,6 +1,8 @@
 //! [`SubagentConfig`]: the caps of the `agent` tool.
 
-use harness_core::ConfigError;
+use std::borrow::Borrow;
+
+use harness_core::{ConfigError, PluginConfig};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -78,11 +80,13 @@ impl SubagentConfig {
     /// # Errors
     /// [`ConfigError::Invalid`] prefixed `subagent: ` for a decode failure (unknown key,
     /// wrong type) or a failed [`SubagentConfig::validate`].
-    pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
-        let config: Self = harness_core::decode_config(PLUGIN_NAME, value.clone())?;
-        config.validate()?;
-        Ok(config)
+    pub fn from_json(value: impl Borrow<Value>) -> Result<Self, ConfigError> {
+        Self::decode(value)
     }
+}
+
+impl PluginConfig for SubagentConfig {
+    const PLUGIN: &'static str = PLUGIN_NAME;
 
     /// Checks that every cap is at least 1.
     ///
@@ -90,15 +94,15 @@ impl SubagentConfig {
     /// [`ConfigError::Invalid`]: `subagent: maxConcurrentPerAgent (0) must be at least 1`,
     /// `subagent: maxSpawnsPerSession (0) must be at least 1`,
     /// `subagent: maxDepth (0) must be at least 1`.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    fn validate(&self) -> Result<(), ConfigError> {
         for (key, value) in [
             ("maxConcurrentPerAgent", self.max_concurrent_per_agent),
             ("maxSpawnsPerSession", self.max_spawns_per_session),
             ("maxDepth", self.max_depth),
         ] {
             if value == 0 {
-                return Err(ConfigError::Invalid(format!(
-                    "{PLUGIN_NAME}: {key} ({value}) must be at least 1"
+                return Err(Self::invalid(format_args!(
+                    "{key} ({value}) must be at least 1"
                 )));
             }
         }

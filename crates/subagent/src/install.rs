@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use harness_core::{ConfigError, Harness, Registration, RegistrationScope, SessionStore};
+use harness_core::{
+    ConfigError, Harness, PluginConfig, Registration, RegistrationScope, SessionStore,
+};
 use harness_host::HostKit;
 use harness_jobs::JobRegistry;
 

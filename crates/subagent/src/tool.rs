@@ -4,8 +4,8 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use harness_core::{AgentId, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, async_trait};
-use harness_jobs::{JobError, JobSnapshot};
+use harness_core::{Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, async_trait};
+use harness_jobs::{JobSnapshot, OnTimeout, wait_foreground};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -118,11 +118,6 @@ impl AgentTool {
     pub fn new(subagents: Subagents) -> Self {
         Self { subagents }
     }
-
-    /// The tool's definition (name `agent`).
-    pub fn definition_static() -> &'static ToolDefinition {
-        &DEFINITION
-    }
 }
 
 fn render_foreground(output: &str, snapshot: &JobSnapshot, session: &str) -> ToolOutput {
@@ -179,35 +174,15 @@ impl Tool for AgentTool {
             ));
         }
         let jobs = self.subagents.registry();
-        let caller: Option<AgentId> = call.caller.as_ref().map(|a| a.id().clone());
-        let caller = caller.as_ref();
-        loop {
-            match jobs
-                .wait(
-                    &spawned.job,
-                    FOREGROUND_WAIT,
-                    caller,
-                    Some(call.cancel.clone()),
-                )
-                .await
-            {
-                Ok(snapshot) if snapshot.status.is_terminal() => break,
-                Ok(_) => {}
-                Err(JobError::WaitAborted) => {
-                    if let Err(error) = jobs.kill(&spawned.job, caller, Some("aborted")) {
-                        tracing::warn!(
-                            "agent: killing aborted foreground subagent {} failed: {error}",
-                            spawned.job
-                        );
-                    }
-                    return Err(ToolError::Aborted);
-                }
-                Err(error) => return Err(ToolError::msg(error.to_string())),
-            }
-        }
-        let read = jobs
-            .read(&spawned.job, caller)
-            .map_err(|e| ToolError::msg(e.to_string()))?;
+        let read = wait_foreground(
+            &**jobs,
+            &spawned.job,
+            &call,
+            FOREGROUND_WAIT,
+            OnTimeout::WaitAgain,
+        )
+        .await?
+        .read;
         Ok(render_foreground(
             &read.text,
             &read.snapshot,

@@ -1,10 +1,11 @@
 //! [`TerminalConfig`]: the terminal plugin's configuration.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use harness_bash::Containment;
-use harness_core::ConfigError;
+use harness_bash::{Containment, DEFAULT_KILL_GRACE_MS, ProcessKeys, ProcessKeysMut};
+use harness_core::{ConfigError, PluginConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -73,7 +74,7 @@ impl Default for TerminalConfig {
             settle_ms: 500,
             default_timeout_ms: 30_000,
             max_timeout_ms: 600_000,
-            kill_grace_ms: 2000,
+            kill_grace_ms: DEFAULT_KILL_GRACE_MS,
             containment: Containment::Auto,
             max_terminals_per_owner: 8,
         }
@@ -95,20 +96,6 @@ impl TerminalConfig {
         self
     }
 
-    /// With `cwd` set.
-    #[must_use]
-    pub fn with_cwd(mut self, cwd: impl Into<PathBuf>) -> Self {
-        self.cwd = Some(cwd.into());
-        self
-    }
-
-    /// With `env` set.
-    #[must_use]
-    pub fn with_env(mut self, env: BTreeMap<String, String>) -> Self {
-        self.env = env;
-        self
-    }
-
     /// With `settleMs` set.
     #[must_use]
     pub fn with_settle_ms(mut self, settle_ms: u64) -> Self {
@@ -120,20 +107,6 @@ impl TerminalConfig {
     #[must_use]
     pub fn with_default_timeout_ms(mut self, default_timeout_ms: u64) -> Self {
         self.default_timeout_ms = default_timeout_ms;
-        self
-    }
-
-    /// With `killGraceMs` set.
-    #[must_use]
-    pub fn with_kill_grace_ms(mut self, kill_grace_ms: u64) -> Self {
-        self.kill_grace_ms = kill_grace_ms;
-        self
-    }
-
-    /// With `containment` set.
-    #[must_use]
-    pub fn with_containment(mut self, containment: Containment) -> Self {
-        self.containment = containment;
         self
     }
 
@@ -149,21 +122,35 @@ impl TerminalConfig {
     /// # Errors
     /// [`ConfigError::Invalid`] prefixed `tool-terminal: ` for a decode failure (unknown
     /// key, wrong type) or a failed [`TerminalConfig::validate`].
-    pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
-        let config: Self = harness_core::decode_config(PLUGIN_NAME, value.clone())?;
-        config.validate()?;
-        Ok(config)
+    pub fn from_json(value: impl Borrow<Value>) -> Result<Self, ConfigError> {
+        Self::decode(value)
     }
+}
+
+/// `cwd`, `env`, `killGraceMs` and `containment` mean what they mean for bash.
+impl ProcessKeys for TerminalConfig {
+    fn process_keys(&mut self) -> ProcessKeysMut<'_> {
+        ProcessKeysMut {
+            cwd: &mut self.cwd,
+            env: &mut self.env,
+            kill_grace_ms: &mut self.kill_grace_ms,
+            containment: &mut self.containment,
+        }
+    }
+}
+
+impl PluginConfig for TerminalConfig {
+    const PLUGIN: &'static str = PLUGIN_NAME;
 
     /// Checks the ranges above.
     ///
     /// # Errors
     /// [`ConfigError::Invalid`] with `tool-terminal: <key> must be <rule>, got <value>`,
     /// e.g. `tool-terminal: maxResultBytes must be an integer ≥ 64, got 63`.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    fn validate(&self) -> Result<(), ConfigError> {
         let fail = |key: &str, rule: &str, got: &dyn std::fmt::Display| {
-            Err(ConfigError::Invalid(format!(
-                "{PLUGIN_NAME}: {key} must be {rule}, got {got}"
+            Err(Self::invalid(format_args!(
+                "{key} must be {rule}, got {got}"
             )))
         };
         if self.max_result_bytes < MIN_RESULT_BYTES || self.max_result_bytes > (1 << 53) - 1 {

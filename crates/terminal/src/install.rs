@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use harness_core::{ConfigError, Harness, LifecycleEvent, Registration, RegistrationScope};
+use harness_core::{
+    ConfigError, Harness, LifecycleEvent, PluginConfig, Registration, RegistrationScope,
+};
 use harness_jobs::JobRegistry;
 
 use crate::{KillTool, SendTool, StartTool, TerminalConfig, Terminals};

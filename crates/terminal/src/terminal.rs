@@ -10,11 +10,11 @@ use std::os::unix::process::ExitStatusExt as _;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use harness_bash::{Containment, Group, JobTree, MARKER_VAR, Mechanism, Signal, TTY_GATE};
-use harness_core::Clock;
+use harness_core::{Clock, lock};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::watch;
 
@@ -150,12 +150,8 @@ impl Capture {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, CaptureState> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     fn push(&self, bytes: &[u8], dropped_before: bool) {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         state.unread.push(bytes, self.keep);
         state.unread.dropped |= dropped_before;
         if let Some(matcher) = &mut state.matcher
@@ -174,14 +170,17 @@ impl Capture {
 
     /// Whether the `wait_for` text has appeared (always false without one).
     pub(crate) fn matched(&self) -> bool {
-        self.lock().matcher.as_ref().is_some_and(|m| m.matched)
+        lock(&self.state)
+            .matcher
+            .as_ref()
+            .is_some_and(|m| m.matched)
     }
 
     /// The text printed since the previous read. When unread bytes were dropped (more than
     /// the bound arrived between two reads), the text is the newest part followed by
     /// `\n[output truncated]` (no second `\n` after a line end) (the marker `job_output` then reuses, todo-jobs §5.5).
     pub(crate) fn read(&self) -> String {
-        let mut state = self.lock();
+        let mut state = lock(&self.state);
         let unread = std::mem::take(&mut state.unread);
         let mut text = state.reader.feed(&unread.bytes);
         if unread.dropped {
@@ -223,17 +222,13 @@ struct Shared {
 }
 
 impl Shared {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     fn bump(&self) {
         self.activity.send_modify(|n| *n = n.wrapping_add(1));
     }
 
     fn printed(&self, bytes: &[u8]) {
         {
-            let mut state = self.lock();
+            let mut state = lock(&self.state);
             match &state.capture {
                 Some(capture) => capture.push(bytes, false),
                 None => {
@@ -413,13 +408,13 @@ impl Terminal {
 
     /// How the program ended (`exit code: N` or `signal: SIGNAME`), once it was reaped.
     pub fn exit(&self) -> Option<String> {
-        self.shared().lock().exit.clone()
+        lock(&self.shared().state).exit.clone()
     }
 
     /// Whether the program was reaped **and** nothing holds the terminal open any more: no
     /// more output can arrive.
     pub fn ended(&self) -> bool {
-        let state = self.shared().lock();
+        let state = lock(&self.shared().state);
         state.exit.is_some() && state.closed
     }
 
@@ -460,7 +455,7 @@ impl Terminal {
     /// Makes `capture` the active send's output: it takes over the pending bytes and
     /// receives everything printed from now on. Refused while another send is active.
     pub(crate) fn attach(&self, capture: &Arc<Capture>) -> Result<(), ()> {
-        let mut state = self.shared().lock();
+        let mut state = lock(&self.shared().state);
         if state.capture.is_some() {
             return Err(());
         }
@@ -472,7 +467,7 @@ impl Terminal {
 
     /// Ends `capture`'s turn: later output is pending again.
     pub(crate) fn detach(&self, capture: &Arc<Capture>) {
-        let mut state = self.shared().lock();
+        let mut state = lock(&self.shared().state);
         if state
             .capture
             .as_ref()
@@ -495,7 +490,7 @@ async fn pump(mut reader: pty_process::OwnedReadPty, shared: Arc<Shared>) {
             Err(_) => break,
         }
     }
-    shared.lock().closed = true;
+    lock(&shared.state).closed = true;
     shared.bump();
 }
 
@@ -510,6 +505,6 @@ async fn supervise(mut child: tokio::process::Child, shared: Arc<Shared>) {
         Err(error) => format!("waiting for the terminal failed: {error}"),
     };
     shared.reaped.store(true, Ordering::SeqCst);
-    shared.lock().exit = Some(exit);
+    lock(&shared.state).exit = Some(exit);
     shared.bump();
 }

@@ -1,14 +1,14 @@
 //! The three tools (`terminal_start`, `terminal_send`, `terminal_kill`) and [`Terminals`],
 //! the table of open terminals they share with hosts and the scenario runner.
 
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
 use harness_core::{
     Agent, AgentId, Clock, Tool, ToolAnnotations, ToolCall, ToolDefinition, ToolError, ToolOutput,
-    async_trait,
+    async_trait, lock,
 };
-use harness_jobs::{JobError, JobId, JobRegistry, JobSnapshot};
+use harness_jobs::{JobError, JobId, JobRegistry, JobSnapshot, OnTimeout, wait_foreground};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -263,7 +263,7 @@ impl std::fmt::Debug for Terminals {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Terminals")
             .field("config", &self.inner.config)
-            .field("open", &self.lock().open.len())
+            .field("open", &lock(&self.inner.table).open.len())
             .finish_non_exhaustive()
     }
 }
@@ -292,10 +292,6 @@ impl Terminals {
                 }),
             }),
         }
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Table> {
-        self.inner.table.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The configuration.
@@ -345,11 +341,11 @@ impl Terminals {
                 })
                 .count() as u64
         };
-        if count(&self.lock()) >= limit {
+        if count(&lock(&self.inner.table)) >= limit {
             return Err(TerminalsError::Limit(limit));
         }
         let terminal = Terminal::spawn(self.options(command))?;
-        let mut table = self.lock();
+        let mut table = lock(&self.inner.table);
         if table.closed {
             terminal.stop();
             return Err(TerminalsError::Start(crate::TerminalError::Spawn(
@@ -372,7 +368,7 @@ impl Terminals {
     /// [`TerminalsError::Unknown`], [`TerminalsError::Foreign`] (an owned terminal and a
     /// caller of another session, or no caller).
     pub fn get(&self, caller: Option<&AgentId>, id: &str) -> Result<Terminal, TerminalsError> {
-        let table = self.lock();
+        let table = lock(&self.inner.table);
         let entry = table
             .open
             .iter()
@@ -432,7 +428,7 @@ impl Terminals {
     /// `Unknown` / `Foreign` from [`Terminals::get`].
     pub async fn kill(&self, caller: Option<&AgentId>, id: &str) -> Result<Killed, TerminalsError> {
         let terminal = self.get(caller, id)?;
-        self.lock().open.retain(|e| e.id.as_str() != id);
+        lock(&self.inner.table).open.retain(|e| e.id.as_str() != id);
         if let Some(how) = terminal.exit() {
             terminal.stop();
             return Ok(Killed::AlreadyExited(how));
@@ -450,7 +446,7 @@ impl Terminals {
     /// Removes and stops every terminal owned by this exact agent instance (its disposal).
     pub fn owner_disposed(&self, agent: &Arc<dyn Agent>) {
         let removed: Vec<Entry> = {
-            let mut table = self.lock();
+            let mut table = lock(&self.inner.table);
             let (gone, kept) = std::mem::take(&mut table.open)
                 .into_iter()
                 .partition(|e| e.owner.as_ref().is_some_and(|o| same_agent(o, agent)));
@@ -465,7 +461,7 @@ impl Terminals {
     /// Removes and stops every terminal; later starts fail. Idempotent.
     pub fn dispose(&self) {
         let removed = {
-            let mut table = self.lock();
+            let mut table = lock(&self.inner.table);
             table.closed = true;
             std::mem::take(&mut table.open)
         };
@@ -476,7 +472,11 @@ impl Terminals {
 
     /// The ids of the open terminals, in opening order.
     pub fn ids(&self) -> Vec<TerminalId> {
-        self.lock().open.iter().map(|e| e.id.clone()).collect()
+        lock(&self.inner.table)
+            .open
+            .iter()
+            .map(|e| e.id.clone())
+            .collect()
     }
 
     fn registry(&self) -> Option<&Arc<dyn JobRegistry>> {
@@ -604,34 +604,12 @@ impl SendTool {
             .terminals
             .registry()
             .ok_or_else(|| ToolError::msg(JOBS_UNAVAILABLE))?;
-        let caller: Option<AgentId> = call.caller.as_ref().map(|a| a.id().clone());
-        let caller = caller.as_ref();
-        let waited = jobs
-            .wait(
-                &id,
-                timeout + SETTLE_SLACK,
-                caller,
-                Some(call.cancel.clone()),
-            )
-            .await;
-        match waited {
-            Ok(snapshot) if snapshot.status.is_terminal() => {}
-            Ok(_) => {
-                jobs.kill(&id, caller, Some("timed out"))
-                    .map_err(tool_error)?;
-                jobs.wait(&id, SETTLE_SLACK, caller, None)
-                    .await
-                    .map_err(tool_error)?;
-            }
-            Err(JobError::WaitAborted) => {
-                if let Err(error) = jobs.kill(&id, caller, Some("aborted")) {
-                    tracing::warn!("terminal: killing aborted send {id} failed: {error}");
-                }
-                return Err(ToolError::Aborted);
-            }
-            Err(error) => return Err(tool_error(error)),
-        }
-        let read = jobs.read(&id, caller).map_err(tool_error)?;
+        let settle = OnTimeout::Kill {
+            settle: SETTLE_SLACK,
+        };
+        let read = wait_foreground(&**jobs, &id, call, timeout + SETTLE_SLACK, settle)
+            .await?
+            .read;
         let limit = usize::try_from(self.terminals.config().max_result_bytes).unwrap_or(usize::MAX);
         Ok(render_foreground(
             &read.text,

@@ -1,6 +1,8 @@
 //! [`TodoConfig`]: the plugin configuration (todo-jobs §2.1).
 
-use harness_core::ConfigError;
+use std::borrow::Borrow;
+
+use harness_core::{ConfigError, PluginConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -41,22 +43,32 @@ impl TodoConfig {
     ///
     /// # Errors
     /// [`ConfigError::Invalid`] with one of those messages.
-    pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
-        let invalid = |message: &str| ConfigError::Invalid(format!("{PLUGIN_NAME}: {message}"));
-        let Some(object) = value.as_object() else {
-            return Err(invalid("$ expected object"));
-        };
-        match object.get(KEY) {
-            None => return Err(invalid("$.allowParallelInProgress missing required value")),
-            Some(Value::Bool(_)) => {}
-            Some(_) => return Err(invalid("$.allowParallelInProgress expected boolean")),
-        }
-        harness_core::decode_config(PLUGIN_NAME, value.clone())
+    pub fn from_json(value: impl Borrow<Value>) -> Result<Self, ConfigError> {
+        Self::decode(value)
     }
 
     /// The policy this configuration selects.
     pub fn policy(&self) -> InProgressPolicy {
         InProgressPolicy::from_allow_parallel(self.allow_parallel_in_progress)
+    }
+}
+
+impl PluginConfig for TodoConfig {
+    const PLUGIN: &'static str = PLUGIN_NAME;
+
+    /// The three refusals of [`TodoConfig::from_json`] whose text the spec fixes (todo-jobs
+    /// §2.1); an unknown key is left to serde.
+    fn precheck(value: &Value) -> Result<(), ConfigError> {
+        let Some(object) = value.as_object() else {
+            return Err(Self::invalid("$ expected object"));
+        };
+        match object.get(KEY) {
+            None => Err(Self::invalid(
+                "$.allowParallelInProgress missing required value",
+            )),
+            Some(Value::Bool(_)) => Ok(()),
+            Some(_) => Err(Self::invalid("$.allowParallelInProgress expected boolean")),
+        }
     }
 }
 

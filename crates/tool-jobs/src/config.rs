@@ -1,7 +1,10 @@
 //! [`ToolJobsConfig`]: the plugin configuration and its load-time checks (todo-jobs §5.1).
 
-use harness_core::{ConfigError, MAX_SAFE_INTEGER, decode_config};
+use std::borrow::Borrow;
+
+use harness_core::{ConfigError, MAX_SAFE_INTEGER, PluginConfig};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::text::PLUGIN_NAME;
 
@@ -110,11 +113,13 @@ impl ToolJobsConfig {
     /// # Errors
     /// [`ConfigError::Invalid`] with `tool-jobs: <serde message>` or a message of
     /// [`ToolJobsConfig::validate`].
-    pub fn from_json(value: serde_json::Value) -> Result<Self, ConfigError> {
-        let config: Self = decode_config(PLUGIN_NAME, value)?;
-        config.validate()?;
-        Ok(config)
+    pub fn from_json(value: impl Borrow<Value>) -> Result<Self, ConfigError> {
+        Self::decode(value)
     }
+}
+
+impl PluginConfig for ToolJobsConfig {
+    const PLUGIN: &'static str = PLUGIN_NAME;
 
     /// The load-time checks of todo-jobs §5.1, in this order:
     /// 1. each of `waitTimeoutMs`, `maxWaitTimeoutMs`, `maxConsecutiveWakes` is a finite
@@ -125,7 +130,7 @@ impl ToolJobsConfig {
     ///
     /// # Errors
     /// [`ConfigError::Invalid`] with the message of the first failed check.
-    pub fn validate(&self) -> Result<(), ConfigError> {
+    fn validate(&self) -> Result<(), ConfigError> {
         at_least_one("waitTimeoutMs", self.wait_timeout_ms)?;
         at_least_one("maxWaitTimeoutMs", self.max_wait_timeout_ms)?;
         if self.max_consecutive_wakes.is_nan() || self.max_consecutive_wakes < 1.0 {
@@ -149,7 +154,9 @@ impl ToolJobsConfig {
         }
         Ok(())
     }
+}
 
+impl ToolJobsConfig {
     /// `maxConsecutiveWakes` as a count, when it is a safe integer ≥ 1.
     pub(crate) fn wakes_budget(&self) -> Option<u64> {
         let value = self.max_consecutive_wakes;

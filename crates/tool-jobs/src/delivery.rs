@@ -6,10 +6,10 @@
 //! weakly; the owner's event subscription is made at the first notice under `wakeup`
 //! delivery and dropped when the owner is disposed or the mount is uninstalled.
 
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 
 use harness_core::{
-    Agent, AgentEvent, AgentStatus, MessageSource, Registration, UserMessage, same_agent,
+    Agent, AgentEvent, AgentStatus, MessageSource, Registration, UserMessage, lock, same_agent,
 };
 use harness_jobs::{BoxError, JobDoneListener, JobSnapshot, ListenerFuture};
 
@@ -85,10 +85,6 @@ impl Reporter {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, Owners> {
-        harness_core::lock(&self.owners)
-    }
-
     /// The `on_job_done` listener of this mount.
     pub(crate) fn listener(self: &Arc<Self>) -> JobDoneListener {
         let me = Arc::downgrade(self);
@@ -107,7 +103,7 @@ impl Reporter {
     /// Drops every owner subscription; later settlements deliver nothing.
     pub(crate) fn close(&self) {
         let (entries, retired) = {
-            let mut owners = self.lock();
+            let mut owners = lock(&self.owners);
             owners.closed = true;
             (
                 std::mem::take(&mut owners.entries),
@@ -153,13 +149,13 @@ impl Reporter {
     /// the notice id before the message is handed over. `None` once the mount is closed.
     fn choose_lane(&self, owner: &Arc<dyn Agent>, message_id: &str) -> Option<Lane> {
         if self.delivery == CompletionDelivery::Quiet {
-            return (!self.lock().closed).then_some(Lane::Inject { track: false });
+            return (!lock(&self.owners).closed).then_some(Lane::Inject { track: false });
         }
         if !self.ensure_entry(owner) {
             return None;
         }
         let status = owner.status();
-        let mut owners = self.lock();
+        let mut owners = lock(&self.owners);
         if owners.closed {
             return None;
         }
@@ -186,7 +182,7 @@ impl Reporter {
     /// while holding its own lock cannot deadlock with us. `false` once the mount is closed.
     fn ensure_entry(&self, owner: &Arc<dyn Agent>) -> bool {
         let (known, stale) = {
-            let mut owners = self.lock();
+            let mut owners = lock(&self.owners);
             if owners.closed {
                 return false;
             }
@@ -215,7 +211,7 @@ impl Reporter {
                 reporter.on_agent_event(&listener_owner, event);
             }
         }));
-        let mut owners = self.lock();
+        let mut owners = lock(&self.owners);
         if owners.closed {
             drop(owners);
             drop(subscription);
@@ -236,7 +232,7 @@ impl Reporter {
     }
 
     fn untrack(&self, owner: &Arc<dyn Agent>, message_id: &str) {
-        let mut owners = self.lock();
+        let mut owners = lock(&self.owners);
         if let Some(entry) = owners
             .entries
             .iter_mut()
@@ -249,7 +245,7 @@ impl Reporter {
     fn on_agent_event(&self, owner: &Weak<dyn Agent>, event: &AgentEvent) {
         match event {
             AgentEvent::InboxClaimed { message, .. } => {
-                let mut owners = self.lock();
+                let mut owners = lock(&self.owners);
                 if let Some(entry) = find_entry(&mut owners, owner) {
                     entry.stranded.retain(|id| *id != message.id);
                     if message.source.is_user() {
@@ -260,7 +256,7 @@ impl Reporter {
             AgentEvent::Status(AgentStatus::Idle) => self.on_idle(owner),
             AgentEvent::Status(AgentStatus::Running) => {}
             AgentEvent::Disposed => {
-                let mut owners = self.lock();
+                let mut owners = lock(&self.owners);
                 let Some(index) = owners
                     .entries
                     .iter()
@@ -285,7 +281,7 @@ impl Reporter {
             return;
         };
         let candidates = {
-            let mut owners = self.lock();
+            let mut owners = lock(&self.owners);
             if owners.closed {
                 return;
             }
@@ -307,7 +303,7 @@ impl Reporter {
                 continue;
             };
             {
-                let mut owners = self.lock();
+                let mut owners = lock(&self.owners);
                 if let Some(entry) = find_entry(&mut owners, owner) {
                     entry.spent += 1;
                 }

@@ -3,7 +3,8 @@
 use std::sync::Arc;
 
 use harness_core::{
-    ConfigError, Harness, PromptSection, RegisterError, Registration, RegistrationScope,
+    ConfigError, Harness, PluginConfig, PromptSection, RegisterError, Registration,
+    RegistrationScope,
 };
 use harness_jobs::JobRegistry;
 

@@ -1,11 +1,11 @@
 //! The in-memory part every store shares: the ordered event vector (in the shared
 //! [`RawEvent`] form) and seq/time assignment.
 
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
-use crate::{Clock, RawEvent, SessionEvent};
+use crate::{Clock, RawEvent, SessionEvent, read_lock, write_lock};
 
 /// The live log of one session.
 pub(crate) struct EventLog {
@@ -21,25 +21,13 @@ impl EventLog {
         }
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, Vec<RawEvent>> {
-        self.events
-            .read()
-            .unwrap_or_else(|poison| poison.into_inner())
-    }
-
-    fn write(&self) -> RwLockWriteGuard<'_, Vec<RawEvent>> {
-        self.events
-            .write()
-            .unwrap_or_else(|poison| poison.into_inner())
-    }
-
     pub(crate) fn len(&self) -> u64 {
-        self.read().len() as u64
+        read_lock(&self.events).len() as u64
     }
 
     /// The events with `seq > after`, shared (no payload is copied).
     pub(crate) fn raw_events_after(&self, after: u64) -> Vec<RawEvent> {
-        let events = self.read();
+        let events = read_lock(&self.events);
         let start = usize::try_from(after)
             .unwrap_or(usize::MAX)
             .min(events.len());
@@ -55,7 +43,7 @@ impl EventLog {
         data: Value,
         commit: impl FnOnce(&SessionEvent) -> Result<(), E>,
     ) -> Result<SessionEvent, E> {
-        let mut events = self.write();
+        let mut events = write_lock(&self.events);
         let event = SessionEvent {
             seq: events.len() as u64 + 1,
             r#type: r#type.to_owned(),
