@@ -404,7 +404,7 @@ impl LoopAgent {
             if let Some(turn) = self.open_turn() {
                 return Some(turn);
             }
-            if self.lock().disposing {
+            if lock(&self.state).disposing {
                 return None;
             }
             idle.await;
