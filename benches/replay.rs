@@ -350,7 +350,7 @@ fn open_once(dir: &Path, pristine: &Path) -> Duration {
         let harness: Arc<dyn Harness> = host.as_dyn();
         let todo = harness::todo::install(
             &harness,
-            harness::todo::TodoConfig::from_json(&json!({"allowParallelInProgress": false}))
+            harness::todo::TodoConfig::from_json(json!({"allowParallelInProgress": false}))
                 .unwrap(),
         )
         .unwrap();

@@ -57,7 +57,7 @@ fn bench_todo_write(c: &mut Criterion) {
             runtime.block_on(async {
                 let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
                 let config =
-                    TodoConfig::from_json(&json!({"allowParallelInProgress": false})).unwrap();
+                    TodoConfig::from_json(json!({"allowParallelInProgress": false})).unwrap();
                 let _todo = install(&host.as_dyn(), config).unwrap();
                 let mut elapsed = Duration::ZERO;
                 let mut done = 0;

@@ -51,7 +51,7 @@ async fn main() -> anyhow::Result<()> {
     let kit = Arc::new(HostKit::new(clock.clone()));
     let harness: Arc<dyn Harness> = kit.clone();
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new(clock));
-    let todo = harness_todo::TodoConfig::from_json(&json!({"allowParallelInProgress": false}))?;
+    let todo = harness_todo::TodoConfig::from_json(json!({"allowParallelInProgress": false}))?;
     let _todo = harness_todo::install(&harness, todo)?;
     let jobs = harness_jobs_local::install(&harness, Default::default())?;
     let _tool_jobs = harness_tool_jobs::install(&harness, jobs.registry(), Default::default())?;

@@ -14,7 +14,7 @@ fn invalid(message: &str) -> Result<BashConfig, ConfigError> {
 
 #[test]
 fn defaults() {
-    let config = BashConfig::from_json(&json!({})).unwrap();
+    let config = BashConfig::from_json(json!({})).unwrap();
     assert_eq!(config, BashConfig::default());
     assert_eq!(config.max_output_bytes, 1_048_576);
     assert_eq!(config.max_spill_bytes, 64 * 1_048_576);
@@ -25,7 +25,7 @@ fn defaults() {
 
 #[test]
 fn camel_case_keys() {
-    let config = BashConfig::from_json(&json!({
+    let config = BashConfig::from_json(json!({
         "maxOutputBytes": 100,
         "maxSpillBytes": 0,
         "spillDir": "/tmp/spill",
@@ -48,10 +48,10 @@ fn camel_case_keys() {
 
 #[test]
 fn spill_options_follow_the_folder_and_cap() {
-    let config = BashConfig::from_json(&json!({"spillDir": "/x", "maxSpillBytes": 7})).unwrap();
+    let config = BashConfig::from_json(json!({"spillDir": "/x", "maxSpillBytes": 7})).unwrap();
     let options = config.process_options("true", Arc::new(SystemClock));
     assert_eq!(options.spill, Some(crate::SpillOptions::new("/x", 7)));
-    let keep = BashConfig::from_json(&json!({"spillDir": "/x", "keepSpillFiles": true})).unwrap();
+    let keep = BashConfig::from_json(json!({"spillDir": "/x", "keepSpillFiles": true})).unwrap();
     assert_eq!(
         keep.process_options("true", Arc::new(SystemClock)).spill,
         Some(crate::SpillOptions {
@@ -78,24 +78,24 @@ fn the_default_spill_folder_is_private_to_this_user() {
 #[test]
 fn rejections() {
     assert_eq!(
-        BashConfig::from_json(&json!({"maxOutputBytes": 0})),
+        BashConfig::from_json(json!({"maxOutputBytes": 0})),
         invalid("tool-bash: maxOutputBytes (0) must be at least 1")
     );
     assert_eq!(
-        BashConfig::from_json(&json!({"defaultTimeoutMs": 0})),
+        BashConfig::from_json(json!({"defaultTimeoutMs": 0})),
         invalid("tool-bash: defaultTimeoutMs (0) must be a positive number of milliseconds")
     );
     assert_eq!(
-        BashConfig::from_json(&json!({"defaultTimeoutMs": 700000})),
+        BashConfig::from_json(json!({"defaultTimeoutMs": 700000})),
         invalid("tool-bash: defaultTimeoutMs (700000) exceeds maxTimeoutMs (600000)")
     );
     assert_eq!(
-        BashConfig::from_json(&json!({"keepSpillFiles": true})),
+        BashConfig::from_json(json!({"keepSpillFiles": true})),
         invalid(
             "tool-bash: keepSpillFiles needs spillDir (files in the default folder are always removed)"
         )
     );
-    let Err(ConfigError::Invalid(message)) = BashConfig::from_json(&json!({"maxOutputByte": 1}))
+    let Err(ConfigError::Invalid(message)) = BashConfig::from_json(json!({"maxOutputByte": 1}))
     else {
         panic!("an unknown key is rejected");
     };
@@ -103,7 +103,7 @@ fn rejections() {
         message.starts_with("tool-bash: unknown field `maxOutputByte`"),
         "{message}"
     );
-    let Err(ConfigError::Invalid(message)) = BashConfig::from_json(&json!({"maxOutputBytes": -1}))
+    let Err(ConfigError::Invalid(message)) = BashConfig::from_json(json!({"maxOutputBytes": -1}))
     else {
         panic!("a negative size is rejected");
     };
@@ -155,7 +155,7 @@ fn builders_match_the_json_keys() {
         .with_env(BTreeMap::from([("A".to_owned(), "1".to_owned())]))
         .with_default_timeout_ms(40.0)
         .with_max_timeout_ms(50.0);
-    let decoded = BashConfig::from_json(&serde_json::json!({
+    let decoded = BashConfig::from_json(serde_json::json!({
         "maxOutputBytes": 10, "maxSpillBytes": 20, "spillDir": "/tmp/spill",
         "keepSpillFiles": true, "killGraceMs": 30, "containment": "processTree", "cwd": "/srv",
         "env": {"A": "1"}, "defaultTimeoutMs": 40, "maxTimeoutMs": 50

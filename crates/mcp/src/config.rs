@@ -42,7 +42,7 @@ impl FamilyConfigs {
     pub fn from_json(value: &Value) -> Result<Self, ServeError> {
         let configs: FamilyConfigs = serde_json::from_value(value.clone())
             .map_err(|e| ServeError::Config(format!("config: {e}")))?;
-        harness_todo::TodoConfig::from_json(&configs.todo_value())
+        harness_todo::TodoConfig::from_json(configs.todo_value())
             .map_err(|e| ServeError::Config(e.to_string()))?;
         Ok(configs)
     }

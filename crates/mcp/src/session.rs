@@ -371,7 +371,7 @@ fn install(
     jobs_changed: JobsChangedListener,
 ) -> Result<Families, ServeError> {
     let config = |e: harness_core::ConfigError| ServeError::Config(e.to_string());
-    let todo = harness_todo::TodoConfig::from_json(&configs.todo_value())
+    let todo = harness_todo::TodoConfig::from_json(configs.todo_value())
         .and_then(|c| harness_todo::install(harness, c))
         .map_err(config)?;
     let jobs = harness_jobs_local::JobsConfig::from_json(configs.jobs_value())
@@ -386,7 +386,7 @@ fn install(
     let schedule = harness_schedule::ScheduleConfig::from_json(configs.schedule_value())
         .and_then(|c| harness_schedule::install(harness, c))
         .map_err(config)?;
-    let bash = harness_bash::BashConfig::from_json(&configs.bash_value())
+    let bash = harness_bash::BashConfig::from_json(configs.bash_value())
         .and_then(|c| harness_bash::install(harness, Some(jobs.registry()), c))
         .map_err(config)?;
     Ok(Families {

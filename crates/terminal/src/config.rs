@@ -207,26 +207,26 @@ mod tests {
     #[test]
     fn defaults_and_range_errors() {
         assert_eq!(
-            TerminalConfig::from_json(&json!({})).unwrap(),
+            TerminalConfig::from_json(json!({})).unwrap(),
             TerminalConfig::default()
         );
         assert_eq!(TerminalConfig::default().max_result_bytes, 262_144);
         assert_eq!(
-            TerminalConfig::from_json(&json!({"maxResultBytes": 63})).unwrap_err(),
+            TerminalConfig::from_json(json!({"maxResultBytes": 63})).unwrap_err(),
             ConfigError::Invalid(
                 "tool-terminal: maxResultBytes must be an integer ≥ 64 and ≤ 2^53−1, got 63"
                     .to_owned()
             )
         );
-        assert!(TerminalConfig::from_json(&json!({"maxResultBytes": 64})).is_ok());
+        assert!(TerminalConfig::from_json(json!({"maxResultBytes": 64})).is_ok());
         assert_eq!(
-            TerminalConfig::from_json(&json!({"maxTimeoutMs": 10})).unwrap_err(),
+            TerminalConfig::from_json(json!({"maxTimeoutMs": 10})).unwrap_err(),
             ConfigError::Invalid(
                 "tool-terminal: maxTimeoutMs must be an integer ≥ defaultTimeoutMs, got 10"
                     .to_owned()
             )
         );
-        let unknown = TerminalConfig::from_json(&json!({"maxResultByte": 64})).unwrap_err();
+        let unknown = TerminalConfig::from_json(json!({"maxResultByte": 64})).unwrap_err();
         assert!(
             unknown
                 .to_string()

@@ -40,7 +40,7 @@ fn config_is_required_and_typed() {
 #[test]
 fn decodes_both_values() {
     for flag in [true, false] {
-        let config = TodoConfig::from_json(&json!({ "allowParallelInProgress": flag })).unwrap();
+        let config = TodoConfig::from_json(json!({ "allowParallelInProgress": flag })).unwrap();
         assert_eq!(
             config,
             TodoConfig {

@@ -4,7 +4,7 @@ use serde_json::json;
 
 #[test]
 fn defaults_and_camel_case_keys() {
-    let config = SubagentConfig::from_json(&json!({})).unwrap();
+    let config = SubagentConfig::from_json(json!({})).unwrap();
     assert_eq!(config, SubagentConfig::default());
     assert_eq!(
         (
@@ -14,7 +14,7 @@ fn defaults_and_camel_case_keys() {
         (4, 32)
     );
     let config =
-        SubagentConfig::from_json(&json!({"maxConcurrentPerAgent": 1, "maxSpawnsPerSession": 2}))
+        SubagentConfig::from_json(json!({"maxConcurrentPerAgent": 1, "maxSpawnsPerSession": 2}))
             .unwrap();
     assert_eq!(
         config,

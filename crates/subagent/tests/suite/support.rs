@@ -28,7 +28,7 @@ impl Host {
         let harness: Arc<dyn Harness> = kit.clone();
         let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new(clock));
         let todo = harness_todo::TodoConfig::from_json(
-            &serde_json::json!({"allowParallelInProgress": false}),
+            serde_json::json!({"allowParallelInProgress": false}),
         )
         .and_then(|config| harness_todo::install(&harness, config))
         .unwrap();

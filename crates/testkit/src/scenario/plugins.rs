@@ -75,7 +75,7 @@ pub(crate) fn install(
     configs: &FamilyConfigs,
 ) -> Result<Installed, String> {
     let harness = host.as_dyn();
-    let todo = harness_todo::TodoConfig::from_json(&configs.todo_config())
+    let todo = harness_todo::TodoConfig::from_json(configs.todo_config())
         .and_then(|config| harness_todo::install(&harness, config))
         .map_err(|e| e.to_string())?;
     let jobs = harness_core::decode_config::<harness_jobs_local::JobsConfig>(
@@ -94,7 +94,7 @@ pub(crate) fn install(
     )
     .and_then(|config| harness_schedule::install(&harness, config))
     .map_err(|e| e.to_string())?;
-    let bash = harness_bash::BashConfig::from_json(&object_or_empty(configs.bash.as_ref()))
+    let bash = harness_bash::BashConfig::from_json(object_or_empty(configs.bash.as_ref()))
         .and_then(|config| harness_bash::install(&harness, Some(jobs.registry()), config))
         .map_err(|e| e.to_string())?;
     let terminal = match &configs.terminal {
@@ -108,7 +108,7 @@ pub(crate) fn install(
         ),
     };
     let subagent =
-        harness_subagent::SubagentConfig::from_json(&object_or_empty(configs.subagent.as_ref()))
+        harness_subagent::SubagentConfig::from_json(object_or_empty(configs.subagent.as_ref()))
             .and_then(|config| {
                 harness_subagent::install(
                     host.kit(),

@@ -51,7 +51,7 @@ fn ten_thousand_random_argument_values() {
         .unwrap();
     runtime.block_on(async {
         let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
-        let config = TodoConfig::from_json(&json!({"allowParallelInProgress": false})).unwrap();
+        let config = TodoConfig::from_json(json!({"allowParallelInProgress": false})).unwrap();
         let _todo = install(&host.as_dyn(), config).unwrap();
         host.create_session(SessionHeader::new("s1")).unwrap();
         let session = host.store().open(&SessionId::from("s1")).unwrap();

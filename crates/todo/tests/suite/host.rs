@@ -14,7 +14,7 @@ fn host() -> Arc<MemoryHarness> {
 }
 
 fn config(allow_parallel: bool) -> TodoConfig {
-    TodoConfig::from_json(&json!({ "allowParallelInProgress": allow_parallel })).unwrap()
+    TodoConfig::from_json(json!({ "allowParallelInProgress": allow_parallel })).unwrap()
 }
 
 fn sid(id: &str) -> SessionId {
@@ -151,13 +151,13 @@ async fn config_round_trip() {
 #[test]
 fn config_errors() {
     assert_eq!(
-        TodoConfig::from_json(&json!({})),
+        TodoConfig::from_json(json!({})),
         Err(ConfigError::Invalid(
             "tool-todo: $.allowParallelInProgress missing required value".to_owned()
         ))
     );
     assert_eq!(
-        TodoConfig::from_json(&json!({"allowParallelInProgress": "no"})),
+        TodoConfig::from_json(json!({"allowParallelInProgress": "no"})),
         Err(ConfigError::Invalid(
             "tool-todo: $.allowParallelInProgress expected boolean".to_owned()
         ))
