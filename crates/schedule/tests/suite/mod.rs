@@ -2,5 +2,4 @@ mod fixture;
 mod plugin;
 mod restart;
 mod runtime;
-mod spans;
 mod tools;

@@ -1,19 +1,33 @@
 //! Every delivered reminder is one `harness.reminder` span with the stable fields of
 //! docs/observability.md.
+//!
+//! A test binary of its own: `tracing` caches each callsite's interest process-wide, so a
+//! test on another thread with no subscriber could register these callsites as
+//! uninteresting while this test runs. Alone in its binary, nothing else registers them.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 
 use pretty_assertions::assert_eq;
 
-use super::fixture::{Host, create_after, create_every, settled};
+#[cfg(test)]
+#[allow(
+    dead_code,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "the suites' shared test wiring; this binary uses part of it"
+)]
+#[path = "suite/fixture.rs"]
+mod fixture;
+
+use fixture::{Host, create_after, create_every, settled};
 
 #[derive(Clone, Default)]
 struct Capture(Arc<Mutex<Vec<u8>>>);
 
 impl Write for Capture {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
+        harness_core::lock(&self.0).extend_from_slice(buf);
         Ok(buf.len())
     }
 
