@@ -11,45 +11,14 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use harness_core::{
-    RegistrationScope, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, ToolRegistry,
-};
+use harness_core::{RegistrationScope, ToolRegistry};
 use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
+use serde_json::json;
 
-struct Echo(ToolDefinition);
+#[path = "suite/echo.rs"]
+mod echo;
 
-#[async_trait]
-impl Tool for Echo {
-    fn definition(&self) -> &ToolDefinition {
-        &self.0
-    }
-
-    async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
-        if call.arguments["fail"] == json!(true) {
-            return Err(ToolError::msg("it failed"));
-        }
-        Ok(ToolOutput::json(call.arguments))
-    }
-}
-
-fn echo(name: &str) -> Arc<dyn Tool> {
-    Arc::new(Echo(ToolDefinition {
-        name: name.to_owned(),
-        description: "echo".to_owned(),
-        input_schema: json!({"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}),
-        output_schema: None,
-        annotations: None,
-    }))
-}
-
-async fn run(registry: &ToolRegistry, name: &str, args: Value) -> ToolOutput {
-    registry
-        .execute(name, args, None, CancellationToken::new())
-        .await
-}
+use echo::{echo, run};
 
 /// Captures what a `tracing` subscriber writes.
 #[derive(Clone, Default)]

@@ -238,10 +238,7 @@ impl MemoryAgent {
     /// Opens a turn by hand: appends `turn/start`, then claims the first queued input and
     /// every injected message. Does nothing if a turn is already open.
     pub fn start_turn(&self) {
-        if let Some(turn) = self.core.open_turn() {
-            let previous = self.manual().replace(turn);
-            drop(previous);
-        }
+        self.hold(self.core.open_turn());
     }
 
     /// Opens a turn by hand once the agent is idle ([`LoopAgent::open_turn_when_idle`]): waits
@@ -249,7 +246,14 @@ impl MemoryAgent {
     /// appends `turn/start` and claims as [`MemoryAgent::start_turn`] does. Does nothing once
     /// the agent is disposing.
     pub async fn start_turn_when_idle(&self) {
-        if let Some(turn) = self.core.open_turn_when_idle().await {
+        let turn = self.core.open_turn_when_idle().await;
+        self.hold(turn);
+    }
+
+    /// Keeps a turn opened by hand until [`MemoryAgent::end_turn`]; the guard of the slot is
+    /// released before the turn it replaced (if any) is dropped.
+    fn hold(&self, turn: Option<Turn>) {
+        if let Some(turn) = turn {
             let previous = self.manual().replace(turn);
             drop(previous);
         }

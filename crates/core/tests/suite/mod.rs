@@ -1,3 +1,4 @@
+mod echo;
 mod registry;
 mod store;
 mod store_process;
