@@ -1,0 +1,474 @@
+//! Reminders across host processes: a killed owner's overdue reminder is delivered once by
+//! another host, and 1,000 reminders spread over three hosts are each delivered once.
+//!
+//! The test binary doubles as the host: run as `scanner_host_process` with
+//! `HARNESS_PG_SCAN_CHILD` set, it is a real host (a `HostKit`, the schedule plugin, one
+//! `LoopAgent` per live session and a turn driver) on the PostgreSQL store. Its mode:
+//!
+//! * `owner`: creates session `HARNESS_PG_SESSION`, calls `schedule_create` with
+//!   `after_seconds = 2` through the kit, says `created <id> <scheduledAt>`, then waits on
+//!   stdin (the test kills it);
+//! * `scanner`: says `ready`, runs a `ReminderScanner` whose `Resume` starts an agent on the
+//!   claimed session and drives its turns: each reminder a turn claims is said as `delivered
+//!   <session> <schedule id>` (the delivery's effect, before anything is durable) and
+//!   appended as `test/delivered`; the session is closed (`closed <session>`) once no turn
+//!   opened for a while. Commands: `passes N` waits for N more scanner passes and answers
+//!   `passes <sessions resumed so far>`; `exit` stops the scanner, waits for the resumed
+//!   sessions to close and says `done <sessions resumed> open <sessions still open>`.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "helpers of the tests below, where a failure is a test failure"
+)]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use futures::StreamExt;
+use harness_core::{Harness, Session, SessionHeader, SessionId, SessionStore, SystemClock};
+use harness_host::{HostKit, LoopAgent};
+use harness_schedule::ScheduleConfig;
+use harness_store_pg::{PgOptions, PgSession, PgStore, ReminderScanner, Resume, ScanOptions};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use tokio::io::AsyncBufReadExt;
+use tokio_util::sync::CancellationToken;
+
+use super::processes::{Host, say};
+
+const CHILD: &str = "suite::scanner_processes::scanner_host_process";
+
+/// The host process body; a no-op unless started by a test below.
+#[test]
+fn scanner_host_process() {
+    let Ok(url) = std::env::var("HARNESS_PG_SCAN_CHILD") else {
+        return;
+    };
+    let var = |name: &str| std::env::var(name).unwrap();
+    let ms = |name: &str| Duration::from_millis(var(name).parse().unwrap());
+    let store = PgStore::connect(
+        &url,
+        Arc::new(SystemClock),
+        PgOptions {
+            schema: var("HARNESS_PG_SCHEMA"),
+            host: var("HARNESS_PG_HOST"),
+            lease_ttl: ms("HARNESS_PG_TTL_MS"),
+            pool_size: 8,
+        },
+    )
+    .unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        let kit = Arc::new(HostKit::new(Arc::new(SystemClock)));
+        let harness: Arc<dyn Harness> = kit.clone();
+        let installed = harness_schedule::install(&harness, ScheduleConfig::default()).unwrap();
+        match var("HARNESS_PG_MODE").as_str() {
+            "owner" => owner(&store, &kit, &var("HARNESS_PG_SESSION")).await,
+            _ => scanner(&store, &kit, ms("HARNESS_PG_INTERVAL_MS")).await,
+        }
+        installed.dispose().await;
+    });
+}
+
+async fn owner(store: &PgStore, kit: &Arc<HostKit>, id: &str) {
+    let session = store.create_session(SessionHeader::new(id)).await.unwrap();
+    let agent = kit.start_agent(session.clone());
+    tokio::spawn(drive(agent.clone(), session, Duration::from_secs(3600)));
+    let created = kit
+        .call(
+            "schedule_create",
+            json!({"prompt": "water the plants", "after_seconds": 2}),
+            Some(agent.as_dyn()),
+            CancellationToken::new(),
+        )
+        .await;
+    say(&format!(
+        "created {id} {} {}",
+        created.value["id"].as_str().unwrap(),
+        created.value["scheduledAt"].as_str().unwrap()
+    ));
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(_)) = stdin.next_line().await {}
+}
+
+/// Starts an agent on each claimed session and drives it.
+struct Resumer {
+    kit: Arc<HostKit>,
+}
+
+impl Resume for Resumer {
+    fn resume(&self, session: Arc<PgSession>) {
+        let agent = self.kit.start_agent(session.clone());
+        tokio::spawn(drive(agent, session, Duration::from_millis(300)));
+    }
+}
+
+/// Runs turns until none opened for `linger`, then disposes the agent (which flushes) and
+/// lets the session go (which releases the lease).
+async fn drive(agent: Arc<LoopAgent>, session: Arc<PgSession>, linger: Duration) {
+    let turns = agent.turns();
+    while let Ok(Some(mut turn)) = tokio::time::timeout(linger, turns.next_turn()).await {
+        for message in turn.take_input() {
+            let text = message.joined_text();
+            let schedule = text
+                .lines()
+                .find_map(|line| line.strip_prefix("schedule_id_json: "))
+                .and_then(|id| serde_json::from_str::<String>(id).ok())
+                .unwrap_or_default();
+            say(&format!("delivered {} {schedule}", session.id()));
+            session
+                .append(
+                    "test/delivered",
+                    json!({"host": session.lease().host(), "scheduleId": schedule}),
+                )
+                .unwrap();
+        }
+        turn.finish();
+        if let Err(error) = session.flush().await {
+            tracing::warn!(%error, "turn flush failed");
+        }
+    }
+    agent.dispose().await;
+    let id = session.id().clone();
+    drop((turns, agent, session));
+    say(&format!("closed {id}"));
+}
+
+async fn scanner(store: &PgStore, kit: &Arc<HostKit>, interval: Duration) {
+    let scan = Arc::new(ReminderScanner::new(
+        store.clone(),
+        Arc::new(Resumer { kit: kit.clone() }),
+        ScanOptions {
+            interval,
+            batch: 32,
+            max_resumed: 256,
+            ..ScanOptions::default()
+        },
+    ));
+    let stop = CancellationToken::new();
+    say("ready");
+    let running = tokio::spawn({
+        let (scan, stop) = (scan.clone(), stop.clone());
+        async move { scan.run(stop).await }
+    });
+    let mut stats = scan.stats();
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = stdin.next_line().await {
+        if line == "exit" {
+            break;
+        }
+        if let Some(n) = line.strip_prefix("passes ") {
+            let until = stats.borrow().passes + n.parse::<u64>().unwrap();
+            let reached = stats.wait_for(|s| s.passes >= until).await.unwrap();
+            say(&format!("passes {}", reached.resumed));
+        }
+    }
+    stop.cancel();
+    running.await.unwrap();
+    // Bounded: the drivers close their sessions after the linger.
+    for _ in 0..500 {
+        if scan.open_resumed() == 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    say(&format!(
+        "done {} open {}",
+        scan.stats().borrow().resumed,
+        scan.open_resumed()
+    ));
+}
+
+fn env(
+    url: &str,
+    schema: &str,
+    host: &str,
+    mode: &str,
+    ttl_ms: u64,
+) -> Vec<(&'static str, String)> {
+    vec![
+        ("HARNESS_PG_SCAN_CHILD", url.to_owned()),
+        ("HARNESS_PG_SCHEMA", schema.to_owned()),
+        ("HARNESS_PG_HOST", host.to_owned()),
+        ("HARNESS_PG_MODE", mode.to_owned()),
+        ("HARNESS_PG_TTL_MS", ttl_ms.to_string()),
+        ("HARNESS_PG_INTERVAL_MS", "50".to_owned()),
+        ("HARNESS_PG_SESSION", "s".to_owned()),
+    ]
+}
+
+fn scanner_host(url: &str, schema: &str, host: &str) -> Host {
+    Host::spawn(CHILD, &env(url, schema, host, "scanner", 2000))
+}
+
+fn log(session: &dyn Session) -> Vec<(String, String)> {
+    session
+        .events()
+        .iter()
+        .map(|e| (e.r#type.clone(), e.data.to_string()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_owners_overdue_reminder_is_delivered_once_by_another_host() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("scankill");
+    drop(super::store(
+        &url,
+        &schema,
+        "setup",
+        Duration::from_secs(30),
+    ));
+    let mut a = Host::spawn(CHILD, &env(&url, &schema, "host-a", "owner", 800));
+    let created = a.answer().await;
+    let words: Vec<&str> = created.split(' ').collect();
+    assert_eq!(words[..3], ["created", "s", "schedule-1"]);
+    let due: DateTime<Utc> = words[3].parse().unwrap();
+    // Killed before the reminder is due: it becomes overdue with no host running it.
+    a.signal("KILL");
+    a.child.wait().await.unwrap();
+    let sql = super::client(&url).await;
+    let lease_end: DateTime<Utc> = sql
+        .query_one(
+            &format!("SELECT lease_expires FROM \"{schema}\".sessions WHERE id = 's'"),
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+
+    let mut b = scanner_host(&url, &schema, "host-b");
+    assert_eq!(b.answer().await, "ready");
+    assert_eq!(b.answer().await, "delivered s schedule-1");
+    assert_eq!(b.answer().await, "closed s");
+    // A third host starts; neither it nor B claims the session again.
+    let mut c = scanner_host(&url, &schema, "host-c");
+    assert_eq!(c.answer().await, "ready");
+    assert_eq!(c.send("passes 5").await, "passes 0");
+    assert_eq!(b.send("passes 5").await, "passes 1");
+    assert_eq!(b.send("exit").await, "done 1 open 0");
+    assert_eq!(c.send("exit").await, "done 0 open 0");
+
+    let row = sql
+        .query_one(
+            &format!(
+                "SELECT owner, epoch, (SELECT count(*) FROM \"{schema}\".reminders) \
+                 FROM \"{schema}\".sessions WHERE id = 's'"
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    // Released; owned by A (epoch 1), then B (epoch 2) only; the index row is gone.
+    assert_eq!(
+        (
+            row.get::<_, Option<String>>(0),
+            row.get::<_, i64>(1),
+            row.get::<_, i64>(2)
+        ),
+        (None, 2, 0)
+    );
+    let reader = super::store(&url, &schema, "reader", Duration::from_secs(30));
+    let session = reader.open(&SessionId::from("s")).unwrap();
+    let events = session.events();
+    let types: Vec<&str> = events.iter().map(|e| e.r#type.as_str()).collect();
+    assert_eq!(
+        types,
+        [
+            "schedule/change",
+            "schedule/change",
+            "turn/start",
+            "test/delivered",
+            "turn/end"
+        ]
+    );
+    assert_eq!(
+        log(&*session)[1..],
+        [
+            (
+                "schedule/change".to_owned(),
+                r#"{"version":1,"operation":"dispatch","id":"schedule-1"}"#.to_owned()
+            ),
+            ("turn/start".to_owned(), r#"{"turn":1}"#.to_owned()),
+            (
+                "test/delivered".to_owned(),
+                r#"{"host":"host-b","scheduleId":"schedule-1"}"#.to_owned()
+            ),
+            ("turn/end".to_owned(), r#"{"turn":1}"#.to_owned()),
+        ]
+    );
+    let delivered = events[3].time;
+    assert!(delivered >= due, "delivered at {delivered}, due at {due}");
+    assert!(
+        delivered >= lease_end,
+        "delivered at {delivered}, before the dead owner's lease ended at {lease_end}"
+    );
+    report_latency(
+        "killed owner (TTL 800 ms, scan every 50 ms)",
+        &[(delivered - due)],
+    );
+}
+
+#[allow(
+    clippy::print_stderr,
+    reason = "the measured latency is reported in the test log"
+)]
+fn report_latency(what: &str, latencies: &[chrono::TimeDelta]) {
+    let mut ms: Vec<i64> = latencies
+        .iter()
+        .map(chrono::TimeDelta::num_milliseconds)
+        .collect();
+    ms.sort_unstable();
+    let at = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
+    eprintln!(
+        "scanner latency from due to delivery, {what}: n={} p50={} ms p90={} ms max={} ms",
+        ms.len(),
+        at(0.5),
+        at(0.9),
+        at(1.0)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_reminders_over_three_hosts_are_each_delivered_once() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    const SESSIONS: usize = 1000;
+    let schema = super::fresh_schema("scan1000");
+    let store = super::store(&url, &schema, "setup", Duration::from_secs(30));
+    let names = ["host-1", "host-2", "host-3"];
+    let mut hosts: Vec<Host> = names
+        .iter()
+        .map(|name| scanner_host(&url, &schema, name))
+        .collect();
+    for host in &mut hosts {
+        assert_eq!(host.answer().await, "ready");
+    }
+    // Due 2 s to 4 s from now, 2 ms apart, while the hosts scan.
+    let start = Utc::now() + chrono::TimeDelta::seconds(2);
+    futures::stream::iter(0..SESSIONS)
+        .map(|n| {
+            let store = store.clone();
+            async move {
+                let due = start + chrono::TimeDelta::milliseconds(2 * n as i64);
+                let session = store
+                    .create_session(SessionHeader::new(format!("r{n:04}")))
+                    .await
+                    .unwrap();
+                session
+                    .append(
+                        "schedule/change",
+                        json!({"version":1,"operation":"create","schedule":{"id":"schedule-1","kind":"after","prompt":format!("reminder {n}"),"afterSeconds":2,"scheduledAt":due.to_rfc3339_opts(SecondsFormat::Millis, true)}}),
+                    )
+                    .unwrap();
+                session.flush().await.unwrap();
+            }
+        })
+        .buffer_unordered(8)
+        .collect::<Vec<()>>()
+        .await;
+
+    // Every host's lines, until all reminders are delivered and every host is done.
+    let mut delivered: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let mut done: Vec<(usize, String)> = Vec::new();
+    let mut count = 0;
+    let guard = tokio::time::Instant::now() + Duration::from_secs(90);
+    while done.len() < hosts.len() {
+        let [h0, h1, h2] = &mut hosts[..] else {
+            unreachable!()
+        };
+        let open: Vec<bool> = (0..3).map(|h| done.iter().all(|(i, _)| *i != h)).collect();
+        let next = async {
+            tokio::select! {
+                line = h0.answer(), if open[0] => (0, line),
+                line = h1.answer(), if open[1] => (1, line),
+                line = h2.answer(), if open[2] => (2, line),
+            }
+        };
+        let (index, line) = tokio::time::timeout_at(guard, next)
+            .await
+            .unwrap_or_else(|_| panic!("only {count} of {SESSIONS} reminders delivered"));
+        if let Some(rest) = line.strip_prefix("delivered ") {
+            let session = rest.split(' ').next().unwrap().to_owned();
+            delivered.entry(session).or_default().push(index);
+            count += 1;
+            if count == SESSIONS {
+                for host in &mut hosts {
+                    host.tell("exit").await;
+                }
+            }
+        } else if line.starts_with("done ") {
+            done.push((index, line));
+        }
+    }
+    done.sort();
+    let per_host: Vec<usize> = (0..3)
+        .map(|h| delivered.values().flatten().filter(|i| **i == h).count())
+        .collect();
+    let twice: Vec<&String> = delivered
+        .iter()
+        .filter(|(_, hosts)| hosts.len() > 1)
+        .map(|(s, _)| s)
+        .collect();
+    report_counts(&per_host, twice.len());
+    assert_eq!(delivered.len(), SESSIONS);
+    assert_eq!(twice, [] as [&String; 0], "delivered more than once");
+    for (h, n) in per_host.iter().enumerate() {
+        assert!(*n > 0, "host {} delivered nothing", names[h]);
+        assert_eq!(done[h], (h, format!("done {n} open 0")));
+    }
+
+    // The durable logs agree: one dispatch and one delivered turn per session, no index row.
+    let sql = super::client(&url).await;
+    let s = &schema;
+    let counts: Vec<(i64, i64, i64)> = sql
+        .query(
+            &format!(
+                "SELECT count(*) FILTER (WHERE type = 'schedule/change' AND data->>'operation' = 'dispatch'), \
+                        count(*) FILTER (WHERE type = 'test/delivered'), \
+                        (SELECT count(*) FROM \"{s}\".reminders) \
+                 FROM \"{s}\".events GROUP BY session_id"
+            ),
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get(2)))
+        .collect();
+    assert_eq!(counts, vec![(1, 1, 0); SESSIONS]);
+    let latencies: Vec<chrono::TimeDelta> = sql
+        .query(
+            &format!(
+                "SELECT d.time, (c.data->'schedule'->>'scheduledAt')::timestamptz \
+                 FROM \"{s}\".events d JOIN \"{s}\".events c ON c.session_id = d.session_id AND c.seq = 1 \
+                 WHERE d.type = 'test/delivered'"
+            ),
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<_, DateTime<Utc>>(0) - r.get::<_, DateTime<Utc>>(1))
+        .collect();
+    report_latency("1,000 sessions over 3 hosts (scan every 50 ms)", &latencies);
+}
+
+#[allow(
+    clippy::print_stderr,
+    reason = "the counts are reported in the test log"
+)]
+fn report_counts(per_host: &[usize], twice: usize) {
+    eprintln!(
+        "1,000 reminders over 3 hosts: delivered per host {per_host:?}, delivered more than once: {twice}"
+    );
+}
