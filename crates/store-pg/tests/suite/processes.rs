@@ -122,16 +122,22 @@ impl Host {
 
     /// The next line the host said (after `HOST `).
     pub(super) async fn answer(&mut self) -> String {
+        self.next_answer()
+            .await
+            .unwrap_or_else(|| panic!("the host process ended without answering"))
+    }
+
+    /// The next line the host said, `None` once its output ended (cancel-safe).
+    pub(super) async fn next_answer(&mut self) -> Option<String> {
         loop {
             let line = self
                 .stdout
                 .next_line()
                 .await
-                .unwrap_or_else(|e| panic!("{e}"))
-                .unwrap_or_else(|| panic!("the host process ended without answering"));
+                .unwrap_or_else(|e| panic!("{e}"))?;
             // libtest may print its own text before ours on the same line.
             if let Some((_, answer)) = line.split_once("HOST ") {
-                return answer.to_owned();
+                return Some(answer.to_owned());
             }
         }
     }

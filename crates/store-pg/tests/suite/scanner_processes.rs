@@ -121,15 +121,18 @@ struct Resumer {
 impl Resume for Resumer {
     fn resume(&self, session: Arc<PgSession>) {
         let agent = self.kit.start_agent(session.clone());
-        tokio::spawn(drive(agent, session, Duration::from_millis(300)));
+        tokio::spawn(drive(agent, session));
     }
 }
 
-/// Runs turns until none opened for `linger`, then disposes the agent (which flushes) and
-/// lets the session go (which releases the lease).
-async fn drive(agent: Arc<LoopAgent>, session: Arc<PgSession>, linger: Duration) {
+/// Runs turns until none opened for a while (5 s for the first, which the delivery runtime's
+/// first pass opens, 200 ms after a turn), then disposes the agent (which flushes) and lets
+/// the session go (which releases the lease).
+async fn drive(agent: Arc<LoopAgent>, session: Arc<PgSession>) {
     let turns = agent.turns();
-    while let Ok(Some(mut turn)) = tokio::time::timeout(linger, turns.next_turn()).await {
+    let mut wait = Duration::from_secs(5);
+    while let Ok(Some(mut turn)) = tokio::time::timeout(wait, turns.next_turn()).await {
+        wait = Duration::from_millis(200);
         for message in turn.take_input() {
             let text = message.joined_text();
             let schedule = text
@@ -367,37 +370,109 @@ fn report_latency(what: &str, latencies: &[chrono::TimeDelta]) {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_thousand_reminders_over_three_hosts_are_each_delivered_once() {
-    let Some(url) = super::server_url() else {
-        return;
-    };
-    const SESSIONS: usize = 1000;
-    let schema = super::fresh_schema("scan1000");
-    let store = super::store(&url, &schema, "setup", Duration::from_secs(30));
-    let names = ["host-1", "host-2", "host-3"];
-    let mut hosts: Vec<Host> = names
-        .iter()
-        .map(|name| scanner_host(&url, &schema, name))
-        .collect();
-    for host in &mut hosts {
-        assert_eq!(host.answer().await, "ready");
+/// Scanner hosts `host-1`, `host-2`, … and what they said so far.
+struct Fleet {
+    hosts: Vec<Host>,
+    /// Whether each host's output ended (it was killed, or it said `done` and exited).
+    ended: Vec<bool>,
+    /// For each session, the index of the host of each delivery, in the order said.
+    delivered: BTreeMap<String, Vec<usize>>,
+    /// The `done` line of each host that said it.
+    done: BTreeMap<usize, String>,
+    count: usize,
+}
+
+impl Fleet {
+    async fn start(url: &str, schema: &str, n: usize) -> Self {
+        let mut hosts: Vec<Host> = (1..=n)
+            .map(|i| scanner_host(url, schema, &format!("host-{i}")))
+            .collect();
+        for host in &mut hosts {
+            assert_eq!(host.answer().await, "ready");
+        }
+        Self {
+            ended: vec![false; n],
+            hosts,
+            delivered: BTreeMap::new(),
+            done: BTreeMap::new(),
+            count: 0,
+        }
     }
-    // Due 2 s to 4 s from now, 2 ms apart, while the hosts scan.
-    let start = Utc::now() + chrono::TimeDelta::seconds(2);
-    futures::stream::iter(0..SESSIONS)
-        .map(|n| {
+
+    /// Reads the next line any live host says, for up to `patience`; false if none came.
+    async fn read(&mut self, patience: Duration) -> bool {
+        let ended = &self.ended;
+        let reads: Vec<_> = self
+            .hosts
+            .iter_mut()
+            .enumerate()
+            .filter(|(i, _)| !ended[*i])
+            .map(|(i, host)| Box::pin(async move { (i, host.next_answer().await) }))
+            .collect();
+        assert!(!reads.is_empty(), "every host's output ended");
+        let Ok(((index, line), _, _)) =
+            tokio::time::timeout(patience, futures::future::select_all(reads)).await
+        else {
+            return false;
+        };
+        match line {
+            None => self.ended[index] = true,
+            Some(line) => {
+                if let Some(rest) = line.strip_prefix("delivered ") {
+                    let session = rest.split(' ').next().unwrap().to_owned();
+                    self.delivered.entry(session).or_default().push(index);
+                    self.count += 1;
+                } else if line.starts_with("done ") {
+                    self.done.insert(index, line);
+                }
+            }
+        }
+        true
+    }
+
+    /// Deliveries said by host `index`.
+    fn by(&self, index: usize) -> usize {
+        self.delivered
+            .values()
+            .flatten()
+            .filter(|i| **i == index)
+            .count()
+    }
+
+    /// Tells every live host to exit and reads until each said `done`.
+    async fn finish(&mut self) {
+        for (i, host) in self.hosts.iter_mut().enumerate() {
+            if !self.ended[i] {
+                host.tell("exit").await;
+            }
+        }
+        let guard = tokio::time::Instant::now() + Duration::from_secs(30);
+        while (0..self.hosts.len()).any(|i| !self.ended[i]) {
+            assert!(
+                tokio::time::Instant::now() < guard,
+                "the hosts did not exit"
+            );
+            self.read(Duration::from_secs(1)).await;
+        }
+    }
+}
+
+/// Creates sessions `r0000`, `r0001`, … with one `after` reminder each, due `start` plus
+/// `spacing` per session, eight at a time.
+async fn create_reminders(store: &PgStore, n: usize, start: DateTime<Utc>, spacing_ms: i64) {
+    futures::stream::iter(0..n)
+        .map(|i| {
             let store = store.clone();
             async move {
-                let due = start + chrono::TimeDelta::milliseconds(2 * n as i64);
+                let due = start + chrono::TimeDelta::milliseconds(spacing_ms * i as i64);
                 let session = store
-                    .create_session(SessionHeader::new(format!("r{n:04}")))
+                    .create_session(SessionHeader::new(format!("r{i:04}")))
                     .await
                     .unwrap();
                 session
                     .append(
                         "schedule/change",
-                        json!({"version":1,"operation":"create","schedule":{"id":"schedule-1","kind":"after","prompt":format!("reminder {n}"),"afterSeconds":2,"scheduledAt":due.to_rfc3339_opts(SecondsFormat::Millis, true)}}),
+                        json!({"version":1,"operation":"create","schedule":{"id":"schedule-1","kind":"after","prompt":format!("reminder {i}"),"afterSeconds":2,"scheduledAt":due.to_rfc3339_opts(SecondsFormat::Millis, true)}}),
                     )
                     .unwrap();
                 session.flush().await.unwrap();
@@ -406,76 +481,89 @@ async fn a_thousand_reminders_over_three_hosts_are_each_delivered_once() {
         .buffer_unordered(8)
         .collect::<Vec<()>>()
         .await;
+}
 
-    // Every host's lines, until all reminders are delivered and every host is done.
-    let mut delivered: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    let mut done: Vec<(usize, String)> = Vec::new();
-    let mut count = 0;
+/// Per session: durable dispatches, and the hosts of the durable `test/delivered` events.
+async fn durable(
+    sql: &tokio_postgres::Client,
+    schema: &str,
+) -> BTreeMap<String, (i64, Vec<String>)> {
+    let s = schema;
+    sql.query(
+        &format!(
+            "SELECT session_id, \
+                    count(*) FILTER (WHERE type = 'schedule/change' AND data->>'operation' = 'dispatch'), \
+                    coalesce(array_agg(data->>'host' ORDER BY seq) FILTER (WHERE type = 'test/delivered'), '{{}}') \
+             FROM \"{s}\".events GROUP BY session_id"
+        ),
+        &[],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| (r.get(0), (r.get(1), r.get(2))))
+    .collect()
+}
+
+async fn index_rows(sql: &tokio_postgres::Client, schema: &str) -> i64 {
+    sql.query_one(&format!("SELECT count(*) FROM \"{schema}\".reminders"), &[])
+        .await
+        .unwrap()
+        .get(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_thousand_reminders_over_three_hosts_are_each_delivered_once() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    const SESSIONS: usize = 1000;
+    let schema = super::fresh_schema("scan1000");
+    let store = super::store(&url, &schema, "setup", Duration::from_secs(30));
+    let mut fleet = Fleet::start(&url, &schema, 3).await;
+    // Due 2 s to 4 s from now, 2 ms apart, while the hosts scan.
+    create_reminders(
+        &store,
+        SESSIONS,
+        Utc::now() + chrono::TimeDelta::seconds(2),
+        2,
+    )
+    .await;
     let guard = tokio::time::Instant::now() + Duration::from_secs(90);
-    while done.len() < hosts.len() {
-        let [h0, h1, h2] = &mut hosts[..] else {
-            unreachable!()
-        };
-        let open: Vec<bool> = (0..3).map(|h| done.iter().all(|(i, _)| *i != h)).collect();
-        let next = async {
-            tokio::select! {
-                line = h0.answer(), if open[0] => (0, line),
-                line = h1.answer(), if open[1] => (1, line),
-                line = h2.answer(), if open[2] => (2, line),
-            }
-        };
-        let (index, line) = tokio::time::timeout_at(guard, next)
-            .await
-            .unwrap_or_else(|_| panic!("only {count} of {SESSIONS} reminders delivered"));
-        if let Some(rest) = line.strip_prefix("delivered ") {
-            let session = rest.split(' ').next().unwrap().to_owned();
-            delivered.entry(session).or_default().push(index);
-            count += 1;
-            if count == SESSIONS {
-                for host in &mut hosts {
-                    host.tell("exit").await;
-                }
-            }
-        } else if line.starts_with("done ") {
-            done.push((index, line));
-        }
+    while fleet.count < SESSIONS {
+        assert!(
+            tokio::time::Instant::now() < guard,
+            "only {} of {SESSIONS} reminders delivered",
+            fleet.count
+        );
+        fleet.read(Duration::from_secs(1)).await;
     }
-    done.sort();
-    let per_host: Vec<usize> = (0..3)
-        .map(|h| delivered.values().flatten().filter(|i| **i == h).count())
-        .collect();
-    let twice: Vec<&String> = delivered
-        .iter()
-        .filter(|(_, hosts)| hosts.len() > 1)
-        .map(|(s, _)| s)
-        .collect();
-    report_counts(&per_host, twice.len());
-    assert_eq!(delivered.len(), SESSIONS);
-    assert_eq!(twice, [] as [&String; 0], "delivered more than once");
+    fleet.finish().await;
+    let per_host: Vec<usize> = (0..3).map(|h| fleet.by(h)).collect();
+    let twice = fleet
+        .delivered
+        .values()
+        .filter(|hosts| hosts.len() > 1)
+        .count();
+    report_counts("1,000 reminders over 3 hosts", &per_host, twice);
+    assert_eq!(fleet.delivered.len(), SESSIONS);
+    assert_eq!(twice, 0, "delivered more than once");
     for (h, n) in per_host.iter().enumerate() {
-        assert!(*n > 0, "host {} delivered nothing", names[h]);
-        assert_eq!(done[h], (h, format!("done {n} open 0")));
+        assert!(*n > 0, "host-{} delivered nothing", h + 1);
+        assert_eq!(fleet.done[&h], format!("done {n} open 0"));
     }
 
     // The durable logs agree: one dispatch and one delivered turn per session, no index row.
     let sql = super::client(&url).await;
+    let logs = durable(&sql, &schema).await;
+    assert_eq!(logs.len(), SESSIONS);
+    for (session, (dispatches, hosts)) in &logs {
+        let said = &fleet.delivered[session];
+        assert_eq!((*dispatches, hosts.len()), (1, 1), "{session}");
+        assert_eq!(hosts[0], format!("host-{}", said[0] + 1), "{session}");
+    }
+    assert_eq!(index_rows(&sql, &schema).await, 0);
     let s = &schema;
-    let counts: Vec<(i64, i64, i64)> = sql
-        .query(
-            &format!(
-                "SELECT count(*) FILTER (WHERE type = 'schedule/change' AND data->>'operation' = 'dispatch'), \
-                        count(*) FILTER (WHERE type = 'test/delivered'), \
-                        (SELECT count(*) FROM \"{s}\".reminders) \
-                 FROM \"{s}\".events GROUP BY session_id"
-            ),
-            &[],
-        )
-        .await
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1), r.get(2)))
-        .collect();
-    assert_eq!(counts, vec![(1, 1, 0); SESSIONS]);
     let latencies: Vec<chrono::TimeDelta> = sql
         .query(
             &format!(
@@ -496,12 +584,97 @@ async fn a_thousand_reminders_over_three_hosts_are_each_delivered_once() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_killed_mid_run_delivers_twice_only_inside_the_crash_window() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    const SESSIONS: usize = 300;
+    let schema = super::fresh_schema("scancrash");
+    let store = super::store(&url, &schema, "setup", Duration::from_secs(30));
+    let mut fleet = Fleet::start(&url, &schema, 3).await;
+    create_reminders(
+        &store,
+        SESSIONS,
+        Utc::now() + chrono::TimeDelta::seconds(1),
+        3,
+    )
+    .await;
+    let sql = super::client(&url).await;
+    let guard = tokio::time::Instant::now() + Duration::from_secs(90);
+    let mut killed = false;
+    // Until every session was delivered at least once, the killed host's output has ended
+    // and the index is empty (the dead host's sessions pass to the others after its TTL).
+    loop {
+        assert!(
+            tokio::time::Instant::now() < guard,
+            "{} of {SESSIONS} sessions delivered",
+            fleet.delivered.len()
+        );
+        let said = fleet.read(Duration::from_millis(200)).await;
+        if !killed && fleet.by(0) >= 20 {
+            // host-1 dies in the middle of its work.
+            fleet.hosts[0].signal("KILL");
+            killed = true;
+        }
+        let settled = killed && fleet.ended[0] && fleet.delivered.len() == SESSIONS;
+        if settled && !said && index_rows(&sql, &schema).await == 0 {
+            break;
+        }
+    }
+    fleet.finish().await;
+    let per_host: Vec<usize> = (0..3).map(|h| fleet.by(h)).collect();
+    let logs = durable(&sql, &schema).await;
+    let (mut twice, mut unrecorded) = (0, 0);
+    for (session, said) in &fleet.delivered {
+        let (dispatches, hosts) = &logs[session];
+        // The dispatch is durable exactly once, whoever delivered.
+        assert_eq!(*dispatches, 1, "{session}");
+        if said.len() > 1 {
+            // Only a delivery of the killed host whose dispatch never became durable is
+            // repeated: its effect happened, its record did not survive.
+            twice += 1;
+            assert_eq!(said.len(), 2, "{session}: {said:?}");
+            assert_eq!(said[0], 0, "{session}: {said:?}");
+            assert_ne!(said[1], 0, "{session}: {said:?}");
+            assert_eq!(hosts, &[format!("host-{}", said[1] + 1)], "{session}");
+        } else if said[0] == 0 {
+            // The killed host's delivery: durable, or lost after its dispatch was durable.
+            assert!(
+                hosts.is_empty() || hosts == &["host-1"],
+                "{session}: {hosts:?}"
+            );
+        } else {
+            assert_eq!(hosts, &[format!("host-{}", said[0] + 1)], "{session}");
+        }
+    }
+    report_counts(
+        "300 reminders over 3 hosts, host-1 killed after 20 deliveries",
+        &per_host,
+        twice,
+    );
+    report_unrecorded(unrecorded);
+    assert_eq!(fleet.delivered.len(), SESSIONS);
+    assert_eq!(fleet.done.get(&0), None);
+    for h in [1, 2] {
+        assert_eq!(fleet.done[&h], format!("done {} open 0", fleet.by(h)));
+    }
+}
+
 #[allow(
     clippy::print_stderr,
     reason = "the counts are reported in the test log"
 )]
-fn report_counts(per_host: &[usize], twice: usize) {
+fn report_counts(what: &str, per_host: &[usize], twice: usize) {
+    eprintln!("{what}: delivered per host {per_host:?}, delivered more than once: {twice}");
+}
+
+#[allow(
+    clippy::print_stderr,
+    reason = "the counts are reported in the test log"
+)]
+fn report_unrecorded(n: usize) {
     eprintln!(
-        "1,000 reminders over 3 hosts: delivered per host {per_host:?}, delivered more than once: {twice}"
+        "deliveries of the killed host whose dispatch was durable but whose turn was lost: {n}"
     );
 }
