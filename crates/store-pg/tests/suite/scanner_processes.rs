@@ -252,13 +252,14 @@ fn env(
     ]
 }
 
-fn scanner_host(url: &str, schema: &str, host: &str) -> Host {
-    Host::spawn(CHILD, &env(url, schema, host, "scanner", 2000))
+/// A scanner host whose leases live `ttl_ms`.
+fn scanner_host(url: &str, schema: &str, host: &str, ttl_ms: u64) -> Host {
+    Host::spawn(CHILD, &env(url, schema, host, "scanner", ttl_ms))
 }
 
 /// A scanner host that dies at its `n`-th delivery.
-fn crashing_scanner_host(url: &str, schema: &str, host: &str, n: usize) -> Host {
-    let mut env = env(url, schema, host, "scanner", 2000);
+fn crashing_scanner_host(url: &str, schema: &str, host: &str, ttl_ms: u64, n: usize) -> Host {
+    let mut env = env(url, schema, host, "scanner", ttl_ms);
     env.push(("HARNESS_PG_DIE_AT", n.to_string()));
     Host::spawn(CHILD, &env)
 }
@@ -283,7 +284,7 @@ async fn a_killed_owners_overdue_reminder_is_delivered_once_by_another_host() {
         "setup",
         Duration::from_secs(30),
     ));
-    let mut a = Host::spawn(CHILD, &env(&url, &schema, "host-a", "owner", 800));
+    let mut a = Host::spawn(CHILD, &env(&url, &schema, "host-a", "owner", 1500));
     let overdue = a.answer().await;
     let words: Vec<&str> = overdue.split(' ').collect();
     assert_eq!(
@@ -308,13 +309,13 @@ async fn a_killed_owners_overdue_reminder_is_delivered_once_by_another_host() {
         "the lease ended at {lease_end}, before {due}"
     );
 
-    let mut b = scanner_host(&url, &schema, "host-b");
+    let mut b = scanner_host(&url, &schema, "host-b", 2000);
     assert_eq!(b.answer().await, "ready");
     assert_eq!(b.answer().await, "resumed s");
     assert_eq!(b.answer().await, "delivered s schedule-1");
     assert_eq!(b.answer().await, "closed s");
     // A third host starts; neither it nor B claims the session again.
-    let mut c = scanner_host(&url, &schema, "host-c");
+    let mut c = scanner_host(&url, &schema, "host-c", 2000);
     assert_eq!(c.answer().await, "ready");
     assert_eq!(c.send("passes 5").await, "passes 0");
     assert_eq!(b.send("passes 5").await, "passes 1");
@@ -379,7 +380,7 @@ async fn a_killed_owners_overdue_reminder_is_delivered_once_by_another_host() {
         "delivered at {delivered}, before the dead owner's lease ended at {lease_end}"
     );
     report_latency(
-        "killed owner, from the reminder's due time (TTL 800 ms, scan every 50 ms)",
+        "killed owner, from the reminder's due time (TTL 1.5 s, scan every 50 ms)",
         &[delivered - due],
     );
     report_latency(
@@ -425,12 +426,13 @@ struct Fleet {
 }
 
 impl Fleet {
-    /// `n` hosts; `host-1` dies at its `die_at`-th delivery when given.
-    async fn start(url: &str, schema: &str, n: usize, die_at: Option<usize>) -> Self {
+    /// `n` hosts with leases of `ttl_ms`; `host-1` dies at its `die_at`-th delivery when
+    /// given.
+    async fn start(url: &str, schema: &str, n: usize, ttl_ms: u64, die_at: Option<usize>) -> Self {
         let mut hosts: Vec<Host> = (1..=n)
             .map(|i| match die_at {
-                Some(at) if i == 1 => crashing_scanner_host(url, schema, "host-1", at),
-                _ => scanner_host(url, schema, &format!("host-{i}")),
+                Some(at) if i == 1 => crashing_scanner_host(url, schema, "host-1", ttl_ms, at),
+                _ => scanner_host(url, schema, &format!("host-{i}"), ttl_ms),
             })
             .collect();
         for host in &mut hosts {
@@ -577,7 +579,7 @@ async fn a_thousand_reminders_over_three_hosts_are_each_delivered_once() {
     const SESSIONS: usize = 1000;
     let schema = super::fresh_schema("scan1000");
     let store = super::store(&url, &schema, "setup", Duration::from_secs(30));
-    let mut fleet = Fleet::start(&url, &schema, 3, None).await;
+    let mut fleet = Fleet::start(&url, &schema, 3, 5000, None).await;
     // Due 2 s to 4 s from now, 2 ms apart, while the hosts scan.
     create_reminders(
         &store,
@@ -650,7 +652,7 @@ async fn a_host_dying_mid_run_repeats_a_delivery_only_inside_the_crash_window() 
     let schema = super::fresh_schema("scancrash");
     let store = super::store(&url, &schema, "setup", Duration::from_secs(30));
     // host-1 dies at its 30th delivery, right after the delivery's effect.
-    let mut fleet = Fleet::start(&url, &schema, 3, Some(30)).await;
+    let mut fleet = Fleet::start(&url, &schema, 3, 2000, Some(30)).await;
     create_reminders(
         &store,
         SESSIONS,
