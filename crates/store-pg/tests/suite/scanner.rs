@@ -322,3 +322,72 @@ async fn a_claimed_session_whose_log_cannot_be_read_is_released_and_left_alone()
         }
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_row_locked_by_a_flush_is_skipped_not_waited_for() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("scanlock");
+    let a = super::store(&url, &schema, "host-a", TTL);
+    drop(session_with_reminder(&a, "s", Some(PAST)).await);
+    // Another transaction holds the session row, as a flush in progress does.
+    let sql = super::client(&url).await;
+    sql.batch_execute(&format!(
+        "BEGIN; SELECT 1 FROM \"{schema}\".sessions WHERE id = 's' FOR UPDATE"
+    ))
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let keep = Arc::new(Keep::default());
+    let scan = scanner(
+        &super::store(&url, &schema, "host-b", TTL),
+        &keep,
+        ScanOptions::default(),
+    );
+    // A guard against a hang, not a synchronisation: a skipped row answers at once.
+    let pass = tokio::time::timeout(Duration::from_secs(20), scan.scan_once())
+        .await
+        .unwrap_or_else(|_| panic!("the pass waited for the locked row"));
+    assert_eq!(
+        ids(&pass.unwrap_or_else(|e| panic!("{e}"))),
+        [] as [&str; 0]
+    );
+    sql.batch_execute("COMMIT")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        ids(&scan.scan_once().await.unwrap_or_else(|e| panic!("{e}"))),
+        ["s"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_claim_statement_is_an_error_and_counted() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("scanfail");
+    let b = super::store(&url, &schema, "host-b", TTL);
+    let sql = super::client(&url).await;
+    sql.batch_execute(&format!("DROP TABLE \"{schema}\".reminders"))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let keep = Arc::new(Keep::default());
+    let scan = scanner(&b, &keep, ScanOptions::default());
+    match scan.scan_once().await {
+        Err(harness_core::StoreError::Backend { message }) => assert_eq!(
+            message,
+            format!("ERROR: relation \"{schema}.reminders\" does not exist")
+        ),
+        other => panic!("expected a backend error, got {other:?}"),
+    }
+    assert_eq!(
+        *scan.stats().borrow(),
+        ScanStats {
+            passes: 1,
+            resumed: 0,
+            failed: 1,
+            unreadable: 0
+        }
+    );
+}
