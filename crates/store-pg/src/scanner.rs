@@ -63,13 +63,14 @@ pub struct ScanStats {
     pub passes: u64,
     /// Sessions claimed and handed to [`Resume::resume`].
     pub resumed: u64,
-    /// Passes whose claim statement failed (the database could not be reached).
+    /// Passes whose claim statement failed (the database could not be reached or refused it).
     pub failed: u64,
     /// Sessions claimed whose log could not be read (their lease was released at once).
     pub unreadable: u64,
 }
 
-/// Delivers the reminders of sessions no host has open: a task every host may run.
+/// Finds the sessions whose reminders are due while no host has them open, and has a host
+/// open them so that their schedule runtime delivers: a task every host may run.
 ///
 /// A pass, in one statement on the store's connection pool:
 ///
@@ -84,7 +85,11 @@ pub struct ScanStats {
 /// Then, for each claimed session, it starts the lease's renewal, replays the log and calls
 /// [`Resume::resume`]. A session leased to a live owner is never claimed: its own schedule
 /// runtime delivers. Nothing is delivered by the scanner: delivery is the schedule runtime's,
-/// at least once (docs/event-log.md, "Reminders across hosts", the crash window).
+/// at least once. A host that dies (or is paused past its lease) after a reminder's
+/// follow-up but before its dispatch commits leaves the index row due, so another host
+/// delivers it again once the lease expires; once the dispatch committed, the row is gone
+/// in the same transaction and nobody delivers it again (docs/event-log.md, "Reminders
+/// across hosts").
 pub struct ReminderScanner {
     store: PgStore,
     resume: Arc<dyn Resume>,
