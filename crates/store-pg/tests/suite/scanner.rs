@@ -391,3 +391,54 @@ async fn a_failed_claim_statement_is_an_error_and_counted() {
         }
     );
 }
+
+/// On tokio's paused clock, which jumps only to the next timer while the test runtime
+/// waits: a pass that claimed a whole batch is followed at once, any other one by the
+/// interval, and `run` returns once stopped.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn run_follows_a_full_batch_at_once_and_otherwise_waits_the_interval() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("scanrun");
+    let a = super::store(&url, &schema, "host-a", TTL);
+    for id in ["s1", "s2", "s3", "s4", "s5"] {
+        drop(session_with_reminder(&a, id, Some(PAST)).await);
+    }
+    let keep = Arc::new(Keep::default());
+    let scan = Arc::new(scanner(
+        &super::store(&url, &schema, "host-b", TTL),
+        &keep,
+        ScanOptions {
+            batch: 2,
+            interval: Duration::from_secs(3600),
+            ..ScanOptions::default()
+        },
+    ));
+    let stop = tokio_util::sync::CancellationToken::new();
+    let start = tokio::time::Instant::now();
+    let running = tokio::spawn({
+        let (scan, stop) = (scan.clone(), stop.clone());
+        async move { scan.run(stop).await }
+    });
+    let mut stats = scan.stats();
+    // Two full passes (2 + 2), then one of 1: no pause between them.
+    let third = *stats
+        .wait_for(|s| s.passes == 3)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((third.resumed, start.elapsed()), (5, Duration::ZERO));
+    assert_eq!(keep.ids(), ["s1", "s2", "s3", "s4", "s5"]);
+    // The third was not full: the fourth comes an interval later and finds nothing.
+    let fourth = *stats
+        .wait_for(|s| s.passes == 4)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        (fourth.resumed, start.elapsed()),
+        (5, Duration::from_secs(3600))
+    );
+    stop.cancel();
+    running.await.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(scan.stats().borrow().passes, 4);
+}
