@@ -9,7 +9,7 @@ use futures::channel::oneshot;
 use harness_core::{Agent, AgentId, HookId, Registered, RegistrationScope, ScopeKey, SessionId};
 use harness_jobs::{
     BoxError, CancelHook, JobDoneListener, JobError, JobId, JobKind, JobLabel, JobProgress,
-    JobSnapshot, JobStatus, JobsChangedListener, ReadOutputHook,
+    JobSnapshot, JobStatus, JobsChangedListener, JobsLostListener, ReadOutputHook,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -81,6 +81,11 @@ pub(crate) struct Record {
     /// The job's `harness.job` span while it runs (`None` when no subscriber wanted it):
     /// boxed, so a record without one pays one word.
     pub(crate) span: Option<Box<tracing::Span>>,
+    /// The teardown reason once the registry's teardown (owner or service disposal) asked
+    /// the job to stop; the journal's `job/settle` keeps it.
+    pub(crate) teardown: Option<&'static str>,
+    /// A record of an earlier run, read back from the job journal (terminal from the start).
+    pub(crate) earlier: bool,
 }
 
 impl Record {
@@ -517,6 +522,23 @@ impl Records {
         (id, slot)
     }
 
+    /// Stores the record `build` makes under the id `<kind>-<n>` (a job of an earlier run,
+    /// read back from the journal), raising the kind's counter to `n`. `None`, with nothing
+    /// stored, when the counter is already at `n` or beyond (this registry issued it).
+    pub(crate) fn issue_at(
+        &mut self,
+        kind: JobKind,
+        n: u64,
+        build: impl FnOnce(JobId, JobKind) -> Record,
+    ) -> Option<JobId> {
+        let k = self.kind_index_or_new(&kind);
+        if n == 0 || self.kinds[k].counter >= n {
+            return None;
+        }
+        self.kinds[k].raise(n - 1);
+        Some(self.issue(kind, build).0)
+    }
+
     /// Removes the records of `ids` (unknown ids are skipped), returning them in `ids` order.
     pub(crate) fn remove_all(&mut self, ids: &[JobId]) -> Vec<Record> {
         let mut removed = Vec::new();
@@ -633,6 +655,7 @@ pub(crate) struct State {
     pub(crate) controllers: Layers<Arc<str>>,
     pub(crate) done_listeners: Layers<JobDoneListener>,
     pub(crate) observers: Layers<JobsChangedListener>,
+    pub(crate) lost_listeners: Layers<JobsLostListener>,
     pub(crate) disposed: bool,
 }
 

@@ -20,7 +20,7 @@ use crate::{
 
 impl Shared {
     /// Registers the owner's cleanup hook unless it has one (§4.3 step 5.3).
-    fn ensure_owner_hook(
+    pub(super) fn ensure_owner_hook(
         &self,
         owner: &Arc<dyn Agent>,
         key: OwnerKey,
@@ -268,6 +268,8 @@ impl Shared {
                 reported: false,
                 waiters: None,
                 span: None,
+                teardown: None,
+                earlier: false,
             });
             // The owner's cleanup may have run while `run` was executing (another thread
             // disposed it): then nothing else would ever tear this job down.

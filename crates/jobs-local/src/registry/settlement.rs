@@ -83,7 +83,9 @@ impl Shared {
             let target = record.route_target();
             // The journal's `job/settle` (final output only for final-output jobs).
             let journaled = (self.limits.journal && target.owner.is_some())
-                .then(|| journal::settle_payload(&snapshot, record.output.as_deref()));
+                .then(|| {
+                journal::settle_payload(&snapshot, record.output.as_deref(), record.teardown)
+            });
             state.release(target.owner.as_ref().map(|o| o.key()));
             // Cloned only when there is somebody to call (an empty layer costs nothing).
             let observers = (!state.observers.is_empty()).then(|| state.observers.clone());

@@ -116,7 +116,7 @@ impl Shared {
     }
 
     /// Teardown cancellation (§4.8) of every live record in `ids` with `reason`.
-    pub(super) fn teardown_cancel(&self, ids: &[JobId], reason: &str) {
+    pub(super) fn teardown_cancel(&self, ids: &[JobId], reason: &'static str) {
         for id in ids {
             let cancel = {
                 let mut state = lock(&self.state);
@@ -127,6 +127,7 @@ impl Shared {
                     continue;
                 }
                 record.reported = true;
+                record.teardown = Some(reason);
                 record.shared_cancel()
             };
             let Some(cancel) = cancel else { continue };
@@ -205,7 +206,7 @@ impl Shared {
 
     /// Teardown of `ids` (§4.8 steps 3–6): cancel, await settlement, remove, and notify the
     /// owner's observers if anything was removed.
-    pub(super) async fn drain(&self, ids: &[JobId], reason: &str) {
+    pub(super) async fn drain(&self, ids: &[JobId], reason: &'static str) {
         self.teardown_cancel(ids, reason);
         self.await_settled(ids).await;
         if ids.is_empty() {
