@@ -220,13 +220,11 @@ impl Earlier {
 /// What a reopened session's journal holds.
 #[derive(Debug, Default, PartialEq)]
 pub(crate) struct JournalView {
-    /// Every finished or lost job of earlier runs, in start order. A fork's inherited jobs
-    /// are here only when their settlement is inherited too (a job still running in the
-    /// parent belongs to the parent).
+    /// Every finished or lost job of earlier runs started in this session, in start order
+    /// (a fork's inherited jobs are its parent's: not here).
     pub(crate) history: Vec<Earlier>,
-    /// The indexes into `history` of the jobs lost and not reported yet: started in this
-    /// session (not inherited from a fork's parent), then never settled or settled by a
-    /// teardown, and named by no `job/lost`.
+    /// The indexes into `history` of the jobs lost and not reported yet: never settled or
+    /// settled by a teardown, and named by no `job/lost`.
     pub(crate) lost: Vec<usize>,
     /// The highest job number per kind among every `job/start`, inherited ones included.
     pub(crate) highest: Vec<(JobKind, u64)>,
@@ -239,7 +237,7 @@ pub(crate) fn read_journal(session: &dyn Session, now: i64) -> JournalView {
         start: StartEvent,
         number: u64,
         inherited: bool,
-        settle: Option<(SettleEvent, bool)>,
+        settle: Option<SettleEvent>,
     }
     let seed = session.header().seed_length.unwrap_or(0);
     let mut entries: Vec<Entry> = Vec::new();
@@ -267,7 +265,7 @@ pub(crate) fn read_journal(session: &dyn Session, now: i64) -> JournalView {
                 if let Some(&i) = by_id.get(&settle.id)
                     && entries[i].settle.is_none()
                 {
-                    entries[i].settle = Some((settle, inherited));
+                    entries[i].settle = Some(settle);
                 }
             }),
             JOB_LOST_EVENT => decode_lost(&event).map(|lost| reported.extend(lost.ids)),
@@ -287,21 +285,21 @@ pub(crate) fn read_journal(session: &dyn Session, now: i64) -> JournalView {
                 view.highest.push((entry.start.kind.clone(), entry.number));
             }
         }
-        let settled_inherited = entry.settle.as_ref().is_some_and(|(_, i)| *i);
-        if entry.inherited && !settled_inherited {
-            // Still the parent's job: a fork inherits no live jobs.
+        if entry.inherited {
+            // A fork's parent's job: the fork inherits its events (and its ids are never
+            // issued again) but neither the job nor a report of it.
             continue;
         }
         let lost = entry
             .settle
             .as_ref()
-            .is_none_or(|(settle, _)| settle.teardown.is_some());
+            .is_none_or(|settle| settle.teardown.is_some());
         let finished_at = entry
             .settle
             .as_ref()
-            .map_or(now.max(entry.start.started_at), |(s, _)| s.finished_at);
+            .map_or(now.max(entry.start.started_at), |s| s.finished_at);
         let (status, detail, output) = match entry.settle {
-            Some((settle, _)) if !lost => {
+            Some(settle) if !lost => {
                 let status = match settle.status.as_str() {
                     "completed" => JobStatus::Completed,
                     "killed" => JobStatus::Killed,
@@ -311,7 +309,7 @@ pub(crate) fn read_journal(session: &dyn Session, now: i64) -> JournalView {
             }
             _ => (JobStatus::Failed, Some(LOST_DETAIL.to_owned()), None),
         };
-        if lost && !entry.inherited && !reported.contains(&entry.start.id) {
+        if lost && !reported.contains(&entry.start.id) {
             view.lost.push(view.history.len());
         }
         view.history.push(Earlier {
