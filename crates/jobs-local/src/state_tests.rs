@@ -22,8 +22,8 @@ fn record(seq: u64, id: JobId, kind: JobKind) -> Record {
         reported: false,
         waiters: None,
         span: None,
-                teardown: None,
-                earlier: false,
+        teardown: None,
+        earlier: false,
     }
 }
 

@@ -181,8 +181,11 @@ pub(crate) fn earlier_list_line(id: &str, kind: &str, status: &str, label: &str)
 /// The `job_output` rendering of a job of an earlier run (exact): the mark on a line of its
 /// own, then the usual rendering (body and status line).
 pub(crate) fn render_earlier_output(text: &str, status_line: &str) -> String {
-    format!("{EARLIER_RUN_MARK}
-{}", render_output(text, status_line))
+    format!(
+        "{EARLIER_RUN_MARK}
+{}",
+        render_output(text, status_line)
+    )
 }
 
 /// `job_kill` rendering for a job of an earlier run (exact).

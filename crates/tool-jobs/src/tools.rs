@@ -19,10 +19,10 @@ use crate::config::ToolJobsConfig;
 use crate::public::PublicJob;
 use crate::text::{
     EMPTY_JOB_ID, JOB_KILL, JOB_KILL_DESCRIPTION, JOB_LIST, JOB_LIST_DESCRIPTION, JOB_OUTPUT,
-    JOB_OUTPUT_DESCRIPTION, NO_JOBS, job_kill_schema, job_kill_value_schema, job_list_schema,
-    job_list_value_schema, job_output_schema, job_output_value_schema, list_line,
-    earlier_list_line, render_earlier_output, render_kill_earlier, render_kill_finished,
-    render_kill_requested, render_output,
+    JOB_OUTPUT_DESCRIPTION, NO_JOBS, earlier_list_line, job_kill_schema, job_kill_value_schema,
+    job_list_schema, job_list_value_schema, job_output_schema, job_output_value_schema, list_line,
+    render_earlier_output, render_kill_earlier, render_kill_finished, render_kill_requested,
+    render_output,
 };
 
 /// `job_output` arguments. The root object is open: unknown keys are ignored.

@@ -45,31 +45,30 @@ impl Shared {
                 state.next_seq += 1;
                 let seq = state.next_seq;
                 let owner = Some(info.clone());
-                let stored = state.records.issue_at(
-                    earlier.kind.clone(),
-                    earlier.number,
-                    |id, kind| Record {
-                        seq,
-                        id,
-                        kind,
-                        label: earlier.label.clone(),
-                        limit: None,
-                        owner,
-                        cancel: None,
-                        stream: None,
-                        progress: None,
-                        status: earlier.status,
-                        detail: earlier.detail.as_deref().map(Arc::from),
-                        output: earlier.output.as_deref().map(Box::from),
-                        started_at: earlier.started_at,
-                        finished_at: earlier.finished_at,
-                        reported: true,
-                        waiters: None,
-                        span: None,
-                        teardown: None,
-                        earlier: true,
-                    },
-                );
+                let stored =
+                    state
+                        .records
+                        .issue_at(earlier.kind.clone(), earlier.number, |id, kind| Record {
+                            seq,
+                            id,
+                            kind,
+                            label: earlier.label.clone(),
+                            limit: None,
+                            owner,
+                            cancel: None,
+                            stream: None,
+                            progress: None,
+                            status: earlier.status,
+                            detail: earlier.detail.as_deref().map(Arc::from),
+                            output: earlier.output.as_deref().map(Box::from),
+                            started_at: earlier.started_at,
+                            finished_at: earlier.finished_at,
+                            reported: true,
+                            waiters: None,
+                            span: None,
+                            teardown: None,
+                            earlier: true,
+                        });
                 inserted |= stored.is_some();
             }
             for (kind, n) in &view.highest {
@@ -111,16 +110,18 @@ impl Shared {
         }
         let listeners = lock(&self.state).lost_listeners.clone();
         let mut delivered = false;
-        for_each_route(&listeners, Some(&info.chain), |listener| {
-            match catch_unwind(AssertUnwindSafe(|| listener(lost, &info.agent))) {
+        for_each_route(
+            &listeners,
+            Some(&info.chain),
+            |listener| match catch_unwind(AssertUnwindSafe(|| listener(lost, &info.agent))) {
                 Ok(Ok(true)) => delivered = true,
                 Ok(Ok(false)) => {}
                 Ok(Err(error)) => {
                     tracing::warn!("jobs: onJobsLost listener threw: {}", error_text(&error));
                 }
                 Err(_) => tracing::warn!("jobs: onJobsLost listener threw: Error: panicked"),
-            }
-        });
+            },
+        );
         if !delivered {
             return;
         }

@@ -82,8 +82,7 @@ impl Shared {
             }
             let target = record.route_target();
             // The journal's `job/settle` (final output only for final-output jobs).
-            let journaled = (self.limits.journal && target.owner.is_some())
-                .then(|| {
+            let journaled = (self.limits.journal && target.owner.is_some()).then(|| {
                 journal::settle_payload(&snapshot, record.output.as_deref(), record.teardown)
             });
             state.release(target.owner.as_ref().map(|o| o.key()));

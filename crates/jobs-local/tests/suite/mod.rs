@@ -6,6 +6,7 @@
 mod common;
 mod contract;
 mod history;
+mod journal;
 mod listeners;
 #[expect(
     clippy::unwrap_used,

@@ -50,7 +50,10 @@ fn lines_until(stdout: &mut BufReader<ChildStdout>, until: &str) -> Vec<String> 
     loop {
         let mut line = String::new();
         let read = stdout.read_line(&mut line).unwrap();
-        assert!(read > 0, "the child ended before {until:?}; it printed {seen:?}");
+        assert!(
+            read > 0,
+            "the child ended before {until:?}; it printed {seen:?}"
+        );
         if let Some((_, line)) = line.trim_end().split_once("child: ") {
             seen.push(line.to_owned());
             if line == until {
@@ -75,7 +78,11 @@ fn wait_for_durable_lost(file: &Path) {
         if text.lines().any(|l| l.contains(r#""type":"job/lost""#)) {
             return;
         }
-        assert!(started.elapsed() < LIMIT, "no job/lost in {}", file.display());
+        assert!(
+            started.elapsed() < LIMIT,
+            "no job/lost in {}",
+            file.display()
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
