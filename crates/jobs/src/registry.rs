@@ -180,7 +180,7 @@ pub trait JobRegistry: Send + Sync {
     /// read back from the job journal (finished or lost before the host restarted) rather
     /// than a job this registry ran. Unknown and foreign ids are `false`, as is every id of
     /// a registry without a journal (the default).
-    fn from_earlier_run(&self, id: &JobId, caller: Option<&AgentId>) -> bool {
+    fn is_from_earlier_run(&self, id: &JobId, caller: Option<&AgentId>) -> bool {
         let _ = (id, caller);
         false
     }

@@ -103,7 +103,7 @@ impl JobOutputTool {
         match self.registry.read(id, caller.as_ref()) {
             Ok(read) => {
                 let job = PublicJob::from_snapshot(&read.snapshot);
-                let text = if self.registry.from_earlier_run(id, caller.as_ref()) {
+                let text = if self.registry.is_from_earlier_run(id, caller.as_ref()) {
                     render_earlier_output(&read.text, &job.status_line())
                 } else {
                     render_output(&read.text, &job.status_line())
@@ -189,7 +189,7 @@ impl Tool for JobListTool {
                 .map(|job| {
                     let line = if self
                         .registry
-                        .from_earlier_run(&JobId::new(job.id.as_str()), caller.as_ref())
+                        .is_from_earlier_run(&JobId::new(job.id.as_str()), caller.as_ref())
                     {
                         earlier_list_line
                     } else {
@@ -245,7 +245,7 @@ impl JobKillTool {
         let job = PublicJob::from_snapshot(&snapshot);
         let (outcome, text) = match outcome {
             KillOutcome::Requested => ("cancellation-requested", render_kill_requested(&job.id)),
-            KillOutcome::AlreadyFinished if self.registry.from_earlier_run(id, caller) => (
+            KillOutcome::AlreadyFinished if self.registry.is_from_earlier_run(id, caller) => (
                 "already-finished",
                 render_kill_earlier(&job.id, &job.status_line()),
             ),

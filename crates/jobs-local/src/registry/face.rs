@@ -80,8 +80,8 @@ impl JobRegistry for LocalJobRegistry {
         register(&self.shared, scope, listener, |s| &mut s.lost_listeners)
     }
 
-    fn from_earlier_run(&self, id: &JobId, caller: Option<&AgentId>) -> bool {
-        self.shared.from_earlier_run(id, caller)
+    fn is_from_earlier_run(&self, id: &JobId, caller: Option<&AgentId>) -> bool {
+        self.shared.is_from_earlier_run(id, caller)
     }
 }
 

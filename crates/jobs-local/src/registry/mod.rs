@@ -136,7 +136,7 @@ impl LocalJobRegistry {
 
     /// The job journal (`journal: true`) at the (re)opening of `owner`'s session: the
     /// finished and lost jobs its log records become terminal records of this registry (read
-    /// by `list`, `get`, `read`; [`JobRegistry::from_earlier_run`](harness_jobs::JobRegistry::from_earlier_run)
+    /// by `list`, `get`, `read`; [`JobRegistry::is_from_earlier_run`](harness_jobs::JobRegistry::is_from_earlier_run)
     /// says which), and jobs still running when the previous host stopped — a `job/start`
     /// without `job/settle`, or settled by a teardown — are handed once to the lost-jobs
     /// listeners on the runtime, the delivery recorded as `job/lost`. A fork reports none of

@@ -143,7 +143,7 @@ impl Shared {
     }
 
     /// Whether `id`, as `caller` sees it, is a record of an earlier run.
-    pub(super) fn from_earlier_run(&self, id: &JobId, caller: Option<&AgentId>) -> bool {
+    pub(super) fn is_from_earlier_run(&self, id: &JobId, caller: Option<&AgentId>) -> bool {
         self.limits.journal
             && lock(&self.state)
                 .find(id, caller)

@@ -137,15 +137,19 @@ async fn a_reopened_session_answers_for_its_earlier_jobs_and_reports_the_lost_on
     );
     let read = second.registry.read(&"fake-1".into(), caller).unwrap();
     assert_eq!(read.text, "built 12 pages");
-    assert!(second.registry.from_earlier_run(&"fake-1".into(), caller));
-    assert!(!second.registry.from_earlier_run(&"fake-1".into(), None));
+    assert!(
+        second
+            .registry
+            .is_from_earlier_run(&"fake-1".into(), caller)
+    );
+    assert!(!second.registry.is_from_earlier_run(&"fake-1".into(), None));
     // A new job continues after the journal's ids and is not from an earlier run.
     let (start, _job) = FakeProducer::new("fake", "new")
         .owner(agent.as_dyn())
         .build();
     let id = second.registry.start(start).unwrap();
     assert_eq!(id.as_str(), "fake-3");
-    assert!(!second.registry.from_earlier_run(&id, caller));
+    assert!(!second.registry.is_from_earlier_run(&id, caller));
 
     // Reopened again: `fake-2` was reported; only `fake-3`, running when run 2 stopped, is.
     let third = runs.run(true, true);
@@ -202,7 +206,7 @@ async fn with_the_journal_off_a_reopening_reads_nothing() {
     assert!(
         !second
             .registry
-            .from_earlier_run(&"fake-1".into(), Some(agent.id()))
+            .is_from_earlier_run(&"fake-1".into(), Some(agent.id()))
     );
 }
 

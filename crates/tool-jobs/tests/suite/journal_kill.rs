@@ -145,6 +145,14 @@ fn journal_child() {
     runtime.block_on(child_host(Path::new(&dir), &step));
 }
 
+/// Prints one line for the parent, flushed at once (the parent reads it before the kill).
+fn say(line: impl std::fmt::Display) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "child: {line}").unwrap();
+    out.flush().unwrap();
+}
+
 async fn child_host(dir: &Path, step: &str) {
     let clock: Arc<dyn harness_core::Clock> = Arc::new(SystemClock);
     let store: Arc<dyn SessionStore> = Arc::new(JsonlStore::new(dir, clock.clone()).unwrap());
@@ -152,8 +160,8 @@ async fn child_host(dir: &Path, step: &str) {
     // Queued notices stay queued: the kill comes while the notice is being delivered.
     host.set_auto_turns(false);
     host.set_recorder(Arc::new(|record| match record {
-        HostRecord::Followup { text, .. } => println!("child: {}", json!({"followup": text})),
-        HostRecord::Inject { text, .. } => println!("child: {}", json!({"inject": text})),
+        HostRecord::Followup { text, .. } => say(json!({"followup": text})),
+        HostRecord::Inject { text, .. } => say(json!({"inject": text})),
         _ => {}
     }));
     let harness = host.as_dyn();
@@ -177,31 +185,31 @@ async fn child_host(dir: &Path, step: &str) {
                 let (start, job) = FakeProducer::new("fake", label)
                     .owner(agent.as_dyn())
                     .build();
-                println!("child: job {}", jobs.registry().start(start).unwrap());
+                say(format!("job {}", jobs.registry().start(start).unwrap()));
                 held.push(job);
             }
             agent.session().flush().await.unwrap();
-            println!("child: running");
+            say("running");
             std::future::pending::<()>().await;
         }
         "reopen" => {
             host.resume(&id).unwrap();
             // Lets the spawned report run (it appends and flushes `job/lost`).
             harness_testkit::settle().await;
-            println!("child: reopened");
+            say("reopened");
             std::future::pending::<()>().await;
         }
         _ => {
             let agent = host.resume(&id).unwrap();
             harness_testkit::settle().await;
             let listed = host.execute("job_list", json!({}), Some(&id)).await;
-            println!("child: {}", listed.text().replace('\n', "\\n"));
+            say(listed.text().replace('\n', "\\n"));
             for event in agent.session().events() {
                 if event.r#type == "job/lost" {
-                    println!("child: job/lost {}", event.data);
+                    say(format!("job/lost {}", event.data));
                 }
             }
-            println!("child: checked");
+            say("checked");
             std::future::pending::<()>().await;
         }
     }
