@@ -366,6 +366,38 @@ impl KindIndex {
         self.counter = n;
     }
 
+    /// Holds `n` (at most the counter, not held) in `slot`: a journaled job's record put
+    /// back after this registry removed it. A number before a dense table's first entry
+    /// turns the table sparse.
+    fn place(&mut self, n: u64, slot: usize) {
+        if let Table::Dense { first, slots } = &mut self.table {
+            if slots.is_empty() {
+                *first = n;
+                slots.push_back(slot);
+                self.held += 1;
+                return;
+            }
+            let within = n
+                .checked_sub(*first)
+                .and_then(|i| usize::try_from(i).ok())
+                .and_then(|i| slots.get_mut(i));
+            if let Some(entry) = within {
+                *entry = slot;
+                self.held += 1;
+                return;
+            }
+            let map = (*first..)
+                .zip(slots.iter().copied())
+                .filter(|&(_, slot)| slot != Table::GONE)
+                .collect();
+            self.table = Table::Sparse(map);
+        }
+        if let Table::Sparse(map) = &mut self.table {
+            map.insert(n, slot);
+            self.held += 1;
+        }
+    }
+
     fn get(&self, n: u64) -> Option<usize> {
         match &self.table {
             Table::Dense { first, slots } => {
@@ -523,8 +555,8 @@ impl Records {
     }
 
     /// Stores the record `build` makes under the id `<kind>-<n>` (a job of an earlier run,
-    /// read back from the journal), raising the kind's counter to `n`. `None`, with nothing
-    /// stored, when the counter is already at `n` or beyond (this registry issued it).
+    /// read back from the journal), raising the kind's counter to `n` if it is lower. `None`,
+    /// with nothing stored, when this registry holds a record with that id.
     pub(crate) fn issue_at(
         &mut self,
         kind: JobKind,
@@ -532,11 +564,41 @@ impl Records {
         build: impl FnOnce(JobId, JobKind) -> Record,
     ) -> Option<JobId> {
         let k = self.kind_index_or_new(&kind);
-        if n == 0 || self.kinds[k].counter >= n {
+        if n == 0 || self.kinds[k].get(n).is_some() {
             return None;
         }
-        self.kinds[k].raise(n - 1);
-        Some(self.issue(kind, build).0)
+        if self.kinds[k].counter < n {
+            self.kinds[k].raise(n - 1);
+            return Some(self.issue(kind, build).0);
+        }
+        // Issued by this registry and removed since (its owner was disposed): put back.
+        let free = self.free.pop();
+        let slot = free.unwrap_or(self.slots.len());
+        self.kinds[k].place(n, slot);
+        let record = build(JobId::issued(&kind, n), kind);
+        let id = record.id.clone();
+        self.store(slot, free.is_some(), record);
+        Some(id)
+    }
+
+    /// Stores `record` in `slot` (reused when `reused`, else the next new one) and lists it
+    /// in its owner's bucket.
+    fn store(&mut self, slot: usize, reused: bool, record: Record) {
+        match &record.owner {
+            None => self.unowned.push(slot),
+            Some(owner) => match self.owned.get_mut(&owner.id) {
+                Some(bucket) => bucket.push(slot),
+                None => {
+                    self.owned.insert(owner.id.clone(), vec![slot]);
+                }
+            },
+        }
+        if reused {
+            self.slots.put(slot, record);
+        } else {
+            self.slots.push(record);
+        }
+        self.len += 1;
     }
 
     /// Removes the records of `ids` (unknown ids are skipped), returning them in `ids` order.

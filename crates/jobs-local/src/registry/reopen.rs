@@ -17,8 +17,9 @@ use crate::{
 impl Shared {
     /// A journaled session was (re)opened as `owner`: its earlier jobs become terminal
     /// records of this registry and its lost jobs are reported (on the runtime, after this
-    /// returns). Nothing happens with the journal off, after disposal, or for an empty
-    /// journal.
+    /// returns). A job whose id this registry holds (a live owner instance's, or another
+    /// session's) is neither. Nothing happens with the journal off, after disposal, or for
+    /// an empty journal.
     pub(super) fn reopened(&self, owner: &Arc<dyn Agent>) {
         if !self.limits.journal || lock(&self.state).disposed {
             return;
@@ -40,7 +41,9 @@ impl Shared {
             let Some(info) = state.owners.get(&key).map(|e| e.info.clone()) else {
                 return;
             };
-            let mut inserted = false;
+            // Per history entry: whether it was stored (not held by this registry already,
+            // as the job of a live owner instance or another session).
+            let mut inserted = Vec::with_capacity(view.history.len());
             for earlier in &view.history {
                 state.next_seq += 1;
                 let seq = state.next_seq;
@@ -69,26 +72,27 @@ impl Shared {
                             teardown: None,
                             earlier: true,
                         });
-                inserted |= stored.is_some();
+                inserted.push(stored.is_some());
             }
             for (kind, n) in &view.highest {
                 state.records.raise_counter(kind, *n);
             }
             (info, inserted)
         };
-        if inserted {
+        if inserted.contains(&true) {
             self.notify_changed(&Target {
                 owner: Some(info.clone()),
             });
         }
-        if view.lost.is_empty() {
-            return;
-        }
         let lost: Vec<JobSnapshot> = view
             .lost
             .iter()
+            .filter(|&&i| inserted[i])
             .map(|&i| view.history[i].snapshot(&session_id))
             .collect();
+        if lost.is_empty() {
+            return;
+        }
         let Some(runtime) = self.runtime() else {
             tracing::warn!(
                 "jobs: no runtime can report the lost jobs of {}",
