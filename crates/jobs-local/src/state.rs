@@ -81,9 +81,9 @@ pub(crate) struct Record {
     /// The job's `harness.job` span while it runs (`None` when no subscriber wanted it):
     /// boxed, so a record without one pays one word.
     pub(crate) span: Option<Box<tracing::Span>>,
-    /// The teardown reason once the registry's teardown (owner or service disposal) asked
-    /// the job to stop; the journal's `job/settle` keeps it.
-    pub(crate) teardown: Option<&'static str>,
+    /// Which teardown (owner or service disposal) asked the job to stop, if one did; the
+    /// journal's `job/settle` keeps its reason.
+    pub(crate) teardown: Option<Teardown>,
     /// A record of an earlier run, read back from the job journal (terminal from the start).
     pub(crate) earlier: bool,
 }
@@ -123,6 +123,25 @@ impl Record {
     pub(crate) fn route_target(&self) -> Target {
         Target {
             owner: self.owner.clone(),
+        }
+    }
+}
+
+/// A teardown that asks jobs to stop (§4.8, §4.9), by the reason it gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Teardown {
+    /// The owner's disposal: [`crate::OWNER_DISPOSED_REASON`].
+    Owner,
+    /// The registry's disposal: [`crate::SERVICE_DISPOSED_REASON`].
+    Service,
+}
+
+impl Teardown {
+    /// The reason handed to the producer's cancel hook.
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            Teardown::Owner => crate::OWNER_DISPOSED_REASON,
+            Teardown::Service => crate::SERVICE_DISPOSED_REASON,
         }
     }
 }

@@ -10,12 +10,12 @@ use harness_core::{Agent, AgentError, MAX_SAFE_INTEGER, ScopeKey, lock, same_age
 use harness_jobs::{JobError, JobHooks, JobId, JobKind, JobLabel, JobStart, JobStatus};
 use tokio::runtime::Handle;
 
-use super::{OWNER_DISPOSED_REASON, SERVICE_DISPOSED_REASON, Shared};
+use super::Shared;
 use crate::journal;
 use crate::{
     driver::Ticket, history::History, state::Cancel, state::OwnerEntry, state::OwnerInfo,
-    state::OwnerKey, state::Record, state::State, state::Stream, state::Target, state::owner_key,
-    state::serves,
+    state::OwnerKey, state::Record, state::State, state::Stream, state::Target, state::Teardown,
+    state::owner_key, state::serves,
 };
 
 impl Shared {
@@ -304,12 +304,12 @@ impl Shared {
         }
         if disposed {
             // Disposal began while `run` was executing: this job joins the teardown.
-            sh.teardown_cancel(std::slice::from_ref(&id), SERVICE_DISPOSED_REASON);
+            sh.teardown_cancel(std::slice::from_ref(&id), Teardown::Service);
         } else if orphaned {
             let shared = sh.clone();
             let job = id.clone();
             let drain = async move {
-                shared.drain(&[job], OWNER_DISPOSED_REASON).await;
+                shared.drain(&[job], Teardown::Owner).await;
             };
             if let Some(runtime) = sh.runtime() {
                 drop(runtime.spawn(drain));
