@@ -52,11 +52,11 @@ fn scenario_errors_name_the_physical_line() {
         ),
         (
             "# c\n\n{\"do\":\"session\"}",
-            r#"{"kind":"error","line":3,"message":"missing field \"id\""}"#,
+            r#"{"kind":"error","line":3,"message":"session: missing field `id`"}"#,
         ),
         (
             "{\"do\":\"session\",\"id\":5}",
-            r#"{"kind":"error","line":1,"message":"field \"id\" must be a string"}"#,
+            r#"{"kind":"error","line":1,"message":"session: invalid type: integer `5`, expected a string"}"#,
         ),
         (
             "{\"do\":\"session\",\"id\":\"s\"}\n{\"do\":\"config\"}",
