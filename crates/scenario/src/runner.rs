@@ -1,27 +1,5 @@
-//! The scenario runner: executes the JSON Lines format of `spec/scenarios.md` against the
-//! in-memory host and produces a transcript.
-//!
-//! ```
-//! let transcript = harness_testkit::scenario::run_scenario(
-//!     "{\"do\":\"session\",\"id\":\"s1\"}\n{\"do\":\"user\",\"session\":\"s1\",\"text\":\"hi\"}\n",
-//! );
-//! assert_eq!(transcript.lines, [
-//!     r#"{"kind":"turn","session":"s1","phase":"start"}"#,
-//!     r#"{"kind":"claimed","session":"s1","source":"user","text":"hi"}"#,
-//!     r#"{"kind":"turn","session":"s1","phase":"end"}"#,
-//! ]);
-//! assert!(!transcript.failed);
-//! ```
-
-mod catalog;
-mod grammar;
-mod plugins;
-mod runtime;
-
-pub use catalog::{
-    FileSummary, LogFileError, SetupError, catalog_markdown, host_tool_catalog, summarize_log,
-    summarize_log_file, tool_catalog,
-};
+//! The runner: executes the steps of a scenario against the in-memory host and collects the
+//! transcript.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -37,14 +15,17 @@ use tokio::task::JoinHandle;
 
 use harness_jobs::{JobOutcome, TerminalStatus};
 
-pub use self::grammar::{
-    CancelMode, ClockKind, ClockSpec, Config, FaultMode, Phase, SettleStatus, Step, StoreKind,
+use harness_subagent::ChildAction;
+use harness_testkit::{
+    FakeJob, FakeProducer, HostRecord, ManualClock, MemoryAgent, MemoryHarness, OnCancel, Recorder,
+    settle,
 };
-use self::plugins::{FamilyConfigs, Installed};
-use self::runtime::{RunFailure, block_on_paused};
-use crate::{
-    ChildAction, FakeJob, FakeProducer, HostRecord, ManualClock, MemoryHarness, OnCancel, settle,
+
+use crate::grammar::{
+    CancelMode, ClockKind, Config, FaultMode, Phase, SettleStatus, Step, StoreKind,
 };
+use crate::plugins::{self, FamilyConfigs, Installed};
+use crate::runtime::{RunFailure, block_on_paused};
 
 /// The outcome of a scenario run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -227,7 +208,7 @@ impl Runner {
         }
     }
 
-    fn recorder(&self) -> crate::Recorder {
+    fn recorder(&self) -> Recorder {
         let lines = self.lines.clone();
         Arc::new(move |record: HostRecord| push(&lines, record_line(&record)))
     }
@@ -554,11 +535,11 @@ impl Runner {
             .ok_or_else(|| format!("no fake job {id:?}"))
     }
 
-    fn owner(&mut self, session: Option<&str>) -> Result<Option<Arc<crate::MemoryAgent>>, String> {
+    fn owner(&mut self, session: Option<&str>) -> Result<Option<Arc<MemoryAgent>>, String> {
         session.map(|session| self.agent(session)).transpose()
     }
 
-    fn insert_job_line(&self, mark: usize, id: &str, owner: Option<&Arc<crate::MemoryAgent>>) {
+    fn insert_job_line(&self, mark: usize, id: &str, owner: Option<&Arc<MemoryAgent>>) {
         let session = owner.map_or(Value::Null, |a| json!(a.id().as_str()));
         let line = json!({"kind": "job", "id": id, "session": session}).to_string();
         let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
@@ -726,7 +707,7 @@ impl Runner {
 
     fn fake_job(
         &mut self,
-        owner: Option<Arc<crate::MemoryAgent>>,
+        owner: Option<Arc<MemoryAgent>>,
         producer: FakeProducer,
     ) -> Result<(), String> {
         let (start, job) = producer.build();
@@ -744,7 +725,7 @@ impl Runner {
         }
     }
 
-    fn agent(&mut self, session: &str) -> Result<Arc<crate::MemoryAgent>, String> {
+    fn agent(&mut self, session: &str) -> Result<Arc<MemoryAgent>, String> {
         let id = SessionId::from(session);
         self.host()?
             .memory_agent(&id)
