@@ -53,7 +53,7 @@ pub fn tool_catalog() -> Result<Vec<ToolDefinition>, SetupError> {
 
 /// [`tool_catalog`] plus the tools a host with a model step adds (harness-subagent's
 /// `agent`, after `bash`), as a root agent of such a host sees them: the catalog of
-/// `docs/tool-catalog.md` ([`catalog_markdown`] renders it).
+/// `docs/tool-catalog.md` ([`crate::catalog_markdown`] renders it).
 ///
 /// # Errors
 /// As [`tool_catalog`].
