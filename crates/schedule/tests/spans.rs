@@ -1,12 +1,8 @@
 //! Every delivered reminder is one `harness.reminder` span with the stable fields of
 //! docs/observability.md.
 //!
-//! A test binary of its own: `tracing` caches each callsite's interest process-wide, so a
-//! test on another thread with no subscriber could register these callsites as
-//! uninteresting while this test runs. Alone in its binary, nothing else registers them.
-
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+//! Captured with the testkit's `LogCapture`: one process-wide subscriber with lines routed by
+//! thread, which `tracing`'s process-wide cache of callsite interest cannot silence.
 
 use pretty_assertions::assert_eq;
 
@@ -22,34 +18,9 @@ mod fixture;
 
 use fixture::{Host, create_after, create_every, settled};
 
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Capture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        harness_core::lock(&self.0).extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn each_delivered_reminder_is_a_span_with_its_id_occurrence_and_session() {
-    let capture = Capture::default();
-    let sink = capture.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_ansi(false)
-        .without_time()
-        .with_target(false)
-        .with_writer(move || sink.clone())
-        .finish();
-    let _default = tracing::subscriber::set_default(subscriber);
-    // Another test of this binary may have registered the span's callsite on its own thread,
-    // with no subscriber: decide its interest again, now that this thread's subscriber exists.
-    tracing::callsite::rebuild_interest_cache();
+    let capture = harness_testkit::LogCapture::start();
 
     let h = Host::new();
     let _installed = h.install();
@@ -67,7 +38,7 @@ async fn each_delivered_reminder_is_a_span_with_its_id_occurrence_and_session() 
     h.advance_secs(60).await;
     assert_eq!(h.followups().len(), 2);
 
-    let text = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
+    let text = capture.text();
     let delivered: Vec<&str> = text
         .lines()
         .filter(|line| line.ends_with(": reminder delivered"))

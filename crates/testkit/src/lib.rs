@@ -7,6 +7,7 @@ pub mod conformance;
 mod fake_job;
 mod faults;
 mod host;
+mod logs;
 pub mod store_conformance;
 pub mod strategies;
 
@@ -16,3 +17,4 @@ pub use clock::{ManualClock, settle};
 pub use fake_job::{FakeJob, FakeProducer, OnCancel};
 pub use faults::{HostSession, SessionFaults};
 pub use host::{HostError, MemoryHarness};
+pub use logs::LogCapture;

@@ -164,59 +164,7 @@ pub(crate) fn owners(ids: &[Option<&str>]) -> Vec<Option<String>> {
     ids.iter().map(|i| i.map(str::to_owned)).collect()
 }
 
-/// Captures `tracing` output on this thread (tests run on a current-thread runtime).
-pub(crate) struct Logs {
-    buffer: Arc<Mutex<Vec<u8>>>,
-    _guard: tracing::subscriber::DefaultGuard,
-}
-
-impl Logs {
-    pub(crate) fn capture() -> Self {
-        Self::capture_with(tracing_subscriber::fmt::format::FmtSpan::NONE)
-    }
-
-    /// Captures events and the closing of spans (one `close` line each, with its fields).
-    pub(crate) fn capture_spans() -> Self {
-        Self::capture_with(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
-    }
-
-    fn capture_with(spans: tracing_subscriber::fmt::format::FmtSpan) -> Self {
-        let buffer: Arc<Mutex<Vec<u8>>> = Arc::default();
-        let writer = buffer.clone();
-        let subscriber = tracing_subscriber::fmt()
-            .with_span_events(spans)
-            .with_ansi(false)
-            .without_time()
-            .with_target(false)
-            .with_writer(move || LogWriter(writer.clone()))
-            .finish();
-        let guard = tracing::subscriber::set_default(subscriber);
-        // A callsite another test registered on its own thread at the same moment, with no
-        // subscriber, has its interest decided again now that this one exists.
-        tracing::callsite::rebuild_interest_cache();
-        Self {
-            buffer,
-            _guard: guard,
-        }
-    }
-
-    pub(crate) fn text(&self) -> String {
-        String::from_utf8_lossy(&self.buffer.lock().unwrap()).into_owned()
-    }
-}
-
-struct LogWriter(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for LogWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+pub(crate) use harness_testkit::LogCapture;
 
 /// A testkit agent reporting a custom scope chain (the testkit's agents report only their
 /// own key), counting its dispose-hook registrations.

@@ -8,7 +8,7 @@ use super::common::*;
 
 #[tokio::test(start_paused = true)]
 async fn c034_the_invariant_accepts_coherent_snapshots() {
-    let logs = Logs::capture();
+    let logs = LogCapture::start();
     let host = Host::new();
     let (_, running) = host.start_ok(bash());
     let jobs: Arc<dyn JobRegistry> = Arc::new(host.registry.clone());

@@ -11,7 +11,7 @@ use super::common::*;
 
 #[tokio::test(start_paused = true)]
 async fn c054_listeners_fire_once_and_are_contained() {
-    let logs = Logs::capture();
+    let logs = LogCapture::start();
     let host = Host::new();
     let _l1 = host.registry.on_job_done(
         RegistrationScope::Global,
@@ -39,7 +39,7 @@ async fn c054_listeners_fire_once_and_are_contained() {
 
 #[tokio::test(start_paused = true)]
 async fn c055_a_rejecting_async_listener_is_contained() {
-    let logs = Logs::capture();
+    let logs = LogCapture::start();
     let host = Host::new();
     let _l1 = host.registry.on_job_done(
         RegistrationScope::Global,
@@ -129,7 +129,7 @@ async fn c087_observers_see_registration_stopping_and_settlement() {
 
 #[tokio::test(start_paused = true)]
 async fn c090_a_throwing_observer_is_contained() {
-    let logs = Logs::capture();
+    let logs = LogCapture::start();
     let host = Host::new();
     let _o1 = host.registry.on_jobs_changed(
         RegistrationScope::Global,
@@ -215,7 +215,7 @@ async fn routing_is_global_first_then_farthest_ancestor_to_nearest() {
 
 #[tokio::test(start_paused = true)]
 async fn a_rejected_done_becomes_failed() {
-    let logs = Logs::capture();
+    let logs = LogCapture::start();
     let host = Host::new();
     let (seen, _l) = record_done(&host.registry);
     let (id, job) = host.start_ok(bash());
@@ -260,7 +260,7 @@ async fn listeners_may_reenter_the_registry() {
 /// terminal status at settlement, and the completion listeners run inside it.
 #[tokio::test(start_paused = true)]
 async fn a_job_span_records_its_status_at_settlement() {
-    let logs = Logs::capture_spans();
+    let logs = LogCapture::start();
     let host = Host::new();
     let _listener = host.registry.on_job_done(
         RegistrationScope::Global,

@@ -101,7 +101,7 @@ async fn c079_an_old_cleanup_does_not_touch_a_replacements_job() {
 
 #[tokio::test(start_paused = true)]
 async fn c081_a_throwing_teardown_cancel_is_force_failed_without_awaiting_done() {
-    let logs = Logs::capture();
+    let logs = LogCapture::start();
     let host = Host::new();
     let (seen, _l) = record_done(&host.registry);
     let owner = host.agent("owner");
@@ -149,7 +149,7 @@ async fn c082_service_disposal_cancels_and_silences_listeners() {
 
 #[tokio::test(start_paused = true)]
 async fn c083_service_disposal_with_a_throwing_cancel() {
-    let logs = Logs::capture();
+    let logs = LogCapture::start();
     let host = Host::new();
     let (seen, _l) = record_done(&host.registry);
     let (_, job) = host.start_ok(bash().on_cancel(OnCancel::Throw("service cancel boom".into())));
@@ -265,7 +265,7 @@ async fn dropping_the_installed_registry_disposes_it() {
 /// named in the §4.12 warning.
 #[tokio::test(start_paused = true)]
 async fn a_late_rejection_after_removal_still_names_the_job() {
-    let logs = Logs::capture();
+    let logs = LogCapture::start();
     let host = Host::new();
     let (_, job) = host.start_ok(bash().on_cancel(OnCancel::Throw("stuck".to_owned())));
     host.registry.dispose().await;

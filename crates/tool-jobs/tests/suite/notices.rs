@@ -225,8 +225,7 @@ async fn teardown_never_notifies() {
         FakeProducer::new("bash", "sleep 61").on_cancel(OnCancel::Throw("cancel boom".into())),
         Some(&agent),
     );
-    let logs = LogCapture::default();
-    let _guard = tracing::subscriber::set_default(logs.subscriber());
+    let logs = harness_testkit::LogCapture::start();
     agent.dispose().await;
     settle().await;
     assert_eq!(fx.notices(), Vec::<String>::new());
@@ -441,33 +440,4 @@ async fn an_unmounted_tool_jobs_delivers_nothing() {
     job.settle(completed());
     settle().await;
     assert_eq!(fx.take(), Vec::<String>::new());
-}
-
-/// Captures formatted `tracing` output of the current thread.
-#[derive(Clone, Default)]
-struct LogCapture(Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl LogCapture {
-    fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync {
-        let sink = self.clone();
-        tracing_subscriber::fmt()
-            .with_ansi(false)
-            .with_writer(move || sink.clone())
-            .finish()
-    }
-
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-impl std::io::Write for LogCapture {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
