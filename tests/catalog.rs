@@ -3,7 +3,7 @@
 
 #[test]
 fn tool_catalog_doc_is_current() {
-    let served: Vec<String> = harness_testkit::scenario::tool_catalog()
+    let served: Vec<String> = harness_scenario::tool_catalog()
         .unwrap()
         .into_iter()
         .map(|d| d.name)
@@ -21,7 +21,7 @@ fn tool_catalog_doc_is_current() {
             "schedule_delete",
         ]
     );
-    let definitions = harness_testkit::scenario::host_tool_catalog().unwrap();
+    let definitions = harness_scenario::host_tool_catalog().unwrap();
     let names: Vec<&str> = definitions.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(
         names,
@@ -37,7 +37,7 @@ fn tool_catalog_doc_is_current() {
             "schedule_delete",
         ]
     );
-    let expected = harness_testkit::scenario::catalog_markdown(&definitions);
+    let expected = harness_scenario::catalog_markdown(&definitions);
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/tool-catalog.md");
     let actual = std::fs::read_to_string(&path).unwrap();
     assert!(
@@ -50,7 +50,7 @@ fn tool_catalog_doc_is_current() {
 /// `name: readOnly destructive idempotent openWorld`.
 #[test]
 fn every_tool_declares_its_annotations() {
-    let lines: Vec<String> = harness_testkit::scenario::host_tool_catalog()
+    let lines: Vec<String> = harness_scenario::host_tool_catalog()
         .unwrap()
         .iter()
         .map(|d| {

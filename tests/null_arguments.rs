@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use harness_testkit::scenario::{run_scenario, tool_catalog};
+use harness_scenario::{run_scenario, tool_catalog};
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
 

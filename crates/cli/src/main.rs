@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use harness_testkit::scenario::LogFileError;
+use harness_scenario::LogFileError;
 
 mod mcp;
 
@@ -138,7 +138,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             } else {
                 std::fs::read_to_string(&file).with_context(|| format!("reading {file}"))?
             };
-            let transcript = harness_testkit::scenario::run_scenario(&source);
+            let transcript = harness_scenario::run_scenario(&source);
             emit(&transcript.to_text())?;
             Ok(if transcript.failed {
                 ExitCode::from(2)
@@ -153,8 +153,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             output_schema,
         } => {
             use harness_core::formats;
-            let definitions =
-                harness_testkit::scenario::tool_catalog().map_err(anyhow::Error::msg)?;
+            let definitions = harness_scenario::tool_catalog().map_err(anyhow::Error::msg)?;
             if strict && !matches!(format, Some(Format::Openai | Format::OpenaiResponses)) {
                 anyhow::bail!("--strict applies to --format openai and openai-responses only");
             }
@@ -163,8 +162,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
             if markdown {
                 let definitions =
-                    harness_testkit::scenario::host_tool_catalog().map_err(anyhow::Error::msg)?;
-                emit(&harness_testkit::scenario::catalog_markdown(&definitions))?;
+                    harness_scenario::host_tool_catalog().map_err(anyhow::Error::msg)?;
+                emit(&harness_scenario::catalog_markdown(&definitions))?;
                 return Ok(ExitCode::SUCCESS);
             }
             let shaped: Vec<serde_json::Value> = match format {
@@ -193,7 +192,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Log { file } => {
             // Inspection never changes the file: a torn tail is reported, not truncated.
-            let summary = match harness_testkit::scenario::summarize_log_file(&file) {
+            let summary = match harness_scenario::summarize_log_file(&file) {
                 Ok(summary) => summary,
                 Err(LogFileError::Store(error)) => {
                     return Err(

@@ -28,7 +28,7 @@ pub use event::{RawEvent, SessionEvent, SessionHeader};
 pub use formats::null_as_absent;
 pub use harness::{AgentDirectory, Harness, LifecycleEvent, LifecycleListener};
 pub use ids::{AgentId, ScopeKey, SessionId};
-pub use message::{MessageSource, UserMessage};
+pub use message::{ContentBlock, MessageSource, UserMessage, join_text};
 pub use projection::{
     Projection, ProjectionSet, ProjectionState, ProjectionView, fold_events, fold_raw_events,
 };
@@ -46,9 +46,7 @@ pub use time::{
     Clock, ClockError, SystemClock, epoch_millis, format_instant, parse_canonical_millis,
     truncate_to_millis,
 };
-pub use tool::{
-    ContentBlock, Tool, ToolAnnotations, ToolCall, ToolDefinition, ToolError, ToolOutput, join_text,
-};
+pub use tool::{Tool, ToolAnnotations, ToolCall, ToolDefinition, ToolError, ToolOutput};
 pub use validate::{InvalidArguments, decode_arguments, validate_arguments};
 
 /// Implementation details of exported macros; not part of the API.

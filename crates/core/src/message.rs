@@ -1,10 +1,9 @@
-//! Messages the plugins hand to an agent: [`UserMessage`] with a [`MessageSource`].
+//! Messages the plugins hand to an agent: [`UserMessage`] with a [`MessageSource`], and the
+//! [`ContentBlock`]s that messages and tool results are made of.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
-
-use crate::ContentBlock;
 
 /// Who authored a user-role message (todo-jobs §1.5).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,6 +66,45 @@ impl UserMessage {
 
     /// The text blocks joined with `\n`.
     pub fn joined_text(&self) -> String {
-        crate::tool::join_text(&self.content)
+        join_text(&self.content)
     }
+}
+
+/// A content block of a tool result or message. Only text is used by these families; more
+/// kinds (images, resources) may follow, so matches outside this crate need a fallback arm.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum ContentBlock {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+}
+
+impl ContentBlock {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text { text: text.into() }
+    }
+
+    /// The block's text.
+    pub fn as_text(&self) -> &str {
+        match self {
+            ContentBlock::Text { text } => text,
+        }
+    }
+}
+
+/// Joins the text of content blocks with `\n`.
+pub fn join_text(blocks: &[ContentBlock]) -> String {
+    let mut out = String::new();
+    for (i, block) in blocks.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(block.as_text());
+    }
+    out
 }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::Agent;
+use crate::{Agent, ContentBlock, InvalidArguments, join_text};
 
 /// What the model sees of a tool: name, description, and JSON Schemas.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -61,45 +61,6 @@ impl ToolAnnotations {
     };
 }
 
-/// A content block of a tool result or message. Only text is used by these families; more
-/// kinds (images, resources) may follow, so matches outside this crate need a fallback arm.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
-#[non_exhaustive]
-pub enum ContentBlock {
-    /// Plain text.
-    Text {
-        /// The text.
-        text: String,
-    },
-}
-
-impl ContentBlock {
-    /// A text block.
-    pub fn text(text: impl Into<String>) -> Self {
-        ContentBlock::Text { text: text.into() }
-    }
-
-    /// The block's text.
-    pub fn as_text(&self) -> &str {
-        match self {
-            ContentBlock::Text { text } => text,
-        }
-    }
-}
-
-/// Joins the text of content blocks with `\n`.
-pub fn join_text(blocks: &[ContentBlock]) -> String {
-    let mut out = String::new();
-    for (i, block) in blocks.iter().enumerate() {
-        if i > 0 {
-            out.push('\n');
-        }
-        out.push_str(block.as_text());
-    }
-    out
-}
-
 /// One execution of a tool.
 #[derive(Clone)]
 pub struct ToolCall {
@@ -118,7 +79,7 @@ impl ToolCall {
     ///
     /// # Errors
     /// [`crate::InvalidArguments`] when the arguments do not decode as `T`.
-    pub fn arguments_as<'de, T: Deserialize<'de>>(&'de self) -> Result<T, crate::InvalidArguments> {
+    pub fn arguments_as<'de, T: Deserialize<'de>>(&'de self) -> Result<T, InvalidArguments> {
         crate::decode_arguments(&self.arguments)
     }
 }
@@ -215,5 +176,11 @@ pub trait Tool: Send + Sync {
     fn present_call(&self, arguments: &Value) -> Option<Value> {
         let _ = arguments;
         None
+    }
+}
+
+impl From<InvalidArguments> for ToolError {
+    fn from(error: InvalidArguments) -> Self {
+        ToolError::Message(error.0)
     }
 }

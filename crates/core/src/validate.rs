@@ -49,12 +49,6 @@ impl InvalidArguments {
     }
 }
 
-impl From<InvalidArguments> for crate::ToolError {
-    fn from(error: InvalidArguments) -> Self {
-        crate::ToolError::Message(error.0)
-    }
-}
-
 /// Decodes a tool's arguments into its typed form `T` (borrowing from `arguments` where `T`
 /// does). This is how every tool body reads its arguments; [`crate::ToolCall::arguments_as`]
 /// is the same on a call.

@@ -4,6 +4,7 @@ mod child;
 mod config;
 mod install;
 mod model;
+mod scripted;
 mod tool;
 
 pub use child::{SUBAGENT_END, SUBAGENT_START, SpawnError, Spawned, Subagents};
@@ -13,4 +14,5 @@ pub use config::{
 };
 pub use install::{Installed, install};
 pub use model::{ChildContext, ChildModel, ChildStep};
+pub use scripted::{ChildAction, ScriptedChild};
 pub use tool::{AgentTool, TOOL_NAME};

@@ -16,8 +16,8 @@ pub use install::{Installed, install};
 pub use keys::{KEY_NAMES, key_bytes, unknown_key};
 pub use screen::Screen;
 pub use send::{KIND, Send, SendEnd, SendError, send_job_start};
-pub use terminal::{Terminal, TerminalError, TerminalOptions};
+pub use terminal::{Terminal, TerminalError, TerminalId, TerminalOptions};
 pub use tool::{
     JOBS_UNAVAILABLE, KILL_TOOL, KillTool, Killed, SEND_TOOL, START_TOOL, SendTool, StartTool,
-    TerminalId, Terminals, TerminalsError,
+    Terminals, TerminalsError,
 };

@@ -20,6 +20,11 @@ use tokio::sync::watch;
 
 use crate::Screen;
 
+harness_core::string_newtype!(
+    /// A terminal's id, `term-<N>` (one counter per plugin instance, never reused).
+    TerminalId
+);
+
 /// Size of one read from the PTY.
 const READ_BYTES: usize = 8192;
 

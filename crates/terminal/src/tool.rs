@@ -12,14 +12,9 @@ use harness_jobs::{JobError, JobId, JobRegistry, JobSnapshot, OnTimeout, wait_fo
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::Terminal;
 use crate::send::{Send, SendEnd, send_job_start};
+use crate::{Terminal, TerminalId};
 use crate::{TerminalConfig, TerminalOptions, key_bytes, unknown_key};
-
-harness_core::string_newtype!(
-    /// A terminal's id, `term-<N>` (one counter per plugin instance, never reused).
-    TerminalId
-);
 
 /// The name of the tool that opens a terminal.
 pub const START_TOOL: &str = "terminal_start";

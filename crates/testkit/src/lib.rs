@@ -1,19 +1,18 @@
 #![doc = include_str!("../README.md")]
 
 mod agent;
-mod child_model;
+mod catalog_doc;
 mod clock;
 pub mod conformance;
 mod fake_job;
 mod faults;
 mod host;
 mod logs;
-pub mod scenario;
 pub mod store_conformance;
 pub mod strategies;
 
 pub use agent::{HostRecord, MemoryAgent, Recorder};
-pub use child_model::{ChildAction, ScriptedChild};
+pub use catalog_doc::catalog_markdown;
 pub use clock::{ManualClock, settle};
 pub use fake_job::{FakeJob, FakeProducer, OnCancel};
 pub use faults::{HostSession, SessionFaults};

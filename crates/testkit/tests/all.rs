@@ -1,4 +1,4 @@
-//! Integration tests of the in-memory host and the scenario runner.
+//! Integration tests of the in-memory host and the conformance suites.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

@@ -6,8 +6,6 @@ use harness_core::{ConfigError, PluginConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::InProgressPolicy;
-
 /// The plugin name, used as the prefix of configuration errors.
 pub const PLUGIN_NAME: &str = "tool-todo";
 
@@ -68,6 +66,27 @@ impl PluginConfig for TodoConfig {
             )),
             Some(Value::Bool(_)) => Ok(()),
             Some(_) => Err(Self::invalid("$.allowParallelInProgress expected boolean")),
+        }
+    }
+}
+
+/// How many items may be `in_progress` at once; from the config key
+/// `allowParallelInProgress` (todo-jobs §2.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum InProgressPolicy {
+    /// `allowParallelInProgress: false`: at most one item may be `in_progress`.
+    Single,
+    /// `allowParallelInProgress: true`: any number may be.
+    Parallel,
+}
+
+impl InProgressPolicy {
+    /// The policy for a value of `allowParallelInProgress`.
+    pub fn from_allow_parallel(allow_parallel_in_progress: bool) -> Self {
+        if allow_parallel_in_progress {
+            InProgressPolicy::Parallel
+        } else {
+            InProgressPolicy::Single
         }
     }
 }

@@ -9,7 +9,7 @@ mod item;
 mod projection;
 mod write;
 
-pub use config::{PLUGIN_NAME, TodoConfig};
+pub use config::{InProgressPolicy, PLUGIN_NAME, TodoConfig};
 pub use definition::{TOOL_NAME, definition, description, input_schema, output_schema};
 pub use error::TodoError;
 pub use install::{Installed, install};
@@ -19,4 +19,4 @@ pub use invariant::{
 };
 pub use item::{TodoCounts, TodoItem, TodoStatus, TodoWriteValue};
 pub use projection::{TODOS_KEY, TODOS_STATE_VERSION, TodosProjection, TodosState};
-pub use write::{CallCard, InProgressPolicy, TODO_WRITE_EVENT, TodoWriteTool, present_call};
+pub use write::{CallCard, TODO_WRITE_EVENT, TodoWriteTool, present_call};

@@ -12,31 +12,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::item::only_map;
-use crate::{TodoError, TodoItem, TodoStatus, TodoWriteValue};
+use crate::{InProgressPolicy, TodoError, TodoItem, TodoStatus, TodoWriteValue};
 
 /// The event type every successful call appends (todo-jobs §1.6).
 pub const TODO_WRITE_EVENT: &str = "todo/write";
-
-/// How many items may be `in_progress` at once; from the config key
-/// `allowParallelInProgress` (todo-jobs §2.1).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum InProgressPolicy {
-    /// `allowParallelInProgress: false`: at most one item may be `in_progress`.
-    Single,
-    /// `allowParallelInProgress: true`: any number may be.
-    Parallel,
-}
-
-impl InProgressPolicy {
-    /// The policy for a value of `allowParallelInProgress`.
-    pub fn from_allow_parallel(allow_parallel_in_progress: bool) -> Self {
-        if allow_parallel_in_progress {
-            InProgressPolicy::Parallel
-        } else {
-            InProgressPolicy::Single
-        }
-    }
-}
 
 /// The arguments of `todo_write`. The root is open (unknown top-level keys are ignored), the
 /// items are closed: the same acceptance as [`crate::input_schema`].

@@ -80,7 +80,7 @@ impl Fields {
 ///
 /// # Errors
 /// The [`InputError`] of the first failing rule.
-pub fn resolve_at(at: &Value, zones: Option<&ZoneContext>) -> Result<i64, InputError> {
+pub(crate) fn resolve_at(at: &Value, zones: Option<&ZoneContext>) -> Result<i64, InputError> {
     match at {
         Value::String(text) => parse_offset_at(text),
         Value::Object(_) => resolve_local_at(at, zones),
@@ -95,7 +95,7 @@ pub fn resolve_at(at: &Value, zones: Option<&ZoneContext>) -> Result<i64, InputE
 /// `invalid_rule` with [`RuleViolation::AtShape`] (grammar), then
 /// [`RuleViolation::AtNotReal`] (year 0000, hour > 23, minute/second > 59, impossible date),
 /// then [`RuleViolation::AtOffset`] (offset hour > 23, minute > 59, or `-00:00`).
-pub fn parse_offset_at(text: &str) -> Result<i64, InputError> {
+pub(crate) fn parse_offset_at(text: &str) -> Result<i64, InputError> {
     let shape = InputError::InvalidRule(RuleViolation::AtShape);
     let b = text.as_bytes();
     if b.len() < 20 {

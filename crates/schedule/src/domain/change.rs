@@ -15,10 +15,10 @@ use super::instant::Timestamp;
 pub const SCHEDULE_CHANGE: &str = "schedule/change";
 
 /// The only delivery mode (§1): `session-local`.
-pub const DELIVERY_MODE: &str = "session-local";
+pub(crate) const DELIVERY_MODE: &str = "session-local";
 
 /// The smallest `everySeconds` (§3.1, §8.3).
-pub const MIN_EVERY_SECONDS: i64 = 300;
+pub(crate) const MIN_EVERY_SECONDS: i64 = 300;
 
 /// The kind of a record: `after`, `at` or `every` (§3.1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -403,7 +403,7 @@ pub fn decode_change(data: &Value) -> Result<ScheduleChange, ScheduleLogError> {
 ///
 /// # Errors
 /// [`ScheduleLogError`] when the text is not JSON or not a valid change.
-pub fn decode_change_json(text: &[u8]) -> Result<ScheduleChange, ScheduleLogError> {
+pub(crate) fn decode_change_json(text: &[u8]) -> Result<ScheduleChange, ScheduleLogError> {
     let value: Value = serde_json::from_slice(text)
         .map_err(|error| ScheduleLogError::new(format!("change is not JSON: {error}")))?;
     decode_change(&value)
@@ -419,7 +419,7 @@ pub fn decode_change_json(text: &[u8]) -> Result<ScheduleChange, ScheduleLogErro
 ///
 /// # Errors
 /// [`ScheduleLogError`] when the text is not JSON or not a valid change.
-pub fn decode_change_text(text: &str) -> Result<ScheduleChange, ScheduleLogError> {
+pub(crate) fn decode_change_text(text: &str) -> Result<ScheduleChange, ScheduleLogError> {
     if let Some(change) = canonical_change(text) {
         return Ok(change);
     }
@@ -654,7 +654,7 @@ impl WireRecord<'_> {
 ///
 /// # Errors
 /// [`ScheduleLogError`] when the value is not a valid record.
-pub fn decode_record(value: &Value) -> Result<ScheduleRecord, ScheduleLogError> {
+pub(crate) fn decode_record(value: &Value) -> Result<ScheduleRecord, ScheduleLogError> {
     let Some(map) = value.as_object() else {
         return Err(ScheduleLogError::new("schedule record must be an object"));
     };

@@ -15,12 +15,9 @@ use super::change::{MIN_EVERY_SECONDS, Rule, ScheduleRecord, check_id};
 use super::error::{InputError, RuleViolation};
 use super::instant::Timestamp;
 
-/// The root keys `schedule_create` accepts.
-pub const CREATE_KEYS: [&str; 4] = ["prompt", "after_seconds", "at", "every_seconds"];
-
 /// The selector of a create request, already shape-checked.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Selector {
+pub(crate) enum Selector {
     /// `after_seconds`: a safe integer > 0.
     After(i64),
     /// `every_seconds`: a safe integer ≥ 300.
@@ -34,7 +31,7 @@ pub enum Selector {
 /// root key in `extra`. Decoding fails only for a root that is not an object; the rules of
 /// §9.5 step 2 are [`CreateRequest::from_args`]'s.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-pub struct CreateArgs {
+pub(crate) struct CreateArgs {
     /// `prompt`.
     #[serde(default, deserialize_with = "present")]
     pub prompt: Option<Value>,
@@ -59,7 +56,7 @@ fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, 
 
 /// A `schedule_create` call that passed the pre-queue validation of §9.5 step 2.
 #[derive(Clone, Debug, PartialEq)]
-pub struct CreateRequest {
+pub(crate) struct CreateRequest {
     prompt: String,
     selector: Selector,
 }
@@ -74,7 +71,8 @@ impl CreateRequest {
     ///
     /// # Errors
     /// The [`InputError`] of the first failing rule.
-    pub fn from_arguments(arguments: &Value) -> Result<CreateRequest, InputError> {
+    #[cfg(test)]
+    pub(crate) fn from_arguments(arguments: &Value) -> Result<CreateRequest, InputError> {
         let args = CreateArgs::deserialize(arguments).map_err(|_| InputError::InvalidSelector)?;
         Self::from_args(args)
     }
@@ -83,7 +81,7 @@ impl CreateRequest {
     ///
     /// # Errors
     /// The [`InputError`] of the first failing rule.
-    pub fn from_args(args: CreateArgs) -> Result<CreateRequest, InputError> {
+    pub(crate) fn from_args(args: CreateArgs) -> Result<CreateRequest, InputError> {
         if !args.extra.is_empty() {
             return Err(InputError::InvalidSelector);
         }
@@ -109,12 +107,14 @@ impl CreateRequest {
     }
 
     /// The trimmed prompt.
-    pub fn prompt(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn prompt(&self) -> &str {
         &self.prompt
     }
 
     /// The selector.
-    pub fn selector(&self) -> &Selector {
+    #[cfg(test)]
+    pub(crate) fn selector(&self) -> &Selector {
         &self.selector
     }
 
@@ -124,7 +124,7 @@ impl CreateRequest {
     /// # Errors
     /// `invalid_rule`, `invalid_time_zone`, `not_future`, `time_out_of_range`,
     /// `timezone_confirmation_required`; `internal_error` if `id` is not a valid record id.
-    pub fn build(
+    pub(crate) fn build(
         &self,
         id: &str,
         now_ms: i64,
@@ -205,7 +205,7 @@ pub fn create_at(
 ///
 /// # Errors
 /// As above.
-pub fn future_target(target_ms: Option<i64>, now_ms: i64) -> Result<Timestamp, InputError> {
+pub(crate) fn future_target(target_ms: Option<i64>, now_ms: i64) -> Result<Timestamp, InputError> {
     if !(-MAX_SAFE_INTEGER..=MAX_SAFE_INTEGER).contains(&now_ms) {
         return Err(InputError::TimeOutOfRange);
     }
@@ -222,7 +222,7 @@ pub fn future_target(target_ms: Option<i64>, now_ms: i64) -> Result<Timestamp, I
 ///
 /// # Errors
 /// `invalid_rule` ([`RuleViolation::DeleteId`]).
-pub fn validate_delete_id(id: &str) -> Result<(), InputError> {
+pub(crate) fn validate_delete_id(id: &str) -> Result<(), InputError> {
     if id.is_empty() || js_trim(id).len() != id.len() {
         Err(InputError::InvalidRule(RuleViolation::DeleteId))
     } else {

@@ -5,55 +5,57 @@
 use serde_json::{Value, json};
 
 /// `invalid_selector` message (§9.4).
-pub const ERR_SELECTOR: &str =
+pub(crate) const ERR_SELECTOR: &str =
     "schedule_create accepts exactly one of after_seconds, at, or every_seconds.";
 /// `invalid_prompt` message (§9.4).
-pub const ERR_PROMPT: &str = "prompt must be non-empty after trimming.";
+pub(crate) const ERR_PROMPT: &str = "prompt must be non-empty after trimming.";
 /// `invalid_rule` message for a bad `after_seconds` (§8.2).
-pub const ERR_AFTER: &str = "after_seconds must be a positive safe integer.";
+pub(crate) const ERR_AFTER: &str = "after_seconds must be a positive safe integer.";
 /// `invalid_rule` message for a non-integral `every_seconds` (§8.3).
-pub const ERR_EVERY_INT: &str = "every_seconds must be a safe integer.";
+pub(crate) const ERR_EVERY_INT: &str = "every_seconds must be a safe integer.";
 /// `frequency_too_high` message (§8.3).
-pub const ERR_EVERY_MIN: &str = "every_seconds must be at least 300.";
+pub(crate) const ERR_EVERY_MIN: &str = "every_seconds must be at least 300.";
 /// `invalid_rule` message for a bad `schedule_delete` id (§9.7).
-pub const ERR_DELETE_ID: &str =
+pub(crate) const ERR_DELETE_ID: &str =
     "schedule_delete id must be non-empty without surrounding whitespace.";
 /// `invalid_rule` message for an `at` string of the wrong shape (§8.4).
-pub const ERR_AT_SHAPE: &str = "at must use YYYY-MM-DDTHH:mm:ss with optional 1-3 digit fractional seconds and an explicit Z or numeric offset.";
+pub(crate) const ERR_AT_SHAPE: &str = "at must use YYYY-MM-DDTHH:mm:ss with optional 1-3 digit fractional seconds and an explicit Z or numeric offset.";
 /// `invalid_rule` message for an impossible calendar date or time (§8.4, §8.5).
-pub const ERR_AT_REAL: &str = "The at value must be a real ISO calendar date and time.";
+pub(crate) const ERR_AT_REAL: &str = "The at value must be a real ISO calendar date and time.";
 /// `invalid_rule` message for a bad numeric offset (§8.4).
-pub const ERR_AT_OFFSET: &str = "The at numeric offset is invalid.";
+pub(crate) const ERR_AT_OFFSET: &str = "The at numeric offset is invalid.";
 /// `invalid_rule` message for a local `at` of the wrong shape (§8.5).
-pub const ERR_LOCAL_SHAPE: &str = "Local at requires date YYYY-MM-DD and time HH:mm:ss with optional one-to-three digit milliseconds.";
+pub(crate) const ERR_LOCAL_SHAPE: &str = "Local at requires date YYYY-MM-DD and time HH:mm:ss with optional one-to-three digit milliseconds.";
 /// `invalid_rule` message for out-of-range local fields (§8.5).
-pub const ERR_LOCAL_REAL: &str = "The local at value must be a real ISO calendar date and time.";
+pub(crate) const ERR_LOCAL_REAL: &str =
+    "The local at value must be a real ISO calendar date and time.";
 /// `invalid_rule` message for a local time inside a DST gap (§8.5).
-pub const ERR_GAP: &str = "The local at time does not exist in the selected time zone.";
+pub(crate) const ERR_GAP: &str = "The local at time does not exist in the selected time zone.";
 /// `invalid_rule` message for a local `at` object with the wrong key set (§8.5).
-pub const ERR_LOCAL_KEYS: &str = "Local at must contain exactly date, time, and time_zone.";
+pub(crate) const ERR_LOCAL_KEYS: &str = "Local at must contain exactly date, time, and time_zone.";
 /// `invalid_rule` message for non-string local `date` / `time` (§8.5).
-pub const ERR_LOCAL_STRINGS: &str = "Local at date and time must be strings.";
+pub(crate) const ERR_LOCAL_STRINGS: &str = "Local at date and time must be strings.";
 /// `invalid_rule` message for an `at` that is neither a string nor an object (§8.5).
-pub const ERR_AT_TYPE: &str = "at must be an explicit-offset string or local calendar object.";
+pub(crate) const ERR_AT_TYPE: &str =
+    "at must be an explicit-offset string or local calendar object.";
 /// `invalid_time_zone` message for a bad zone name (§8.5).
-pub const ERR_ZONE: &str = "time_zone must be UTC or a valid IANA Area/Location name.";
+pub(crate) const ERR_ZONE: &str = "time_zone must be UTC or a valid IANA Area/Location name.";
 /// `invalid_time_zone` message for a non-string zone (§8.5).
-pub const ERR_ZONE_STRING: &str = "time_zone must be a string.";
+pub(crate) const ERR_ZONE_STRING: &str = "time_zone must be a string.";
 /// `not_future` message (§8.1).
-pub const ERR_NOT_FUTURE: &str = "The scheduled time must be strictly in the future.";
+pub(crate) const ERR_NOT_FUTURE: &str = "The scheduled time must be strictly in the future.";
 /// `time_out_of_range` message (§8.1).
-pub const ERR_RANGE: &str =
+pub(crate) const ERR_RANGE: &str =
     "The scheduled time must be representable as a four-digit-year RFC 3339 UTC instant.";
 /// `corrupt_schedule_log` message (§9.4).
-pub const ERR_CORRUPT: &str = "The session schedule log is corrupt.";
+pub(crate) const ERR_CORRUPT: &str = "The session schedule log is corrupt.";
 /// `persistence_uncertain` message (§9.4, §10).
-pub const ERR_UNCERTAIN: &str =
+pub(crate) const ERR_UNCERTAIN: &str =
     "Schedule persistence is uncertain; retry with schedule_list before relying on this result.";
 /// `internal_error` message (§9.4).
-pub const ERR_INTERNAL: &str = "The schedule operation failed.";
+pub(crate) const ERR_INTERNAL: &str = "The schedule operation failed.";
 /// `timezone_confirmation_required` message (decision 6).
-pub const ERR_CONFIRM_ZONE: &str = "Confirm the time zone: pass time_zone explicitly.";
+pub(crate) const ERR_CONFIRM_ZONE: &str = "Confirm the time zone: pass time_zone explicitly.";
 
 /// The stable, model-facing error codes of the schedule tools (§9.3, §9.4, decision 6).
 ///
@@ -146,29 +148,29 @@ impl ErrorCode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RuleViolation {
-    /// [`ERR_AFTER`]
+    /// "after_seconds must be a positive safe integer."
     AfterSeconds,
-    /// [`ERR_EVERY_INT`]
+    /// "every_seconds must be a safe integer."
     EverySeconds,
-    /// [`ERR_DELETE_ID`]
+    /// "schedule_delete id must be non-empty without surrounding whitespace."
     DeleteId,
-    /// [`ERR_AT_SHAPE`]
+    /// "at must use YYYY-MM-DDTHH:mm:ss with optional 1-3 digit fractional seconds and an explicit Z or numeric offset."
     AtShape,
-    /// [`ERR_AT_REAL`] (offset strings, and local dates that do not exist)
+    /// "The at value must be a real ISO calendar date and time." (offset strings, and local dates that do not exist)
     AtNotReal,
-    /// [`ERR_AT_OFFSET`]
+    /// "The at numeric offset is invalid."
     AtOffset,
-    /// [`ERR_AT_TYPE`]
+    /// "at must be an explicit-offset string or local calendar object."
     AtType,
-    /// [`ERR_LOCAL_KEYS`]
+    /// "Local at must contain exactly date, time, and time_zone."
     LocalKeys,
-    /// [`ERR_LOCAL_STRINGS`]
+    /// "Local at date and time must be strings."
     LocalStrings,
-    /// [`ERR_LOCAL_SHAPE`]
+    /// "Local at requires date YYYY-MM-DD and time HH:mm:ss with optional one-to-three digit milliseconds."
     LocalShape,
-    /// [`ERR_LOCAL_REAL`]
+    /// "The local at value must be a real ISO calendar date and time."
     LocalNotReal,
-    /// [`ERR_GAP`]
+    /// "The local at time does not exist in the selected time zone."
     DstGap,
 }
 
@@ -209,7 +211,7 @@ pub enum InputError {
     /// `invalid_rule` with the message of the violation.
     #[error("{}", .0.message())]
     InvalidRule(RuleViolation),
-    /// `invalid_time_zone`: [`ERR_ZONE`], or [`ERR_ZONE_STRING`] when `not_string`.
+    /// `invalid_time_zone`: "time_zone must be UTC or a valid IANA Area/Location name.", or "time_zone must be a string." when `not_string`.
     #[error("{}", if *.not_string { ERR_ZONE_STRING } else { ERR_ZONE })]
     InvalidTimeZone {
         /// The zone value was not a string (domain-only path).
@@ -292,7 +294,7 @@ impl InputError {
 }
 
 /// The durable schedule log is malformed (schedule.md §4, §5): public code
-/// `corrupt_schedule_log`, message [`ERR_CORRUPT`].
+/// `corrupt_schedule_log`, message "The session schedule log is corrupt.".
 ///
 /// `detail` is a diagnostic (never shown to the model); it contains the upstream test
 /// fragments (`was reused`, `inactive id`, `seedLength`, `must contain acceptedAt`,
@@ -317,7 +319,7 @@ impl ScheduleLogError {
         ErrorCode::CorruptScheduleLog
     }
 
-    /// Always [`ERR_CORRUPT`].
+    /// Always "The session schedule log is corrupt.".
     pub const fn message(&self) -> &'static str {
         ERR_CORRUPT
     }

@@ -7,7 +7,7 @@ use super::instant::{MAX_MILLIS, MIN_MILLIS, Timestamp};
 
 /// The result of resolving an `every` record at a decision time.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub struct Occurrence {
+pub(crate) struct Occurrence {
     /// The latest creation-aligned occurrence ≤ the decision time (the one presented).
     pub occurrence_at: Timestamp,
     /// The first aligned point strictly after the decision time, or `None` when it would
@@ -24,7 +24,7 @@ pub struct Occurrence {
 /// integer inside the representable range; [`ResolveError::IntervalNotSafe`] when
 /// `every_seconds × 1000` is not a positive safe integer; [`ResolveError::Precedes`] when
 /// `accepted_at_ms < scheduled_at`.
-pub fn resolve_every(
+pub(crate) fn resolve_every(
     scheduled_at: Timestamp,
     every_seconds: i64,
     accepted_at_ms: i64,

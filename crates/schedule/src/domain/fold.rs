@@ -8,7 +8,7 @@
 //! [`SessionEvent`]s.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use harness_core::{MAX_SAFE_INTEGER, RawEvent, SessionEvent, as_safe_integer};
@@ -79,7 +79,7 @@ impl ScheduleFold {
     }
 
     /// [`ScheduleFold::open`] over the log's own form: each owned `schedule/change` payload is
-    /// decoded straight from its raw JSON ([`decode_change_text`]), other events are skipped by
+    /// decoded straight from its raw JSON (the strict decoder of §4 over the text), other events are skipped by
     /// type without being decoded. Same result, same errors.
     ///
     /// # Errors
@@ -649,8 +649,9 @@ enum Transition {
 }
 
 /// §7 over an arbitrary set of seen ids.
-pub fn allocate_id_in<S: std::borrow::Borrow<str> + Eq + std::hash::Hash>(
-    seen: &HashSet<S>,
+#[cfg(test)]
+pub(crate) fn allocate_id_in<S: std::borrow::Borrow<str> + Eq + std::hash::Hash>(
+    seen: &std::collections::HashSet<S>,
 ) -> String {
     allocate_with(seen.len(), |id| seen.contains(id))
 }
@@ -667,8 +668,9 @@ fn allocate_with(seen_len: usize, is_seen: impl Fn(&str) -> bool) -> String {
 }
 
 /// §7 over seen ids in any order (e.g. `["custom", "schedule-3"]` → `schedule-4`).
-pub fn allocate_id<S: AsRef<str>>(seen_ids: &[S]) -> String {
-    let seen: HashSet<&str> = seen_ids.iter().map(AsRef::as_ref).collect();
+#[cfg(test)]
+pub(crate) fn allocate_id<S: AsRef<str>>(seen_ids: &[S]) -> String {
+    let seen: std::collections::HashSet<&str> = seen_ids.iter().map(AsRef::as_ref).collect();
     allocate_id_in(&seen)
 }
 
@@ -730,7 +732,7 @@ pub struct EveryBatch {
 ///
 /// # Errors
 /// [`ScheduleLogError`] mentioning `seedLength` unless it is a safe integer in `0..=len`.
-pub fn check_seed_length(seed_length: &Value, len: usize) -> Result<u64, ScheduleLogError> {
+pub(crate) fn check_seed_length(seed_length: &Value, len: usize) -> Result<u64, ScheduleLogError> {
     as_safe_integer(seed_length)
         .filter(|seed| (0..=MAX_SAFE_INTEGER).contains(seed))
         .and_then(|seed| u64::try_from(seed).ok())

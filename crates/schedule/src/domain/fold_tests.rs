@@ -6,11 +6,12 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 use super::*;
+use crate::domain::Rule;
+use crate::domain::change::decode_change_json;
 use crate::domain::test_support::{
     T0, changes, create_after, create_at, create_every, delete, dispatch, dispatch_every, events,
     ms,
 };
-use crate::domain::{Rule, decode_change_json};
 
 fn record(id: &str, prompt: &str, rule: Rule, at: &str) -> ScheduleRecord {
     ScheduleRecord::new(id, prompt, rule, Timestamp::parse(at).unwrap()).unwrap()

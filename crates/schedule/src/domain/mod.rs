@@ -1,31 +1,32 @@
-//! Pure schedule domain (schedule.md §2–§8, §12.3, §13, §15; decisions 6 and 7).
+//! Pure schedule domain (schedule.md §2–§8, §12.3, §13, §15; decisions 6 and 7): the part a
+//! host, a store or a log reader calls. Everything the tools and the runtime use only (the
+//! argument decoding of `schedule_create`, the framing texts, the error-code constants, the
+//! `every` arithmetic) stays inside the crate.
 //!
 //! No I/O, no clock: every function takes its inputs (events, JSON values, `now_ms` epoch
 //! milliseconds) and returns values or typed errors. Nothing here panics on log or model
 //! input.
 //!
-//! - [`Timestamp`]: the canonical instant (§2).
-//! - [`ScheduleRecord`], [`ScheduleChange`], [`decode_change`]: the `schedule/change` v1
-//!   encoding with exact key order and its strict decoder (§3, §4).
-//! - [`ScheduleFold`]: the fold (§5, §5.1), maintained incrementally with
-//!   [`ScheduleFold::apply`]; id allocation (§7) and the due decision (§12.3).
-//! - [`resolve_every`]: fixed-rate arithmetic (§6).
-//! - [`CreateRequest`], [`create_after`], [`create_every`], [`create_at`]: records from model
-//!   input with the spec's error codes and messages ([`InputError`]) (§8, §9.5).
-//! - [`one_shot_framing`], [`batch_framing`]: the framing texts (§13).
+//! - [`Timestamp`], [`MIN_MILLIS`], [`MAX_MILLIS`]: the canonical instant and its range (§2).
+//! - [`ScheduleRecord`] ([`Rule`], [`RecordKind`], [`ReminderState`]), [`ScheduleChange`],
+//!   [`SCHEDULE_CHANGE`], [`decode_change`]: the `schedule/change` v1 encoding with exact key
+//!   order and its strict decoder (§3, §4).
+//! - [`ScheduleFold`]: the fold (§5, §5.1), maintained incrementally; id allocation (§7), the
+//!   due decision (§12.3, [`Decision`], [`EveryBatch`]) and [`ScheduleFold::check_change`].
+//! - [`create_after`], [`create_every`], [`create_at`]: records from model input with the
+//!   spec's error codes and messages ([`InputError`], [`ErrorCode`]) (§8).
+//! - [`resolve_local_at`], [`resolve_time_zone`], [`ZoneContext`]: local wall-clock times and
+//!   the zone fallback of decision 6 (§9.2).
 //! - [`schedule_reminder_presentation`]: the UI helper (decision 7).
 //! - [`check_schedule_log`], [`check_schedule_append`]: the invariant (§15).
 //!
 //! ```
-//! use harness_schedule::domain::{CreateRequest, ScheduleChange, ScheduleFold};
+//! use harness_schedule::domain::{ScheduleChange, ScheduleFold, create_after};
 //! use serde_json::json;
 //!
 //! let now_ms = 1_785_931_200_000; // 2026-08-05T12:00:00.000Z
 //! let mut fold = ScheduleFold::with_seed(0);
-//! let request =
-//!     CreateRequest::from_arguments(&json!({"prompt": " check logs ", "after_seconds": 30}))
-//!         .unwrap();
-//! let record = request.build(&fold.allocate_id(), now_ms, None).unwrap();
+//! let record = create_after(&fold.allocate_id(), " check logs ", &json!(30), now_ms).unwrap();
 //! let change = ScheduleChange::Create(record);
 //! assert_eq!(
 //!     serde_json::to_string(&change).unwrap(),
@@ -48,32 +49,16 @@ mod presentation;
 #[cfg(test)]
 mod test_support;
 
-pub use at::{ZoneContext, parse_offset_at, resolve_at, resolve_local_at, resolve_time_zone};
+pub use at::{ZoneContext, resolve_local_at, resolve_time_zone};
 pub use change::{
-    DELIVERY_MODE, MIN_EVERY_SECONDS, RecordKind, ReminderState, Rule, SCHEDULE_CHANGE,
-    ScheduleChange, ScheduleRecord, decode_change, decode_change_json, decode_change_text,
-    decode_record,
+    RecordKind, ReminderState, Rule, SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord, decode_change,
 };
-pub use create::{
-    CREATE_KEYS, CreateArgs, CreateRequest, Selector, create_after, create_at, create_every,
-    future_target, validate_delete_id,
-};
-pub use error::{
-    ERR_AFTER, ERR_AT_OFFSET, ERR_AT_REAL, ERR_AT_SHAPE, ERR_AT_TYPE, ERR_CONFIRM_ZONE,
-    ERR_CORRUPT, ERR_DELETE_ID, ERR_EVERY_INT, ERR_EVERY_MIN, ERR_GAP, ERR_INTERNAL,
-    ERR_LOCAL_KEYS, ERR_LOCAL_REAL, ERR_LOCAL_SHAPE, ERR_LOCAL_STRINGS, ERR_NOT_FUTURE, ERR_PROMPT,
-    ERR_RANGE, ERR_SELECTOR, ERR_UNCERTAIN, ERR_ZONE, ERR_ZONE_STRING, ErrorCode, InputError,
-    ResolveError, RuleViolation, ScheduleLogError,
-};
-pub use every::{Occurrence, resolve_every};
-pub use fold::{
-    Decision, EveryBatch, FoldSnapshot, ScheduleFold, SeenIds, allocate_id, allocate_id_in,
-    check_seed_length,
-};
-pub use framing::{
-    BATCH_HEADER, BATCH_INSTRUCTION, BatchItem, ONE_SHOT_HEADER, ONE_SHOT_INSTRUCTION,
-    batch_framing, one_shot_framing,
-};
+pub use create::{create_after, create_at, create_every};
+pub use error::{ErrorCode, InputError, ResolveError, RuleViolation, ScheduleLogError};
+pub use fold::{Decision, EveryBatch, FoldSnapshot, ScheduleFold, SeenIds};
 pub use instant::{MAX_MILLIS, MIN_MILLIS, Timestamp};
 pub use invariant::{check_schedule_append, check_schedule_log};
 pub use presentation::{ReminderPresentation, schedule_reminder_presentation};
+
+pub(crate) use create::{CreateRequest, validate_delete_id};
+pub(crate) use error::ERR_UNCERTAIN;

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use harness_core::{Harness, MemoryStore, SessionHeader, SessionStore, ToolOutput};
 use harness_host::{HostKit, LoopAgent};
-use harness_subagent::SubagentConfig;
-use harness_testkit::{ManualClock, ScriptedChild};
+use harness_subagent::{ScriptedChild, SubagentConfig};
+use harness_testkit::ManualClock;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 

@@ -2,8 +2,8 @@ use std::sync::Arc;
 
 use harness_core::{Agent, AgentId, Harness, ScopeKey};
 use harness_jobs::{JobId, JobStatus};
-use harness_subagent::SubagentConfig;
-use harness_testkit::{ChildAction, settle};
+use harness_subagent::{ChildAction, SubagentConfig};
+use harness_testkit::settle;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

@@ -1,4 +1,3 @@
 mod conformance;
 mod host;
-mod scenario;
 mod store_conformance;

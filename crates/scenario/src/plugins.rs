@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::MemoryHarness;
+use harness_testkit::MemoryHarness;
 
 /// The `config` step's family objects (spec key names), each defaulting to `{}`.
 #[derive(Clone, Debug, Default)]
@@ -17,7 +17,7 @@ pub(crate) struct FamilyConfigs {
     pub(crate) terminal: Option<Value>,
     pub(crate) subagent: Option<Value>,
     /// The children's scripted model (`child_script` steps add scripts; kept over restarts).
-    pub(crate) children: Arc<crate::ScriptedChild>,
+    pub(crate) children: Arc<harness_subagent::ScriptedChild>,
 }
 
 impl FamilyConfigs {

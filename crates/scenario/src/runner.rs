@@ -1,27 +1,5 @@
-//! The scenario runner: executes the JSON Lines format of `spec/scenarios.md` against the
-//! in-memory host and produces a transcript.
-//!
-//! ```
-//! let transcript = harness_testkit::scenario::run_scenario(
-//!     "{\"do\":\"session\",\"id\":\"s1\"}\n{\"do\":\"user\",\"session\":\"s1\",\"text\":\"hi\"}\n",
-//! );
-//! assert_eq!(transcript.lines, [
-//!     r#"{"kind":"turn","session":"s1","phase":"start"}"#,
-//!     r#"{"kind":"claimed","session":"s1","source":"user","text":"hi"}"#,
-//!     r#"{"kind":"turn","session":"s1","phase":"end"}"#,
-//! ]);
-//! assert!(!transcript.failed);
-//! ```
-
-mod catalog;
-mod fields;
-mod plugins;
-mod runtime;
-
-pub use catalog::{
-    FileSummary, LogFileError, SetupError, catalog_markdown, host_tool_catalog, summarize_log,
-    summarize_log_file, tool_catalog,
-};
+//! The runner: executes the steps of a scenario against the in-memory host and collects the
+//! transcript.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -37,10 +15,17 @@ use tokio::task::JoinHandle;
 
 use harness_jobs::{JobOutcome, TerminalStatus};
 
-use self::fields::{Step, object, only, opt_bool, opt_string, opt_u64, string, u64_field};
-use self::plugins::{FamilyConfigs, Installed};
-use self::runtime::{RunFailure, block_on_paused};
-use crate::{FakeJob, FakeProducer, HostRecord, ManualClock, MemoryHarness, OnCancel, settle};
+use harness_subagent::ChildAction;
+use harness_testkit::{
+    FakeJob, FakeProducer, HostRecord, ManualClock, MemoryAgent, MemoryHarness, OnCancel, Recorder,
+    settle,
+};
+
+use crate::grammar::{
+    CancelMode, ClockKind, Config, FaultMode, Phase, SettleStatus, Step, StoreKind,
+};
+use crate::plugins::{self, FamilyConfigs, Installed};
+use crate::runtime::{RunFailure, block_on_paused};
 
 /// The outcome of a scenario run.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -120,8 +105,10 @@ async fn run_into(source: &str, lines: Arc<Mutex<Vec<String>>>) -> bool {
             continue;
         }
         let result = match serde_json::from_str::<Value>(trimmed) {
-            Ok(Value::Object(step)) => runner.step(line, &step).await,
-            Ok(_) => Err("a step must be a JSON object".to_owned()),
+            Ok(value) => match Step::from_value(value) {
+                Ok(step) => runner.step(line, step).await,
+                Err(message) => Err(message),
+            },
             Err(error) => Err(format!("invalid JSON: {error}")),
         };
         if let Err(message) = result {
@@ -221,59 +208,47 @@ impl Runner {
         }
     }
 
-    fn recorder(&self) -> crate::Recorder {
+    fn recorder(&self) -> Recorder {
         let lines = self.lines.clone();
         Arc::new(move |record: HostRecord| push(&lines, record_line(&record)))
     }
 
-    fn configure(&mut self, step: Option<&Step>) -> Result<(), String> {
+    fn configure(&mut self, config: Option<Config>) -> Result<(), String> {
         let mut configs = FamilyConfigs::default();
         let mut clock_mode = ClockMode::Manual(ManualClock::at_default());
         let mut jsonl = false;
         let mut auto_turns = true;
-        if let Some(step) = step {
-            only(
-                step,
-                &[
-                    "todo",
-                    "jobs",
-                    "toolJobs",
-                    "schedule",
-                    "bash",
-                    "terminal",
-                    "subagent",
-                    "clock",
-                    "store",
-                    "autoTurns",
-                ],
-            )?;
-            configs.todo = object(step, "todo")?.cloned();
-            configs.jobs = object(step, "jobs")?.cloned();
-            configs.tool_jobs = object(step, "toolJobs")?.cloned();
-            configs.schedule = object(step, "schedule")?.cloned();
-            configs.bash = object(step, "bash")?.cloned();
-            configs.terminal = object(step, "terminal")?.cloned();
-            configs.subagent = object(step, "subagent")?.cloned();
-            if let Some(Value::Object(clock)) = object(step, "clock")? {
-                match clock.get("mode").and_then(Value::as_str) {
-                    Some("manual") | None => {
-                        let start = match clock.get("start") {
-                            None => ManualClock::at_default(),
-                            Some(Value::String(start)) => ManualClock::new(parse_instant(start)?),
-                            Some(_) => return Err("clock.start must be a string".to_owned()),
-                        };
-                        clock_mode = ClockMode::Manual(start);
-                    }
-                    Some("system") => clock_mode = ClockMode::System,
-                    Some(other) => return Err(format!("unknown clock mode {other:?}")),
-                }
+        if let Some(Config {
+            todo,
+            jobs,
+            tool_jobs,
+            schedule,
+            bash,
+            terminal,
+            subagent,
+            clock,
+            store,
+            auto_turns: turns,
+        }) = config
+        {
+            configs.todo = todo.map(Value::Object);
+            configs.jobs = jobs.map(Value::Object);
+            configs.tool_jobs = tool_jobs.map(Value::Object);
+            configs.schedule = schedule.map(Value::Object);
+            configs.bash = bash.map(Value::Object);
+            configs.terminal = terminal.map(Value::Object);
+            configs.subagent = subagent.map(Value::Object);
+            if let Some(clock) = clock {
+                clock_mode = match clock.mode {
+                    Some(ClockKind::Manual) | None => ClockMode::Manual(match &clock.start {
+                        None => ManualClock::at_default(),
+                        Some(start) => ManualClock::new(parse_instant(start)?),
+                    }),
+                    Some(ClockKind::System) => ClockMode::System,
+                };
             }
-            match opt_string(step, "store")? {
-                None | Some("memory") => {}
-                Some("jsonl") => jsonl = true,
-                Some(other) => return Err(format!("unknown store {other:?}")),
-            }
-            auto_turns = opt_bool(step, "autoTurns")?.unwrap_or(true);
+            jsonl = store == Some(StoreKind::Jsonl);
+            auto_turns = turns.unwrap_or(true);
         }
         let clock: Arc<dyn Clock> = match &clock_mode {
             ClockMode::Manual(clock) => Arc::new(clock.clone()),
@@ -315,38 +290,33 @@ impl Runner {
         Ok(self.setup()?.host.clone())
     }
 
-    async fn step(&mut self, line: usize, step: &Step) -> Result<(), String> {
-        let kind = string(step, "do")?.to_owned();
+    async fn step(&mut self, line: usize, step: Step) -> Result<(), String> {
         self.steps_seen += 1;
-        if kind == "config" {
-            if self.steps_seen != 1 {
-                return Err("config must be the first step".to_owned());
+        match step {
+            Step::Config(config) => {
+                if self.steps_seen != 1 {
+                    return Err("config must be the first step".to_owned());
+                }
+                self.configure(Some(*config))?;
             }
-            return self.configure(Some(step));
-        }
-        match kind.as_str() {
-            "session" => {
-                only(step, &["id", "timeZone"])?;
-                let id = string(step, "id")?;
-                let mut header = SessionHeader::new(id);
-                header.time_zone = opt_string(step, "timeZone")?.map(str::to_owned);
+            Step::Session { id, time_zone } => {
+                let mut header = SessionHeader::new(id.as_str());
+                header.time_zone = time_zone;
                 self.host()?
                     .create_session(header)
                     .map_err(|e| e.to_string())?;
                 self.live.push(SessionId::from(id));
             }
-            "fork" => {
-                only(step, &["id", "from"])?;
-                let id = SessionId::from(string(step, "id")?);
-                let from = SessionId::from(string(step, "from")?);
+            Step::Fork { id, from } => {
+                let id = SessionId::from(id);
+                let from = SessionId::from(from);
                 self.host()?
                     .fork_session(id.clone(), &from)
                     .map_err(|e| e.to_string())?;
                 self.live.push(id);
             }
-            "dispose" => {
-                only(step, &["session"])?;
-                let id = SessionId::from(string(step, "session")?);
+            Step::Dispose { session } => {
+                let id = SessionId::from(session);
                 let host = self.host()?;
                 if host.memory_agent(&id).is_none() {
                     return Err(format!("no live agent for session {id}"));
@@ -358,9 +328,8 @@ impl Runner {
                 self.until_done(registry, &what, stuck, disposal).await?;
                 self.live.retain(|s| s != &id);
             }
-            "resume" => {
-                only(step, &["session"])?;
-                let id = SessionId::from(string(step, "session")?);
+            Step::Resume { session } => {
+                let id = SessionId::from(session);
                 let host = self.host()?;
                 if host.memory_agent(&id).is_some() {
                     return Err(format!("session {id} already has a live agent"));
@@ -368,36 +337,40 @@ impl Runner {
                 host.resume(&id).map_err(|e| e.to_string())?;
                 self.live.push(id);
             }
-            "restart" => {
-                only(step, &[])?;
-                self.restart().await?;
-            }
-            "turn" => {
-                only(step, &["session", "phase"])?;
-                let agent = self.agent(step)?;
-                match string(step, "phase")? {
-                    "start" => agent.start_turn(),
-                    "end" => agent.end_turn(),
-                    other => return Err(format!("unknown turn phase {other:?}")),
+            Step::Restart {} => self.restart().await?,
+            Step::Turn { session, phase } => {
+                let agent = self.agent(&session)?;
+                match phase {
+                    Phase::Start => agent.start_turn(),
+                    Phase::End => agent.end_turn(),
                 }
             }
-            "user" => {
-                only(step, &["session", "text", "clientTimeZone"])?;
-                let agent = self.agent(step)?;
-                let text = string(step, "text")?;
-                let zone = opt_string(step, "clientTimeZone")?.map(str::to_owned);
-                agent.send_user(text, zone).map_err(|e| e.to_string())?;
+            Step::User {
+                session,
+                text,
+                client_time_zone,
+            } => {
+                let agent = self.agent(&session)?;
+                agent
+                    .send_user(&text, client_time_zone)
+                    .map_err(|e| e.to_string())?;
             }
-            "call" => {
-                only(step, &["tool", "args", "session", "id", "async"])?;
-                self.call(line, step).await?;
+            Step::Call {
+                tool,
+                args,
+                session,
+                id,
+                is_async,
+            } => {
+                let id = id.unwrap_or_else(|| format!("L{line}"));
+                let session = session.map(SessionId::from);
+                self.call(id, tool, args, session, is_async.unwrap_or(false))
+                    .await?;
             }
-            "await" => {
-                only(step, &["call"])?;
-                let id = string(step, "call")?;
+            Step::Await { call: id } => {
                 let mut handle = self
                     .calls
-                    .remove(id)
+                    .remove(&id)
                     .ok_or_else(|| format!("no async call {id:?} is pending"))?;
                 let what = format!("the await of call {id:?}");
                 let stuck = blocked(
@@ -414,27 +387,22 @@ impl Runner {
                     }
                 }
             }
-            "advance" => {
-                only(step, &["ms"])?;
-                let ms = u64_field(step, "ms")?;
-                match &self.setup()?.clock_mode {
-                    ClockMode::Manual(clock) => {
-                        let by = Duration::from_millis(ms);
-                        if !clock.can_advance(by) {
-                            return Err(format!(
-                                "advance by {ms} ms leaves the representable time range"
-                            ));
-                        }
-                        clock.advance(by).await;
+            Step::Advance { ms } => match &self.setup()?.clock_mode {
+                ClockMode::Manual(clock) => {
+                    let by = Duration::from_millis(ms);
+                    if !clock.can_advance(by) {
+                        return Err(format!(
+                            "advance by {ms} ms leaves the representable time range"
+                        ));
                     }
-                    ClockMode::System => {
-                        return Err("advance needs the manual clock".to_owned());
-                    }
+                    clock.advance(by).await;
                 }
-            }
-            "set_clock" => {
-                only(step, &["at"])?;
-                let at = parse_instant(string(step, "at")?)?;
+                ClockMode::System => {
+                    return Err("advance needs the manual clock".to_owned());
+                }
+            },
+            Step::SetClock { at } => {
+                let at = parse_instant(&at)?;
                 match &self.setup()?.clock_mode {
                     ClockMode::Manual(clock) => clock.set(at),
                     ClockMode::System => {
@@ -442,25 +410,24 @@ impl Runner {
                     }
                 }
             }
-            "fault" => {
-                only(step, &["session", "flush", "append"])?;
-                let id = SessionId::from(string(step, "session")?);
-                let faults = self.host()?.faults(&id);
-                if let Some(mode) = opt_string(step, "flush")? {
-                    faults.set_flush_fail(fail_flag(mode)?);
+            Step::Fault {
+                session,
+                flush,
+                append,
+            } => {
+                let faults = self.host()?.faults(&SessionId::from(session));
+                if let Some(mode) = flush {
+                    faults.set_flush_fail(mode == FaultMode::Fail);
                 }
-                if let Some(mode) = opt_string(step, "append")? {
-                    faults.set_append_fail(fail_flag(mode)?);
+                if let Some(mode) = append {
+                    faults.set_append_fail(mode == FaultMode::Fail);
                 }
             }
-            "projection" => {
-                only(step, &["session", "key"])?;
-                let session = string(step, "session")?;
-                let key = string(step, "key")?;
+            Step::Projection { session, key } => {
                 let value = self
                     .host()?
                     .projections()
-                    .view(&SessionId::from(session), key)
+                    .view(&SessionId::from(session.as_str()), &key)
                     .map_or(Value::Null, |v| v.value);
                 push(
                     &self.lines,
@@ -468,11 +435,11 @@ impl Runner {
                         .to_string(),
                 );
             }
-            "log" => {
-                only(step, &["session", "type"])?;
-                let session = string(step, "session")?;
-                let filter = opt_string(step, "type")?;
-                let id = SessionId::from(session);
+            Step::Log {
+                session,
+                event_type,
+            } => {
+                let id = SessionId::from(session.as_str());
                 let host = self.host()?;
                 let log = match host.memory_agent(&id) {
                     Some(agent) => agent.session(),
@@ -481,7 +448,7 @@ impl Runner {
                 let events: Vec<Value> = log
                     .events()
                     .into_iter()
-                    .filter(|e| filter.is_none_or(|t| t == e.r#type))
+                    .filter(|e| event_type.as_ref().is_none_or(|t| *t == e.r#type))
                     .map(|e| json!({"seq": e.seq, "type": e.r#type, "data": e.data}))
                     .collect();
                 push(
@@ -489,66 +456,66 @@ impl Runner {
                     json!({"kind": "log", "session": session, "events": events}).to_string(),
                 );
             }
-            "child_script" => {
-                only(step, &["prompt", "steps"])?;
-                let prompt = string(step, "prompt")?.to_owned();
-                let actions = match step.get("steps") {
-                    Some(Value::Array(steps)) => steps
-                        .iter()
-                        .map(crate::ChildAction::from_json)
-                        .collect::<Result<Vec<_>, _>>()?,
-                    _ => return Err("steps must be an array".to_owned()),
-                };
+            Step::ChildScript { prompt, steps } => {
+                let actions = steps
+                    .iter()
+                    .map(ChildAction::from_json)
+                    .collect::<Result<Vec<_>, _>>()?;
                 self.setup()?.configs.children.script(prompt, actions);
             }
-            "fake_job" => {
-                only(
-                    step,
-                    &[
-                        "session",
-                        "kind",
-                        "label",
-                        "stream",
-                        "outputLimitBytes",
-                        "onCancel",
-                    ],
-                )?;
-                self.fake_job(step)?;
+            Step::FakeJob {
+                session,
+                kind,
+                label,
+                stream,
+                output_limit_bytes,
+                on_cancel,
+            } => {
+                let owner = self.owner(session.as_deref())?;
+                let mut producer = FakeProducer::new(kind, label)
+                    .stream(stream.unwrap_or(true))
+                    .owner_opt(owner.as_ref().map(|a| a.as_dyn()));
+                if let Some(limit) = output_limit_bytes {
+                    producer = producer.output_limit_bytes(limit);
+                }
+                producer = producer.on_cancel(match on_cancel {
+                    None | Some(CancelMode::Settle) => OnCancel::Settle,
+                    Some(CancelMode::Hang) => OnCancel::Hang,
+                    Some(CancelMode::Throw) => OnCancel::Throw("cancel failed".to_owned()),
+                });
+                self.fake_job(owner, producer)?;
             }
-            "emit" => {
-                only(step, &["job", "text"])?;
-                let job = self.fake(step)?;
-                job.emit(string(step, "text")?);
-            }
-            "settle" => {
-                only(step, &["job", "status", "detail", "output"])?;
-                let job = self.fake(step)?;
-                let status = match string(step, "status")? {
-                    "completed" => TerminalStatus::Completed,
-                    "killed" => TerminalStatus::Killed,
-                    "failed" => TerminalStatus::Failed,
-                    other => return Err(format!("unknown terminal status {other:?}")),
+            Step::Emit { job, text } => self.fake(&job)?.emit(&text),
+            Step::Settle {
+                job,
+                status,
+                detail,
+                output,
+            } => {
+                let job = self.fake(&job)?;
+                let status = match status {
+                    SettleStatus::Completed => TerminalStatus::Completed,
+                    SettleStatus::Killed => TerminalStatus::Killed,
+                    SettleStatus::Failed => TerminalStatus::Failed,
                 };
-                let outcome = JobOutcome {
+                job.settle(JobOutcome {
                     status,
-                    detail: opt_string(step, "detail")?.map(str::to_owned),
-                    output: opt_string(step, "output")?.map(str::to_owned),
-                };
-                job.settle(outcome);
+                    detail,
+                    output,
+                });
             }
-            "bash" => {
-                only(step, &["session", "command", "outputLimitBytes"])?;
-                self.bash(step)?;
+            Step::Bash {
+                session,
+                command,
+                output_limit_bytes,
+            } => self.bash(session.as_deref(), &command, output_limit_bytes)?,
+            Step::Terminal { session, command } => {
+                self.terminal(session.as_deref(), command.as_deref())?;
             }
-            "terminal" => {
-                only(step, &["session", "command"])?;
-                self.terminal(step)?;
+            Step::AwaitJob { job, timeout_ms } => {
+                self.await_job(job, Duration::from_millis(timeout_ms.unwrap_or(30_000)))
+                    .await?;
             }
-            "await_job" => {
-                only(step, &["job", "timeoutMs"])?;
-                self.await_job(step).await?;
-            }
-            other => return Err(format!("unknown step {other:?}")),
         }
         Ok(())
     }
@@ -561,22 +528,18 @@ impl Runner {
             .ok_or_else(|| "the job registry is not installed".to_owned())
     }
 
-    fn fake(&self, step: &Step) -> Result<FakeJob, String> {
-        let id = string(step, "job")?;
+    fn fake(&self, id: &str) -> Result<FakeJob, String> {
         self.jobs
             .get(id)
             .cloned()
             .ok_or_else(|| format!("no fake job {id:?}"))
     }
 
-    fn owner(&mut self, step: &Step) -> Result<Option<Arc<crate::MemoryAgent>>, String> {
-        match opt_string(step, "session")? {
-            None => Ok(None),
-            Some(_) => self.agent(step).map(Some),
-        }
+    fn owner(&mut self, session: Option<&str>) -> Result<Option<Arc<MemoryAgent>>, String> {
+        session.map(|session| self.agent(session)).transpose()
     }
 
-    fn insert_job_line(&self, mark: usize, id: &str, owner: Option<&Arc<crate::MemoryAgent>>) {
+    fn insert_job_line(&self, mark: usize, id: &str, owner: Option<&Arc<MemoryAgent>>) {
         let session = owner.map_or(Value::Null, |a| json!(a.id().as_str()));
         let line = json!({"kind": "job", "id": id, "session": session}).to_string();
         let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
@@ -588,10 +551,13 @@ impl Runner {
         self.lines.lock().unwrap_or_else(|p| p.into_inner()).len()
     }
 
-    fn bash(&mut self, step: &Step) -> Result<(), String> {
-        let owner = self.owner(step)?;
-        let command = string(step, "command")?;
-        let limit = opt_u64(step, "outputLimitBytes")?;
+    fn bash(
+        &mut self,
+        session: Option<&str>,
+        command: &str,
+        limit: Option<u64>,
+    ) -> Result<(), String> {
+        let owner = self.owner(session)?;
         let mark = self.mark();
         let setup = self.setup()?;
         let installed = setup
@@ -610,9 +576,8 @@ impl Runner {
     }
 
     /// Opens a real terminal (a PTY) for the step's session and prints a `terminal` line.
-    fn terminal(&mut self, step: &Step) -> Result<(), String> {
-        let owner = self.owner(step)?;
-        let command = opt_string(step, "command")?.map(str::to_owned);
+    fn terminal(&mut self, session: Option<&str>, command: Option<&str>) -> Result<(), String> {
+        let owner = self.owner(session)?;
         let setup = self.setup()?;
         let installed = setup
             .installed
@@ -626,7 +591,7 @@ impl Runner {
                     .to_owned()
             })?
             .terminals()
-            .start(owner.as_ref().map(|a| a.as_dyn()), command.as_deref())
+            .start(owner.as_ref().map(|a| a.as_dyn()), command)
             .map_err(|e| format!("the terminal was refused: {e}"))?;
         let session = owner
             .as_ref()
@@ -641,9 +606,7 @@ impl Runner {
     /// Waits, in real time, for the job to settle (processes run in real time; tokio's clock
     /// is paused, so the time limit is kept by a watchdog thread), then lets the notice go
     /// out.
-    async fn await_job(&mut self, step: &Step) -> Result<(), String> {
-        let id = string(step, "job")?.to_owned();
-        let limit = Duration::from_millis(opt_u64(step, "timeoutMs")?.unwrap_or(30_000));
+    async fn await_job(&mut self, id: String, limit: Duration) -> Result<(), String> {
         let registry = self.registry()?;
         let job_id = harness_jobs::JobId::from(id.as_str());
         // Jobs started by a step have a known owner; one started by a tool call (`bash` with
@@ -742,20 +705,11 @@ impl Runner {
         }
     }
 
-    fn fake_job(&mut self, step: &Step) -> Result<(), String> {
-        let owner = self.owner(step)?;
-        let mut producer = FakeProducer::new(string(step, "kind")?, string(step, "label")?)
-            .stream(opt_bool(step, "stream")?.unwrap_or(true))
-            .owner_opt(owner.as_ref().map(|a| a.as_dyn()));
-        if let Some(limit) = opt_u64(step, "outputLimitBytes")? {
-            producer = producer.output_limit_bytes(limit);
-        }
-        producer = producer.on_cancel(match opt_string(step, "onCancel")? {
-            None | Some("settle") => OnCancel::Settle,
-            Some("hang") => OnCancel::Hang,
-            Some("throw") => OnCancel::Throw("cancel failed".to_owned()),
-            Some(other) => return Err(format!("unknown onCancel {other:?}")),
-        });
+    fn fake_job(
+        &mut self,
+        owner: Option<Arc<MemoryAgent>>,
+        producer: FakeProducer,
+    ) -> Result<(), String> {
         let (start, job) = producer.build();
         let registry = self.registry()?;
         let mark = self.mark();
@@ -771,22 +725,21 @@ impl Runner {
         }
     }
 
-    fn agent(&mut self, step: &Step) -> Result<Arc<crate::MemoryAgent>, String> {
-        let id = SessionId::from(string(step, "session")?);
+    fn agent(&mut self, session: &str) -> Result<Arc<MemoryAgent>, String> {
+        let id = SessionId::from(session);
         self.host()?
             .memory_agent(&id)
             .ok_or_else(|| format!("no live agent for session {id}"))
     }
 
-    async fn call(&mut self, line: usize, step: &Step) -> Result<(), String> {
-        let tool = string(step, "tool")?.to_owned();
-        let args = step
-            .get("args")
-            .cloned()
-            .ok_or_else(|| "missing field \"args\"".to_owned())?;
-        let session = opt_string(step, "session")?.map(SessionId::from);
-        let id = opt_string(step, "id")?.map_or_else(|| format!("L{line}"), str::to_owned);
-        let is_async = opt_bool(step, "async")?.unwrap_or(false);
+    async fn call(
+        &mut self,
+        id: String,
+        tool: String,
+        args: Value,
+        session: Option<SessionId>,
+        is_async: bool,
+    ) -> Result<(), String> {
         let host = self.host()?;
         if let Some(session) = &session
             && host.memory_agent(session).is_none()
@@ -973,16 +926,6 @@ impl Clock for RealTimeClock {
                 std::future::pending::<()>().await;
             }
         })
-    }
-}
-
-fn fail_flag(mode: &str) -> Result<bool, String> {
-    match mode {
-        "fail" => Ok(true),
-        "ok" => Ok(false),
-        other => Err(format!(
-            "fault mode must be \"fail\" or \"ok\", not {other:?}"
-        )),
     }
 }
 

@@ -1,4 +1,4 @@
-use harness_testkit::scenario::run_scenario;
+use harness_scenario::run_scenario;
 use pretty_assertions::assert_eq;
 
 const FOUNDATION: &str = r#"# foundation steps only
@@ -52,11 +52,11 @@ fn scenario_errors_name_the_physical_line() {
         ),
         (
             "# c\n\n{\"do\":\"session\"}",
-            r#"{"kind":"error","line":3,"message":"missing field \"id\""}"#,
+            r#"{"kind":"error","line":3,"message":"session: missing field `id`"}"#,
         ),
         (
             "{\"do\":\"session\",\"id\":5}",
-            r#"{"kind":"error","line":1,"message":"field \"id\" must be a string"}"#,
+            r#"{"kind":"error","line":1,"message":"session: invalid type: integer `5`, expected a string"}"#,
         ),
         (
             "{\"do\":\"session\",\"id\":\"s\"}\n{\"do\":\"config\"}",
@@ -129,8 +129,7 @@ fn log_summary_counts_projects_and_flags_problems() {
         )
         .unwrap();
     let summary: serde_json::Value =
-        serde_json::from_str(&harness_testkit::scenario::summarize_log(session.as_ref()).unwrap())
-            .unwrap();
+        serde_json::from_str(&harness_scenario::summarize_log(session.as_ref()).unwrap()).unwrap();
     assert_eq!(
         summary,
         serde_json::json!({
@@ -185,7 +184,7 @@ async fn public_functions_inside_a_runtime() {
         ]
     );
     assert!(!transcript.failed);
-    let names: Vec<String> = harness_testkit::scenario::tool_catalog()
+    let names: Vec<String> = harness_scenario::tool_catalog()
         .unwrap()
         .into_iter()
         .map(|d| d.name)
@@ -211,8 +210,7 @@ async fn public_functions_inside_a_runtime() {
     let todos = serde_json::json!({"todos": [{"content": "a", "status": "pending"}]});
     session.append("todo/write", todos).unwrap();
     let summary: serde_json::Value =
-        serde_json::from_str(&harness_testkit::scenario::summarize_log(session.as_ref()).unwrap())
-            .unwrap();
+        serde_json::from_str(&harness_scenario::summarize_log(session.as_ref()).unwrap()).unwrap();
     assert_eq!(summary["events"], 1);
     assert_eq!(
         summary["projections"]["todos"],

@@ -1,11 +1,11 @@
-//! [`ScriptedChild`]: a scripted model step for subagents (the child's model of
-//! harness-subagent), used by tests and the scenario runner's `child_script` step.
+//! [`ScriptedChild`]: a scripted [`ChildModel`] for tests and the scenario runner's
+//! `child_script` step (harness-scenario), so they need no model.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use crate::{ChildContext, ChildModel, ChildStep};
 use harness_core::{SessionId, UserMessage, async_trait};
-use harness_subagent::{ChildContext, ChildModel, ChildStep};
 use serde_json::Value;
 
 /// One model step of a scripted child.

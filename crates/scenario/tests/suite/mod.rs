@@ -1,0 +1,2 @@
+mod grammar;
+mod scenario;
