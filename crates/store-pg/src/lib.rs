@@ -1,12 +1,14 @@
 #![doc = include_str!("../README.md")]
 
 mod db;
+mod follow;
 mod lease;
 mod migrate;
 mod reminders;
 mod session;
 mod store;
 
+pub use follow::{FollowOptions, Follower};
 pub use lease::Lease;
 pub use session::PgSession;
 pub use store::{PgOptions, PgStore};
