@@ -165,3 +165,43 @@ async fn a_follower_catches_up_after_its_listen_connection_is_killed() {
     write(&session, 7, 7).await;
     assert_eq!(take(&mut follower, 1).await, expected(7, 7));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_slow_timer_delivers_a_commit_that_sent_no_notification() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("timer");
+    let writer = super::store(&url, &schema, "host-a", TTL);
+    let reader = super::store(&url, &schema, "host-b", TTL);
+    let session = writer
+        .create_session(SessionHeader::new("s"))
+        .await
+        .unwrap();
+    let mut follower = reader
+        .subscribe_with(
+            &SessionId::from("s"),
+            0,
+            FollowOptions {
+                poll_interval: Duration::from_millis(200),
+                ..no_timer()
+            },
+        )
+        .await
+        .unwrap();
+    // Once this arrives the follower has caught up and listens.
+    write(&session, 1, 1).await;
+    assert_eq!(take(&mut follower, 1).await, expected(1, 1));
+    // A commit without NOTIFY (as a writer that does not notify would make it).
+    let sql = super::client(&url).await;
+    sql.batch_execute(&format!(
+        "BEGIN; \
+         INSERT INTO \"{schema}\".events (session_id, seq, type, time, data) \
+         VALUES ('s', 2, 'test/n', now(), '{{\"n\":2}}'); \
+         UPDATE \"{schema}\".sessions SET last_seq = 2 WHERE id = 's'; \
+         COMMIT;"
+    ))
+    .await
+    .unwrap();
+    assert_eq!(take(&mut follower, 1).await, expected(2, 2));
+}
