@@ -372,3 +372,37 @@ impl Follow {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{channel, payload, relevant};
+
+    #[test]
+    fn the_channel_is_the_schema_cut_to_the_identifier_limit() {
+        assert_eq!(channel("\"harness\""), "harness_harness");
+        let long = format!("\"{}\"", "s".repeat(80));
+        assert_eq!(channel(&long), format!("harness_{}", "s".repeat(55)));
+        assert_eq!(channel(&long).len(), 63);
+    }
+
+    #[test]
+    fn a_payload_names_the_session_and_its_last_seq() {
+        assert_eq!(payload("s1", 7), "s1:7");
+        assert_eq!(payload("a:b", 7), "a:b:7");
+        assert_eq!(payload(&"x".repeat(7_001), 7), "");
+    }
+
+    #[test]
+    fn only_news_of_the_followed_session_past_the_delivered_seq_is_relevant() {
+        assert!(relevant("s1:7", "s1", 6));
+        assert!(!relevant("s1:7", "s1", 7));
+        assert!(!relevant("s2:9", "s1", 0));
+        // An id with a colon: the seq is after the last one.
+        assert!(relevant("a:b:3", "a:b", 2));
+        assert!(!relevant("a:b:3", "a", 2));
+        // An empty or unreadable payload: re-read to be safe.
+        assert!(relevant("", "s1", 100));
+        assert!(relevant("s1:x", "s1", 100));
+        assert!(relevant("garbage", "s1", 100));
+    }
+}
