@@ -4,6 +4,9 @@
 //! woken by its completion notice, reads the output, schedules a reminder, receives it as a
 //! woken turn, finishes its plan; then the session file is reopened to show that replay
 //! gives the same `todos` and no pending reminders.
+//!
+//! `cargo run --example quickstart -- --store postgres://…` runs the same session on a
+//! PostgreSQL store (`harness-store-pg`) instead, under a fresh session id.
 #![expect(clippy::print_stdout, reason = "an example prints its transcript")]
 
 use std::sync::{Arc, Mutex};
@@ -99,15 +102,78 @@ async fn next_followup(
     }
 }
 
+/// Where the demo keeps its session: a JSONL file in a temporary folder (the default), or a
+/// PostgreSQL database (`--store postgres://…`).
+enum Store {
+    Jsonl(Arc<JsonlStore>),
+    Postgres(Arc<harness_store_pg::PgStore>),
+}
+
+impl Store {
+    fn open(clock: &Arc<dyn Clock>) -> anyhow::Result<Self> {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        match args.as_slice() {
+            [] => {
+                let folder = tempfile::Builder::new()
+                    .prefix("harness-quickstart-")
+                    .tempdir()?
+                    .keep();
+                Ok(Self::Jsonl(Arc::new(JsonlStore::new(
+                    &folder,
+                    clock.clone(),
+                )?)))
+            }
+            [flag, url]
+                if flag == "--store"
+                    && (url.starts_with("postgres://") || url.starts_with("postgresql://")) =>
+            {
+                let store = harness_store_pg::PgStore::connect(
+                    url,
+                    clock.clone(),
+                    harness_store_pg::PgOptions::default(),
+                )
+                .context("connecting to the PostgreSQL store")?;
+                Ok(Self::Postgres(Arc::new(store)))
+            }
+            _ => bail!("usage: quickstart [--store postgres://…]"),
+        }
+    }
+
+    fn dyn_store(&self) -> Arc<dyn SessionStore> {
+        match self {
+            Self::Jsonl(store) => store.clone(),
+            Self::Postgres(store) => store.clone(),
+        }
+    }
+
+    /// The session id: `quickstart` in a fresh folder; a fresh one in a shared database.
+    fn session_id(&self, clock: &dyn Clock) -> SessionId {
+        match self {
+            Self::Jsonl(_) => SessionId::from("quickstart"),
+            Self::Postgres(_) => SessionId::from(format!(
+                "quickstart-{}",
+                harness_core::epoch_millis(clock.now())
+            )),
+        }
+    }
+
+    /// Where the session is kept, for the transcript.
+    fn place(&self, id: &SessionId) -> anyhow::Result<String> {
+        Ok(match self {
+            Self::Jsonl(store) => store.path_of(id)?.display().to_string(),
+            Self::Postgres(store) => {
+                format!("PostgreSQL schema {}, session {id}", store.options().schema)
+            }
+        })
+    }
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let started = Instant::now();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-    let folder = tempfile::Builder::new()
-        .prefix("harness-quickstart-")
-        .tempdir()?
-        .keep();
-    let store = Arc::new(JsonlStore::new(&folder, clock.clone())?);
+    let kept = Store::open(&clock)?;
+    let store = kept.dyn_store();
     let host = MemoryHarness::with_store(store.clone(), clock.clone());
     // This demo drives its turns by hand, like a runtime's own loop.
     host.set_auto_turns(false);
@@ -146,13 +212,16 @@ async fn main() -> anyhow::Result<()> {
         harness_bash::BashConfig::default(),
     )?;
 
-    let id = SessionId::from("quickstart");
+    let id = kept.session_id(clock.as_ref());
     let agent = host.create_session(SessionHeader::new(id.clone()))?;
     let model = Model {
         host: host.clone(),
         session: id.clone(),
     };
-    println!("session file: {}", store.path_of(&id)?.display());
+    match &kept {
+        Store::Jsonl(_) => println!("session file: {}", kept.place(&id)?),
+        Store::Postgres(_) => println!("session: {}", kept.place(&id)?),
+    }
     println!();
 
     // Turn 1: the user asks; the model plans and starts the checks in the background.
@@ -259,11 +328,7 @@ async fn main() -> anyhow::Result<()> {
     let reminders = harness_schedule::domain::ScheduleFold::open(&events, None)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     println!();
-    println!(
-        "replayed {} events from {}",
-        events.len(),
-        store.path_of(&id)?.display()
-    );
+    println!("replayed {} events from {}", events.len(), kept.place(&id)?);
     println!("  todos (live)     = {live}");
     println!("  todos (replayed) = {replayed_view}");
     println!("  same todos after replay: {}", live == replayed_view);

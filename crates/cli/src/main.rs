@@ -80,6 +80,12 @@ enum Command {
         /// Add output schemas and `structuredContent` to tool results.
         #[arg(long)]
         structured: bool,
+        /// Where sessions are kept: a `postgres://` or `postgresql://` URL serves the session
+        /// from PostgreSQL (one host writes a session at a time; a second server on the same
+        /// session is refused), a folder is the same as `--dir`. Default: JSONL files in
+        /// `--dir`.
+        #[arg(long, conflicts_with = "dir")]
+        store: Option<String>,
     },
 }
 
@@ -127,7 +133,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             session,
             config,
             structured,
-        } => mcp::run(dir, session, config.as_ref(), structured),
+            store,
+        } => mcp::run(dir, session, config.as_ref(), structured, store.as_deref()),
         Command::Run { file } => {
             let source = if file == "-" {
                 let mut text = String::new();

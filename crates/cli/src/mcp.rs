@@ -2,11 +2,92 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::Context;
+use harness_core::{
+    PersistenceError, RawEvent, Session, SessionHeader, SessionId, SessionStore, StoreError,
+    SystemClock,
+};
+use harness_store_pg::{PgOptions, PgSession, PgStore};
 use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
 
 use harness_mcp::{FamilyConfigs, ResultShape, ServeOptions, SessionHost, SessionOptions};
+
+/// Where the served session is kept (`--store`).
+enum Store {
+    /// JSONL files in this folder.
+    Jsonl(PathBuf),
+    /// A PostgreSQL database at this URL.
+    Postgres(String),
+}
+
+impl Store {
+    fn choose(dir: Option<PathBuf>, store: Option<&str>) -> anyhow::Result<Self> {
+        Ok(match store {
+            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
+                Self::Postgres(url.to_owned())
+            }
+            Some(other) if other.contains("://") => anyhow::bail!(
+                "--store {other}: unknown store; give a postgres:// or postgresql:// URL, or a \
+                 folder for JSONL files"
+            ),
+            Some(folder) => Self::Jsonl(PathBuf::from(folder)),
+            None => Self::Jsonl(match dir {
+                Some(dir) => dir,
+                None => default_dir()?,
+            }),
+        })
+    }
+}
+
+/// A [`PgStore`] whose sessions report a lost lease (another host took the session) on
+/// `lost`, so the server can stop the session's agent and jobs.
+struct Leased {
+    store: PgStore,
+    lost: mpsc::UnboundedSender<SessionId>,
+}
+
+impl Leased {
+    fn watch(&self, session: Arc<PgSession>) -> Arc<dyn Session> {
+        let mut signal = session.lease().lost_signal();
+        let id = session.id().clone();
+        let lost = self.lost.clone();
+        tokio::spawn(async move {
+            // Err: the session was dropped, its lease released.
+            if signal.wait_for(|lost| *lost).await.is_ok() {
+                let _ = lost.send(id);
+            }
+        });
+        session
+    }
+}
+
+impl SessionStore for Leased {
+    fn create(&self, header: SessionHeader) -> Result<Arc<dyn Session>, StoreError> {
+        let session = futures::executor::block_on(self.store.create_session(header))?;
+        Ok(self.watch(session))
+    }
+
+    fn open(&self, id: &SessionId) -> Result<Arc<dyn Session>, StoreError> {
+        let session = futures::executor::block_on(self.store.open_session(id))?;
+        Ok(self.watch(session))
+    }
+
+    fn list(&self) -> Vec<SessionId> {
+        self.store.list()
+    }
+
+    /// Not used by the server (a fenced flush still fences it).
+    fn create_with_events(
+        &self,
+        header: SessionHeader,
+        events: Vec<RawEvent>,
+    ) -> Result<Arc<dyn Session>, StoreError> {
+        self.store.create_with_events(header, events)
+    }
+}
 
 /// The per-user data folder for session files.
 fn default_dir() -> anyhow::Result<PathBuf> {
@@ -28,6 +109,7 @@ pub(crate) fn run(
     session: Option<String>,
     config: Option<&PathBuf>,
     structured: bool,
+    store: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     let configs = match config {
         Some(path) => {
@@ -43,12 +125,12 @@ pub(crate) fn run(
              explicitly, e.g. {{\"todo\":{{\"allowParallelInProgress\":false}}}}"
         ),
     };
-    let dir = match dir {
-        Some(dir) => dir,
-        None => default_dir()?,
-    };
+    let store = Store::choose(dir, store)?;
     let options = SessionOptions {
-        dir,
+        dir: match &store {
+            Store::Jsonl(dir) => dir.clone(),
+            Store::Postgres(_) => PathBuf::new(),
+        },
         session,
         configs,
     };
@@ -67,7 +149,24 @@ pub(crate) fn run(
         .build()
         .context("starting the runtime")?;
     runtime.block_on(async move {
-        let host = SessionHost::open(&options)?;
+        let host = match store {
+            Store::Jsonl(_) => SessionHost::open(&options)?,
+            Store::Postgres(url) => {
+                let pg = PgStore::connect(&url, Arc::new(SystemClock), PgOptions::default())
+                    .context("connecting to the PostgreSQL store")?;
+                let (lost, mut lost_rx) = mpsc::unbounded_channel();
+                let host = SessionHost::open_in(&Leased { store: pg, lost }, &options)?;
+                // Another host took the session: stop its agent and jobs; tool calls now
+                // answer with the fenced error.
+                let fenced = host.clone();
+                tokio::spawn(async move {
+                    if let Some(id) = lost_rx.recv().await {
+                        fenced.fence(&PersistenceError::Fenced(id)).await;
+                    }
+                });
+                host
+            }
+        };
         if host.created() {
             eprintln!("harness mcp: session {}", host.session_id());
         }

@@ -21,3 +21,30 @@ fn an_io_error_is_reported_once() {
         format!("harness: reading {path}: i/o error on {path}: Is a directory (os error 21)\n")
     );
 }
+
+/// `--store` takes a PostgreSQL URL or a folder; another URL scheme is refused before anything
+/// is opened.
+#[test]
+fn an_unknown_store_scheme_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, r#"{"todo":{"allowParallelInProgress":false}}"#).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args([
+            "mcp",
+            "--session",
+            "s",
+            "--store",
+            "mysql://db/harness",
+            "--config",
+        ])
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(output.stderr).unwrap(),
+        "harness: --store mysql://db/harness: unknown store; give a postgres:// or \
+         postgresql:// URL, or a folder for JSONL files\n"
+    );
+}

@@ -161,7 +161,8 @@ impl Server {
             .get_progress_token()
             .or_else(|| request.progress_token());
         let name = request.name.to_string();
-        if !self.host.is_tool(&name) {
+        // A fenced session's tools are gone; every call answers with the fenced error.
+        if !self.host.is_tool(&name) && !self.host.is_fenced() {
             return Err(ErrorData::invalid_params(
                 format!("unknown tool: {name}"),
                 None,

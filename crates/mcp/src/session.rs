@@ -2,11 +2,13 @@
 //! pipeline shared by the MCP server and in-process callers.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use harness_core::{
-    Agent, Clock, ContentBlock, JsonlStore, RegistrationScope, Session, SessionHeader, SessionId,
-    SessionStore, StoreError, SystemClock, ToolDefinition, ToolOutput, UserMessage,
+    Agent, Clock, ContentBlock, JsonlStore, PersistenceError, RegistrationScope, Session,
+    SessionHeader, SessionId, SessionStore, StoreError, SystemClock, ToolDefinition, ToolOutput,
+    UserMessage,
 };
 use harness_jobs::{JobRegistry, JobsChangedListener};
 use serde_json::Value;
@@ -33,7 +35,8 @@ pub const INBOX_URI: &str = "harness://inbox";
 /// How to open the served session.
 #[derive(Clone, Debug)]
 pub struct SessionOptions {
-    /// The folder of session files (`<id>.jsonl`); created if missing.
+    /// The folder of session files (`<id>.jsonl`); created if missing. Not used by
+    /// [`SessionHost::open_in`], which is given its store.
     pub dir: PathBuf,
     /// The session to open, created if absent; `None` creates a session with a fresh id.
     pub session: Option<String>,
@@ -80,6 +83,10 @@ pub struct SessionHost {
     families: Mutex<Option<Families>>,
     created: bool,
     changes_rx: Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
+    /// Set once the session's write ownership passed to another host: the text every later
+    /// tool call answers with.
+    fenced: OnceLock<String>,
+    disposed: AtomicBool,
 }
 
 impl std::fmt::Debug for SessionHost {
@@ -107,8 +114,23 @@ impl SessionHost {
     /// corrupt `mcp/*` event, [`ServeError::Config`] when a family refuses its configuration.
     pub fn open(options: &SessionOptions) -> Result<Arc<Self>, ServeError> {
         tokio::runtime::Handle::try_current().map_err(|_| ServeError::NoRuntime)?;
+        let store = JsonlStore::new(&options.dir, Arc::new(SystemClock))?;
+        Self::open_in(&store, options)
+    }
+
+    /// [`SessionHost::open`] with the session in `store` (a PostgreSQL store, say) instead of
+    /// a JSONL file in `options.dir`. A store that refuses because another host owns the
+    /// session fails with [`ServeError::Store`] holding its error
+    /// (`StoreError::Owned`: "session s is owned by host h; retry after its lease expires").
+    ///
+    /// # Errors
+    /// As [`SessionHost::open`].
+    pub fn open_in(
+        store: &dyn SessionStore,
+        options: &SessionOptions,
+    ) -> Result<Arc<Self>, ServeError> {
+        tokio::runtime::Handle::try_current().map_err(|_| ServeError::NoRuntime)?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let store = JsonlStore::new(&options.dir, clock.clone())?;
         let (stored, created) = match &options.session {
             Some(id) => {
                 let id = SessionId::from(id.as_str());
@@ -166,6 +188,8 @@ impl SessionHost {
             families: Mutex::new(Some(families)),
             created,
             changes_rx: Mutex::new(Some(changes_rx)),
+            fenced: OnceLock::new(),
+            disposed: AtomicBool::new(false),
         }))
     }
 
@@ -212,14 +236,30 @@ impl SessionHost {
         arguments: Value,
         cancel: CancellationToken,
     ) -> Answer {
+        if let Some(fenced) = self.fenced.get() {
+            return Answer {
+                output: ToolOutput::error(fenced),
+                reservation: None,
+            };
+        }
         let caller: Arc<dyn Agent> = self.agent.clone();
         let mut output = self
             .host
             .tools()
             .execute(name, arguments, Some(caller), cancel.clone())
             .await;
-        if let Err(error) = self.session.flush().await {
-            tracing::warn!("mcp: could not flush the session after {name}: {error}");
+        match self.session.flush().await {
+            Ok(()) => {}
+            Err(error @ PersistenceError::Fenced(_)) => {
+                self.fence(&error).await;
+                return Answer {
+                    output: ToolOutput::error(error),
+                    reservation: None,
+                };
+            }
+            Err(error) => {
+                tracing::warn!("mcp: could not flush the session after {name}: {error}");
+            }
         }
         if cancel.is_cancelled() {
             return Answer {
@@ -245,8 +285,10 @@ impl SessionHost {
             return;
         }
         self.agent.report_claimed(&claimed);
-        if let Err(error) = self.session.flush().await {
-            tracing::warn!("mcp: could not flush a claim: {error}");
+        match self.session.flush().await {
+            Ok(()) => {}
+            Err(error @ PersistenceError::Fenced(_)) => self.fence(&error).await,
+            Err(error) => tracing::warn!("mcp: could not flush a claim: {error}"),
         }
     }
 
@@ -336,8 +378,41 @@ impl SessionHost {
         output.value
     }
 
-    /// Disposes the agent and every family (bash jobs are killed), then flushes the log.
+    /// The session's write ownership passed to another host (a flush was fenced, or the
+    /// store reported the lease lost): disposes the agent and every family (bash jobs are
+    /// killed) and answers every later tool call with `reason` as an error result
+    /// (`PersistenceError::Fenced`: "session s: this host no longer owns the session; stop
+    /// its agents and jobs"). Nothing more is flushed; resources show the last state.
+    pub async fn fence(&self, reason: &PersistenceError) {
+        if self.fenced.set(reason.to_string()).is_err() {
+            return;
+        }
+        tracing::warn!("mcp: {reason}");
+        self.dispose().await;
+    }
+
+    /// Whether [`SessionHost::fence`] was called.
+    pub fn is_fenced(&self) -> bool {
+        self.fenced.get().is_some()
+    }
+
+    /// Disposes the agent and every family (bash jobs are killed), then flushes the log
+    /// (unless the session is fenced).
     pub async fn shutdown(&self) {
+        self.dispose().await;
+        if self.is_fenced() {
+            return;
+        }
+        if let Err(error) = self.session.flush().await {
+            tracing::warn!("mcp: could not flush the session at shutdown: {error}");
+        }
+    }
+
+    /// Disposes the agent and every family, once.
+    async fn dispose(&self) {
+        if self.disposed.swap(true, Ordering::SeqCst) {
+            return;
+        }
         let agent: Arc<dyn Agent> = self.agent.clone();
         self.agent.dispose().await;
         self.host.remove(&agent);
@@ -348,9 +423,6 @@ impl SessionHost {
             families.tool_jobs.dispose();
             families.jobs.dispose().await;
             families.todo.dispose();
-        }
-        if let Err(error) = self.session.flush().await {
-            tracing::warn!("mcp: could not flush the session at shutdown: {error}");
         }
     }
 }

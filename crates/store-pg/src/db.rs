@@ -363,6 +363,13 @@ impl Db {
             .prepare_cached(&self.sql("UPDATE {s}.sessions SET last_seq = $2 WHERE id = $1"))
             .await?;
         tx.execute(&update, &[&id, &end]).await?;
+        // Followers hear of the batch at commit (see `follow`).
+        let notify = tx.prepare_cached("SELECT pg_notify($1, $2)").await?;
+        let (channel, payload) = (
+            crate::follow::channel(&self.quoted),
+            crate::follow::payload(id, end),
+        );
+        tx.execute(&notify, &[&channel, &payload]).await?;
         reminders.apply(self, &tx, id).await?;
         tx.commit().await?;
         Ok(FlushOutcome::Written)

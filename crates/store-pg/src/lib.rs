@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod db;
+mod follow;
 mod lease;
 mod migrate;
 mod reminders;
@@ -8,6 +9,7 @@ mod scanner;
 mod session;
 mod store;
 
+pub use follow::{FollowOptions, Follower};
 pub use lease::Lease;
 pub use scanner::{ReminderScanner, Resume, ScanOptions, ScanStats};
 pub use session::PgSession;

@@ -126,6 +126,8 @@ impl Bridge {
 
 pub(crate) struct Inner {
     pub(crate) db: Db,
+    /// The parsed connection string, for connections outside the pool (a follower's `LISTEN`).
+    pub(crate) config: tokio_postgres::Config,
     pub(crate) bridge: Bridge,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) options: PgOptions,
@@ -160,7 +162,7 @@ impl Drop for Inner {
 ///   runtime, so it works under any caller's runtime (a paused test clock included).
 #[derive(Clone)]
 pub struct PgStore {
-    inner: Arc<Inner>,
+    pub(crate) inner: Arc<Inner>,
 }
 
 impl std::fmt::Debug for PgStore {
@@ -209,7 +211,7 @@ impl PgStore {
                 message: format!("could not start the store's runtime: {e}"),
             })?;
         let manager = Manager::from_config(
-            config,
+            config.clone(),
             NoTls,
             ManagerConfig {
                 recycling_method: RecyclingMethod::Fast,
@@ -231,6 +233,7 @@ impl PgStore {
         let store = Self {
             inner: Arc::new(Inner {
                 db,
+                config,
                 bridge,
                 clock,
                 options,

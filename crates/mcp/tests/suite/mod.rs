@@ -1,4 +1,5 @@
 mod delivery;
+mod postgres;
 mod protocol;
 mod resources;
 mod support;

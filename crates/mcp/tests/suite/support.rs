@@ -126,13 +126,20 @@ pub(crate) async fn start(dir: &Path, session: &str, config: &Value, extra: &[&s
         .arg("--config")
         .arg(&config_path)
         .args(extra);
+    serve_command(command).await.0
+}
+
+/// Starts `command` (a `harness mcp` invocation) and connects the client; also returns the
+/// server's pid.
+pub(crate) async fn serve_command(command: tokio::process::Command) -> (Server, u32) {
     let (transport, _stderr) = TokioChildProcess::builder(command)
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    let pid = transport.id().expect("a running server");
     let (tx, notes) = mpsc::unbounded_channel();
     let client = Recorder { notes: tx }.serve(transport).await.unwrap();
-    Server { client, notes }
+    (Server { client, notes }, pid)
 }
 
 impl Server {

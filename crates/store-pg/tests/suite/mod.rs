@@ -1,4 +1,5 @@
 mod conformance;
+mod follow;
 mod ownership;
 mod processes;
 mod scanner;

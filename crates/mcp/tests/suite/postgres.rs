@@ -1,0 +1,173 @@
+//! Two `harness mcp` processes on one session of one PostgreSQL store
+//! (`HARNESS_TEST_POSTGRES_URL`): exactly one owns it and writes; the other is refused, and an
+//! owner whose lease was taken answers every tool call with the fenced error.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::support::{BOUND, config, harness_bin, serve_command, texts};
+
+/// The test server's URL, or `None` (after a loud message) when it is not set outside CI.
+/// With `CI=true` a missing server fails the test.
+#[expect(clippy::print_stderr, reason = "a skipped test says so on stderr")]
+fn server_url() -> Option<String> {
+    match std::env::var("HARNESS_TEST_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "HARNESS_TEST_POSTGRES_URL is not set and CI=true: the PostgreSQL tests need a \
+                 server (.ci/postgres start)"
+            );
+            eprintln!(
+                "SKIPPED: HARNESS_TEST_POSTGRES_URL is not set; start a server with .ci/postgres \
+                 and export its URL to run the PostgreSQL tests"
+            );
+            None
+        }
+    }
+}
+
+async fn client(url: &str) -> tokio_postgres::Client {
+    let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    tokio::spawn(connection);
+    client
+}
+
+/// A fresh database on the test server (the CLI uses the default schema), as a URL.
+async fn fresh_database(url: &str) -> String {
+    static SERIAL: AtomicU64 = AtomicU64::new(0);
+    let name = format!(
+        "t_mcp_{}_{}",
+        std::process::id(),
+        SERIAL.fetch_add(1, Ordering::SeqCst)
+    );
+    let admin = client(url).await;
+    // One statement each: neither runs inside a transaction block.
+    for statement in [
+        format!("DROP DATABASE IF EXISTS {name}"),
+        format!("CREATE DATABASE {name}"),
+    ] {
+        admin.batch_execute(&statement).await.unwrap();
+    }
+    let (base, query) = match url.split_once('?') {
+        Some((base, query)) => (base, format!("?{query}")),
+        None => (url, String::new()),
+    };
+    let (server, _) = base.rsplit_once('/').unwrap();
+    format!("{server}/{name}{query}")
+}
+
+fn command(dir: &std::path::Path, store: &str) -> tokio::process::Command {
+    let config_path = dir.join("config.json");
+    std::fs::write(&config_path, config().to_string()).unwrap();
+    let mut command = tokio::process::Command::new(harness_bin());
+    command
+        .args(["mcp", "--session", "s", "--store", store, "--config"])
+        .arg(&config_path);
+    command
+}
+
+fn todos(content: &str) -> Value {
+    json!({"todos": [{"content": content, "status": "in_progress"}]})
+}
+
+fn kill(signal: &str, pid: u32) {
+    let status = std::process::Command::new("kill")
+        .args([format!("-{signal}"), pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_on_one_session_exactly_one_writes() {
+    let Some(url) = server_url() else {
+        return;
+    };
+    let store = fresh_database(&url).await;
+    let dir = tempfile::tempdir().unwrap();
+    let (a, a_pid) = serve_command(command(dir.path(), &store)).await;
+    assert_eq!(
+        a.texts("todo_write", todos("from a")).await,
+        ["Updated todo list: 0 pending, 1 in progress, 0 completed."]
+    );
+    let sql = client(&store).await;
+    let owner: String = sql
+        .query_one("SELECT owner FROM harness.sessions WHERE id = 's'", &[])
+        .await
+        .unwrap()
+        .get(0);
+
+    // A second server on the session is refused while the first holds its lease.
+    let refused = tokio::time::timeout(BOUND, command(dir.path(), &store).output())
+        .await
+        .expect("the refused server exits in time")
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8(refused.stderr).unwrap(),
+        format!("harness: session s is owned by host {owner}; retry after its lease expires\n")
+    );
+
+    // The first server stops (a paused VM) past its lease; a second server takes the session.
+    kill("STOP", a_pid);
+    sql.execute(
+        "UPDATE harness.sessions SET lease_expires = now() - interval '1 second'",
+        &[],
+    )
+    .await
+    .unwrap();
+    let (b, _) = serve_command(command(dir.path(), &store)).await;
+    assert_eq!(
+        b.texts("todo_write", todos("from b")).await,
+        ["Updated todo list: 0 pending, 1 in progress, 0 completed."]
+    );
+
+    // The first wakes up: its write is fenced, and so is every later call.
+    kill("CONT", a_pid);
+    let fenced = "Error: session s: this host no longer owns the session; stop its agents and jobs";
+    let result = a.call("todo_write", todos("stale a")).await;
+    assert_eq!(result["isError"], true);
+    assert_eq!(texts(&result), [fenced]);
+    let result = a.call("schedule_list", json!({})).await;
+    assert_eq!(result["isError"], true);
+    assert_eq!(texts(&result), [fenced]);
+
+    b.stop().await;
+    a.stop().await;
+    let log: Vec<(i64, String, String)> = sql
+        .query(
+            "SELECT seq, type, data::text FROM harness.events WHERE session_id = 's' ORDER BY seq",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .collect();
+    let write = |content: &str| {
+        json!({"todos": [{"content": content, "status": "in_progress"}]}).to_string()
+    };
+    assert_eq!(
+        log,
+        [
+            (1, "todo/write".to_owned(), write("from a")),
+            (2, "todo/write".to_owned(), write("from b")),
+        ]
+    );
+    let (owner, epoch): (Option<String>, i64) = sql
+        .query_one(
+            "SELECT owner, epoch FROM harness.sessions WHERE id = 's'",
+            &[],
+        )
+        .await
+        .map(|row| (row.get(0), row.get(1)))
+        .unwrap();
+    // Created by a (1), taken by b (2); b released it when it stopped.
+    assert_eq!((owner, epoch), (None, 2));
+}
