@@ -1,10 +1,14 @@
 //! The SQL every store operation runs, on a pooled connection of the store's runtime.
 
+use std::ops::Range;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
+use futures::TryStreamExt;
 use harness_core::{RawEvent, SessionHeader, SessionId, StoreError};
+use tokio_postgres::types::{FromSql, ToSql, Type};
 
 /// The pool and the quoted schema name; cheap to clone into a task.
 #[derive(Clone)]
@@ -49,19 +53,71 @@ pub(crate) fn pool_error(error: &deadpool_postgres::PoolError) -> StoreError {
     }
 }
 
+/// A `json` value as its text: the binary form of `json` is the text itself.
+struct JsonText<'a>(&'a str);
+
+impl<'a> FromSql<'a> for JsonText<'a> {
+    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
+        Ok(Self(std::str::from_utf8(raw)?))
+    }
+
+    fn accepts(ty: &Type) -> bool {
+        *ty == Type::JSON
+    }
+}
+
+/// One event row of a log being read: its payload and type as ranges of the read's text.
+struct Part {
+    seq: i64,
+    time: DateTime<Utc>,
+    r#type: Range<usize>,
+    data: Range<usize>,
+}
+
+/// Drains the rows of a log read (`seq, type, time, data`), copying each type and payload
+/// into one text as they arrive. `expected` (the session row's count) sizes the list.
+async fn read_rows(
+    rows: tokio_postgres::RowStream,
+    expected: i64,
+) -> Result<(String, Vec<Part>), tokio_postgres::Error> {
+    let mut rows = std::pin::pin!(rows);
+    let mut parts = Vec::with_capacity(usize::try_from(expected).unwrap_or(0).min(1 << 20));
+    let mut text = String::new();
+    let mut previous_type = 0..0;
+    while let Some(row) = rows.try_next().await? {
+        let seq: i64 = row.try_get(0)?;
+        let r#type: &str = row.try_get(1)?;
+        let time: DateTime<Utc> = row.try_get(2)?;
+        let JsonText(data) = row.try_get(3)?;
+        if text.get(previous_type.clone()) != Some(r#type) {
+            previous_type = text.len()..text.len() + r#type.len();
+            text.push_str(r#type);
+        }
+        let start = text.len();
+        text.push_str(data);
+        parts.push(Part {
+            seq,
+            time,
+            r#type: previous_type.clone(),
+            data: start..text.len(),
+        });
+    }
+    Ok((text, parts))
+}
+
 fn seq_i64(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
 }
 
 /// The columns of a batch, as the arrays of the one-statement insert.
-struct Columns {
+struct Columns<'a> {
     seqs: Vec<i64>,
-    types: Vec<String>,
+    types: Vec<&'a str>,
     times: Vec<DateTime<Utc>>,
-    data: Vec<String>,
+    data: Vec<&'a str>,
 }
 
-fn columns(events: &[RawEvent]) -> Columns {
+fn columns(events: &[RawEvent]) -> Columns<'_> {
     let mut c = Columns {
         seqs: Vec::with_capacity(events.len()),
         types: Vec::with_capacity(events.len()),
@@ -70,9 +126,9 @@ fn columns(events: &[RawEvent]) -> Columns {
     };
     for event in events {
         c.seqs.push(seq_i64(event.seq()));
-        c.types.push(event.r#type().to_owned());
+        c.types.push(event.r#type());
         c.times.push(event.time());
-        c.data.push(event.payload().to_owned());
+        c.data.push(event.payload());
     }
     c
 }
@@ -223,60 +279,58 @@ impl Db {
     }
 
     /// Reads a session's header and whole log, checking that seqs run 1..=last_seq.
+    ///
+    /// Both queries go out in one round trip; the events stream in and their payloads are
+    /// copied into one text that every event of the log shares (no allocation per event).
     pub(crate) async fn load(
         &self,
         id: &SessionId,
     ) -> Result<(SessionHeader, Vec<RawEvent>), StoreError> {
         let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
-        let row = client
-            .query_opt(
-                &self
-                    .sql("SELECT seed_length, time_zone, last_seq FROM {s}.sessions WHERE id = $1"),
-                &[&id.as_str()],
-            )
-            .await
-            .map_err(|e| backend(&e))?
-            .ok_or_else(|| StoreError::NotFound(id.clone()))?;
+        let head =
+            self.sql("SELECT seed_length, time_zone, last_seq FROM {s}.sessions WHERE id = $1");
+        let log = self
+            .sql("SELECT seq, type, time, data FROM {s}.events WHERE session_id = $1 ORDER BY seq");
+        let (head, log) =
+            futures::try_join!(client.prepare_cached(&head), client.prepare_cached(&log))
+                .map_err(|e| backend(&e))?;
+        let key = id.as_str();
+        let params: [&(dyn ToSql + Sync); 1] = [&key];
+        let (row, rows) = futures::try_join!(
+            client.query_opt(&head, &params),
+            client.query_raw(&log, [key]),
+        )
+        .map_err(|e| backend(&e))?;
+        let row = row.ok_or_else(|| StoreError::NotFound(id.clone()))?;
         let header = SessionHeader {
             id: id.clone(),
             seed_length: row
-                .get::<_, Option<i64>>(0)
+                .try_get::<_, Option<i64>>(0)
+                .map_err(|e| backend(&e))?
                 .map(|n| u64::try_from(n).unwrap_or(0)),
-            time_zone: row.get(1),
+            time_zone: row.try_get(1).map_err(|e| backend(&e))?,
         };
-        let last: i64 = row.get(2);
-        let statement = client
-            .prepare_cached(&self.sql(
-                "SELECT seq, type, time, data::text FROM {s}.events WHERE session_id = $1 ORDER BY seq",
-            ))
-            .await
-            .map_err(|e| backend(&e))?;
-        let rows = client
-            .query(&statement, &[&id.as_str()])
-            .await
-            .map_err(|e| backend(&e))?;
+        let last: i64 = row.try_get(2).map_err(|e| backend(&e))?;
+        let (text, parts) = read_rows(rows, last).await.map_err(|e| backend(&e))?;
+        let text = Arc::new(text);
         let place = format!("postgres {}.events session {id}", self.quoted);
-        let mut events = Vec::with_capacity(rows.len());
-        for (index, row) in rows.iter().enumerate() {
-            let seq: i64 = row.get(0);
+        let mut events = Vec::with_capacity(parts.len());
+        for (index, part) in parts.into_iter().enumerate() {
             let line = index + 1;
-            if seq != line as i64 {
+            if part.seq != line as i64 {
                 return Err(StoreError::Malformed {
                     file: place,
                     line,
-                    message: format!("seq {seq} where {line} was expected"),
+                    message: format!("seq {} where {line} was expected", part.seq),
                 });
             }
-            let r#type: &str = row.get(1);
-            let time: DateTime<Utc> = row.get(2);
-            let data: &str = row.get(3);
-            let event = RawEvent::new(line as u64, r#type, time, data).map_err(|e| {
-                StoreError::Malformed {
+            let r#type = text.get(part.r#type).unwrap_or_default();
+            let event = RawEvent::new_shared(line as u64, r#type, part.time, &text, part.data)
+                .map_err(|e| StoreError::Malformed {
                     file: place.clone(),
                     line,
                     message: e.to_string(),
-                }
-            })?;
+                })?;
             events.push(event);
         }
         if events.len() as i64 != last {
@@ -326,6 +380,11 @@ impl Db {
             .map_err(|e| describe(&e))
     }
 
+    /// The check, the insert and the move of `last_seq` are one statement: the `UPDATE`
+    /// locks the session row only when owner, epoch and last seq are the caller's, and the
+    /// batch is inserted only for the row it returns. A batch without reminder changes is
+    /// that statement alone, its own transaction (one round trip); otherwise the statement
+    /// and the index changes share a transaction.
     #[allow(clippy::too_many_arguments, reason = "the flush transaction's inputs")]
     async fn flush_on(
         &self,
@@ -337,34 +396,55 @@ impl Db {
         batch: &[RawEvent],
         reminders: &crate::reminders::IndexChanges,
     ) -> Result<FlushOutcome, tokio_postgres::Error> {
-        let tx = client.transaction().await?;
-        let lock = tx
+        let write = client
+            .prepare_cached(&self.sql(
+                "WITH checked AS ( \
+                     UPDATE {s}.sessions SET last_seq = $5 \
+                     WHERE id = $1 AND owner = $2 AND epoch = $3 AND last_seq = $4 \
+                     RETURNING id) \
+                 INSERT INTO {s}.events (session_id, seq, type, time, data) \
+                 SELECT checked.id, u.seq, u.type, u.time, u.data::json \
+                 FROM checked, \
+                      unnest($6::bigint[], $7::text[], $8::timestamptz[], $9::text[]) \
+                      AS u(seq, type, time, data)",
+            ))
+            .await?;
+        let c = columns(batch);
+        let expected = seq_i64(durable);
+        let end = seq_i64(durable + batch.len() as u64);
+        let params: [&(dyn ToSql + Sync); 9] = [
+            &id, &host, &epoch, &expected, &end, &c.seqs, &c.types, &c.times, &c.data,
+        ];
+        let has_reminders = batch.iter().any(|e| e.r#type() == "schedule/change");
+        let written = if has_reminders {
+            let tx = client.transaction().await?;
+            let written = tx.execute(&write, &params).await?;
+            if written == batch.len() as u64 {
+                reminders.apply(self, &tx, id).await?;
+                tx.commit().await?;
+            }
+            written
+        } else {
+            client.execute(&write, &params).await?
+        };
+        if written == batch.len() as u64 {
+            return Ok(FlushOutcome::Written);
+        }
+        // Nothing was written: say why.
+        let state = client
             .prepare_cached(
-                &self.sql(
-                    "SELECT owner, epoch, last_seq FROM {s}.sessions WHERE id = $1 FOR UPDATE",
-                ),
+                &self.sql("SELECT owner, epoch, last_seq FROM {s}.sessions WHERE id = $1"),
             )
             .await?;
-        let Some(row) = tx.query_opt(&lock, &[&id]).await? else {
+        let Some(row) = client.query_opt(&state, &[&id]).await? else {
             return Ok(FlushOutcome::Fenced);
         };
-        let owner: Option<&str> = row.get(0);
-        let current: i64 = row.get(1);
-        let last: i64 = row.get(2);
+        let owner: Option<&str> = row.try_get(0)?;
+        let current: i64 = row.try_get(1)?;
+        let last: i64 = row.try_get(2)?;
         if owner != Some(host) || current != epoch {
             return Ok(FlushOutcome::Fenced);
         }
-        if last != seq_i64(durable) {
-            return Ok(FlushOutcome::SeqMismatch { found: last });
-        }
-        self.insert_events(&tx, id, batch).await?;
-        let end = seq_i64(durable + batch.len() as u64);
-        let update = tx
-            .prepare_cached(&self.sql("UPDATE {s}.sessions SET last_seq = $2 WHERE id = $1"))
-            .await?;
-        tx.execute(&update, &[&id, &end]).await?;
-        reminders.apply(self, &tx, id).await?;
-        tx.commit().await?;
-        Ok(FlushOutcome::Written)
+        Ok(FlushOutcome::SeqMismatch { found: last })
     }
 }
