@@ -1,6 +1,5 @@
 //! The SQL every store operation runs, on a pooled connection of the store's runtime.
 
-use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -8,7 +7,9 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
 use futures::TryStreamExt;
 use harness_core::{RawEvent, SessionHeader, SessionId, StoreError};
-use tokio_postgres::types::{FromSql, ToSql, Type};
+use tokio_postgres::types::ToSql;
+
+use crate::copy::LogReader;
 
 /// The pool and the quoted schema name; cheap to clone into a task.
 #[derive(Clone)]
@@ -53,56 +54,9 @@ pub(crate) fn pool_error(error: &deadpool_postgres::PoolError) -> StoreError {
     }
 }
 
-/// A `json` value as its text: the binary form of `json` is the text itself.
-struct JsonText<'a>(&'a str);
-
-impl<'a> FromSql<'a> for JsonText<'a> {
-    fn from_sql(_: &Type, raw: &'a [u8]) -> Result<Self, Box<dyn std::error::Error + Sync + Send>> {
-        Ok(Self(std::str::from_utf8(raw)?))
-    }
-
-    fn accepts(ty: &Type) -> bool {
-        *ty == Type::JSON
-    }
-}
-
-/// One event row of a log being read: its payload and type as ranges of the read's text.
-struct Part {
-    seq: i64,
-    time: DateTime<Utc>,
-    r#type: Range<usize>,
-    data: Range<usize>,
-}
-
-/// Drains the rows of a log read (`seq, type, time, data`), copying each type and payload
-/// into one text as they arrive. `expected` (the session row's count) sizes the list.
-async fn read_rows(
-    rows: tokio_postgres::RowStream,
-    expected: i64,
-) -> Result<(String, Vec<Part>), tokio_postgres::Error> {
-    let mut rows = std::pin::pin!(rows);
-    let mut parts = Vec::with_capacity(usize::try_from(expected).unwrap_or(0).min(1 << 20));
-    let mut text = String::new();
-    let mut previous_type = 0..0;
-    while let Some(row) = rows.try_next().await? {
-        let seq: i64 = row.try_get(0)?;
-        let r#type: &str = row.try_get(1)?;
-        let time: DateTime<Utc> = row.try_get(2)?;
-        let JsonText(data) = row.try_get(3)?;
-        if text.get(previous_type.clone()) != Some(r#type) {
-            previous_type = text.len()..text.len() + r#type.len();
-            text.push_str(r#type);
-        }
-        let start = text.len();
-        text.push_str(data);
-        parts.push(Part {
-            seq,
-            time,
-            r#type: previous_type.clone(),
-            data: start..text.len(),
-        });
-    }
-    Ok((text, parts))
+/// `text` as an SQL string literal, whatever the server's `standard_conforming_strings`.
+fn literal(text: &str) -> String {
+    format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
 }
 
 fn seq_i64(seq: u64) -> i64 {
@@ -280,25 +234,41 @@ impl Db {
 
     /// Reads a session's header and whole log, checking that seqs run 1..=last_seq.
     ///
-    /// Both queries go out in one round trip; the events stream in and their payloads are
-    /// copied into one text that every event of the log shares (no allocation per event).
+    /// Both queries go out in one round trip; the events stream in as binary `COPY` data and
+    /// their payloads are copied into one text that every event of the log shares (no
+    /// allocation per event).
     pub(crate) async fn load(
         &self,
         id: &SessionId,
     ) -> Result<(SessionHeader, Vec<RawEvent>), StoreError> {
         let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
-        let head =
-            self.sql("SELECT seed_length, time_zone, last_seq FROM {s}.sessions WHERE id = $1");
-        let log = self
-            .sql("SELECT seq, type, time, data FROM {s}.events WHERE session_id = $1 ORDER BY seq");
-        let (head, log) =
-            futures::try_join!(client.prepare_cached(&head), client.prepare_cached(&log))
-                .map_err(|e| backend(&e))?;
+        let head = client
+            .prepare_cached(
+                &self
+                    .sql("SELECT seed_length, time_zone, last_seq FROM {s}.sessions WHERE id = $1"),
+            )
+            .await
+            .map_err(|e| backend(&e))?;
         let key = id.as_str();
         let params: [&(dyn ToSql + Sync); 1] = [&key];
-        let (row, rows) = futures::try_join!(
+        if key.contains('\0') {
+            // No such session can exist; the server says why the id is refused.
+            client
+                .query_opt(&head, &params)
+                .await
+                .map_err(|e| backend(&e))?;
+            return Err(StoreError::NotFound(id.clone()));
+        }
+        // COPY takes no parameters: the id goes in as a literal.
+        let copy = format!(
+            "COPY (SELECT seq, type, time, data FROM {}.events WHERE session_id = {} ORDER BY seq) \
+             TO STDOUT (FORMAT binary)",
+            self.quoted,
+            literal(key)
+        );
+        let (row, data) = futures::try_join!(
             client.query_opt(&head, &params),
-            client.query_raw(&log, [key]),
+            client.copy_out(copy.as_str()),
         )
         .map_err(|e| backend(&e))?;
         let row = row.ok_or_else(|| StoreError::NotFound(id.clone()))?;
@@ -311,7 +281,16 @@ impl Db {
             time_zone: row.try_get(1).map_err(|e| backend(&e))?,
         };
         let last: i64 = row.try_get(2).map_err(|e| backend(&e))?;
-        let (text, parts) = read_rows(rows, last).await.map_err(|e| backend(&e))?;
+        let mut reader = LogReader::new(usize::try_from(last).unwrap_or(0));
+        let mut data = std::pin::pin!(data);
+        while let Some(chunk) = data.try_next().await.map_err(|e| backend(&e))? {
+            reader
+                .feed(&chunk)
+                .map_err(|message| StoreError::Backend { message })?;
+        }
+        let (text, parts) = reader
+            .finish()
+            .map_err(|message| StoreError::Backend { message })?;
         let text = Arc::new(text);
         let place = format!("postgres {}.events session {id}", self.quoted);
         let mut events = Vec::with_capacity(parts.len());
