@@ -259,9 +259,11 @@ impl Db {
                 .map_err(|e| backend(&e))?;
             return Err(StoreError::NotFound(id.clone()));
         }
-        // COPY takes no parameters: the id goes in as a literal.
+        // COPY takes no parameters: the id goes in as a literal. The rows are put in seq order
+        // here, so the server streams them in whatever order its plan reads them (a sort
+        // there would hold back the first row until the last was read).
         let copy = format!(
-            "COPY (SELECT seq, type, time, data FROM {}.events WHERE session_id = {} ORDER BY seq) \
+            "COPY (SELECT seq, type, time, data FROM {}.events WHERE session_id = {}) \
              TO STDOUT (FORMAT binary)",
             self.quoted,
             literal(key)
@@ -288,9 +290,10 @@ impl Db {
                 .feed(&chunk)
                 .map_err(|message| StoreError::Backend { message })?;
         }
-        let (text, parts) = reader
+        let (text, mut parts) = reader
             .finish()
             .map_err(|message| StoreError::Backend { message })?;
+        parts.sort_unstable_by_key(|part| part.seq);
         let text = Arc::new(text);
         let place = format!("postgres {}.events session {id}", self.quoted);
         let mut events = Vec::with_capacity(parts.len());
