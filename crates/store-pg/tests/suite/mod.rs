@@ -1,6 +1,7 @@
 mod conformance;
 mod ownership;
 mod processes;
+mod replay;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
