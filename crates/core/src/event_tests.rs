@@ -201,5 +201,8 @@ fn shared_constructor_keeps_a_plain_payload_as_a_range_of_the_text() {
     let padded = RawEvent::new_shared(2, "x", time, &text, 0..7).unwrap();
     assert!(Arc::ptr_eq(&padded.text, &text));
     let error = RawEvent::new_shared(2, "x", time, &text, 7..19).unwrap_err();
-    assert_eq!(error.to_string(), "payload range 7..19 is not within the text");
+    assert_eq!(
+        error.to_string(),
+        "payload range 7..19 is not within the text"
+    );
 }

@@ -80,15 +80,11 @@ impl Drop for Pg {
     }
 }
 
+/// The stores a group compares, by name.
+type Compared = Vec<(&'static str, Arc<dyn SessionStore>)>;
+
 /// The stores a group compares: JSONL always, PostgreSQL when there is a server.
-fn stores(
-    url: Option<&str>,
-    tag: &str,
-) -> (
-    Vec<(&'static str, Arc<dyn SessionStore>)>,
-    Option<Pg>,
-    tempfile::TempDir,
-) {
+fn stores(url: Option<&str>, tag: &str) -> (Compared, Option<Pg>, tempfile::TempDir) {
     let dir = tempfile::tempdir().unwrap();
     let jsonl: Arc<dyn SessionStore> =
         Arc::new(JsonlStore::new(dir.path(), Arc::new(SystemClock)).unwrap());

@@ -273,7 +273,7 @@ mod tests {
             read(b"PGCOPY\n\xff\r\n\x01\0\0\0\0\0\0\0\0", 100),
             Err("the COPY data does not start with the binary signature".to_owned())
         );
-        let mut extra = data.clone();
+        let mut extra = data;
         extra.push(0);
         assert_eq!(
             read(&extra, 1000),
