@@ -6,6 +6,10 @@
 //!   flush concurrently.
 //! - `flush_100_sessions_batched/{jsonl,postgres}`: the same with 100 events per session.
 //! - `replay_100k/{jsonl,postgres}`: open a 100,000-event session and replay its log.
+//! - `scanner_pass/postgres`: one `ReminderScanner::scan_once` that finds a closed session
+//!   with a due reminder, claims it, replays its log and hands it to `Resume` (the delivery
+//!   latency from due time is this plus the wait for the next pass, at most
+//!   `ScanOptions::interval`).
 //!
 //! Without the variable only the JSONL side runs. The schemas a run creates are dropped at
 //! its end.
@@ -20,7 +24,7 @@ use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use harness_core::{JsonlStore, Session, SessionHeader, SessionId, SessionStore, SystemClock};
-use harness_store_pg::{PgOptions, PgStore};
+use harness_store_pg::{PgOptions, PgSession, PgStore, ReminderScanner, Resume, ScanOptions};
 use serde_json::{Value, json};
 
 fn payload(n: u64) -> Value {
@@ -36,6 +40,7 @@ fn runtime() -> tokio::runtime::Runtime {
 
 /// A PostgreSQL store on a fresh schema, dropped when this is.
 struct Pg {
+    pg: PgStore,
     store: Arc<dyn SessionStore>,
     url: String,
     schema: String,
@@ -59,6 +64,7 @@ impl Pg {
         )
         .unwrap();
         Self {
+            pg: store.clone(),
             store: Arc::new(store),
             url: url.to_owned(),
             schema,
@@ -183,6 +189,42 @@ fn replay_100k(c: &mut Criterion, url: Option<&str>) {
     group.finish();
 }
 
+/// Keeps the session a pass resumed until the bench drops it.
+#[derive(Default)]
+struct Keep(std::sync::Mutex<Vec<Arc<PgSession>>>);
+
+impl Resume for Keep {
+    fn resume(&self, session: Arc<PgSession>) {
+        self.0.lock().unwrap().push(session);
+    }
+}
+
+fn scanner_pass(c: &mut Criterion, url: &str) {
+    let rt = runtime();
+    let pg = Pg::new(url, "scan");
+    let session = rt
+        .block_on(pg.pg.create_session(SessionHeader::new("due")))
+        .unwrap();
+    for n in 0..100 {
+        session.append("bench/event", payload(n)).unwrap();
+    }
+    session.append("schedule/change", json!({"version":1,"operation":"create","schedule":{"id":"schedule-1","kind":"after","prompt":"check","afterSeconds":30,"scheduledAt":"2020-01-01T00:00:00.000Z"}})).unwrap();
+    rt.block_on(session.flush()).unwrap();
+    drop(session);
+    let keep = Arc::new(Keep::default());
+    let scanner = ReminderScanner::new(pg.pg.clone(), keep.clone(), ScanOptions::default());
+    let mut group = c.benchmark_group("scanner_pass");
+    group.bench_function("postgres", |b| {
+        b.iter(|| {
+            let claimed = rt.block_on(scanner.scan_once()).unwrap();
+            assert_eq!(claimed, [SessionId::from("due")]);
+            // The lease is released before the next pass.
+            keep.0.lock().unwrap().clear();
+        });
+    });
+    group.finish();
+}
+
 fn benches(c: &mut Criterion) {
     let url = std::env::var("HARNESS_TEST_POSTGRES_URL")
         .ok()
@@ -198,6 +240,9 @@ fn benches(c: &mut Criterion) {
     flush_100_sessions(c, url, 10);
     flush_100_sessions(c, url, 100);
     replay_100k(c, url);
+    if let Some(url) = url {
+        scanner_pass(c, url);
+    }
 }
 
 criterion_group! {
