@@ -347,6 +347,40 @@ impl RawEvent {
         ))
     }
 
+    /// [`RawEvent::new`] for a payload held as `text[payload]`, a range of a text that many
+    /// events share (a store's buffer of a whole read): the same check and the same event. A
+    /// payload in plain compact form keeps its range of `text`, so building many events
+    /// from one buffer allocates nothing per event; any other payload gets the full check
+    /// and a text of its own.
+    ///
+    /// # Errors
+    /// The payload is not valid JSON, or `payload` is not a range of `text` on character
+    /// boundaries.
+    pub fn new_shared(
+        seq: u64,
+        r#type: &str,
+        time: DateTime<Utc>,
+        text: &Arc<String>,
+        payload: std::ops::Range<usize>,
+    ) -> Result<RawEvent, serde_json::Error> {
+        let Some(slice) = text.get(payload.clone()) else {
+            return Err(de::Error::custom(format!(
+                "payload range {payload:?} is not within the text"
+            )));
+        };
+        if !is_plain_json(slice.as_bytes()) {
+            return RawEvent::new(seq, r#type, time, slice);
+        }
+        Ok(RawEvent {
+            seq,
+            r#type: SmolStr::new(r#type),
+            time,
+            text: Arc::clone(text),
+            start: payload.start,
+            end: payload.end,
+        })
+    }
+
     /// Decodes one event line of a session file (`{"seq","type","time","data"}`; other keys
     /// are ignored): the envelope is read in place and the payload is kept as raw JSON text.
     ///

@@ -159,3 +159,50 @@ proptest! {
         }
     }
 }
+
+/// [`RawEvent::new_shared`] on a payload placed between two others in one text, against
+/// [`RawEvent::new`] on the payload alone: the same event or the same error.
+#[test]
+fn shared_constructor_agrees_with_the_owned_one() {
+    let time = DateTime::from_timestamp_millis(1_785_931_200_000).unwrap();
+    let payloads = PLAIN_PAYLOADS
+        .iter()
+        .map(|line| {
+            let start = line.find("\"data\":").unwrap() + 7;
+            &line[start..line.len() - 1]
+        })
+        .chain([
+            r#" { "a" : 1 } "#,
+            r#"{"s":"\ud800"}"#,
+            r#"{"s":"\n"}"#,
+            "1e999",
+            "",
+            "{} {}",
+        ]);
+    for payload in payloads {
+        let text = Arc::new(format!("[1]{payload}\"tail\""));
+        let range = 3..3 + payload.len();
+        let shared = RawEvent::new_shared(7, "t/u", time, &text, range).map_err(|e| e.to_string());
+        let alone = RawEvent::new(7, "t/u", time, payload).map_err(|e| e.to_string());
+        assert_eq!(shared, alone, "{payload}");
+    }
+}
+
+#[test]
+fn shared_constructor_keeps_a_plain_payload_as_a_range_of_the_text() {
+    let time = DateTime::from_timestamp_millis(0).unwrap();
+    let text = Arc::new(r#"{"a":1}[true,null]"#.to_owned());
+    let event = RawEvent::new_shared(2, "x", time, &text, 7..18).unwrap();
+    assert_eq!(
+        (event.seq(), event.r#type(), event.payload()),
+        (2, "x", "[true,null]")
+    );
+    assert!(Arc::ptr_eq(&event.text, &text));
+    let padded = RawEvent::new_shared(2, "x", time, &text, 0..7).unwrap();
+    assert!(Arc::ptr_eq(&padded.text, &text));
+    let error = RawEvent::new_shared(2, "x", time, &text, 7..19).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "payload range 7..19 is not within the text"
+    );
+}

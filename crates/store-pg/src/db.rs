@@ -1,10 +1,15 @@
 //! The SQL every store operation runs, on a pooled connection of the store's runtime.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
+use futures::TryStreamExt;
 use harness_core::{RawEvent, SessionHeader, SessionId, StoreError};
+use tokio_postgres::types::ToSql;
+
+use crate::copy::LogReader;
 
 /// The pool and the quoted schema name; cheap to clone into a task.
 #[derive(Clone)]
@@ -49,19 +54,24 @@ pub(crate) fn pool_error(error: &deadpool_postgres::PoolError) -> StoreError {
     }
 }
 
+/// `text` as an SQL string literal, whatever the server's `standard_conforming_strings`.
+fn literal(text: &str) -> String {
+    format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
+}
+
 fn seq_i64(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
 }
 
 /// The columns of a batch, as the arrays of the one-statement insert.
-struct Columns {
+struct Columns<'a> {
     seqs: Vec<i64>,
-    types: Vec<String>,
+    types: Vec<&'a str>,
     times: Vec<DateTime<Utc>>,
-    data: Vec<String>,
+    data: Vec<&'a str>,
 }
 
-fn columns(events: &[RawEvent]) -> Columns {
+fn columns(events: &[RawEvent]) -> Columns<'_> {
     let mut c = Columns {
         seqs: Vec::with_capacity(events.len()),
         types: Vec::with_capacity(events.len()),
@@ -70,9 +80,9 @@ fn columns(events: &[RawEvent]) -> Columns {
     };
     for event in events {
         c.seqs.push(seq_i64(event.seq()));
-        c.types.push(event.r#type().to_owned());
+        c.types.push(event.r#type());
         c.times.push(event.time());
-        c.data.push(event.payload().to_owned());
+        c.data.push(event.payload());
     }
     c
 }
@@ -223,60 +233,86 @@ impl Db {
     }
 
     /// Reads a session's header and whole log, checking that seqs run 1..=last_seq.
+    ///
+    /// Both queries go out in one round trip; the events stream in as binary `COPY` data and
+    /// their payloads are copied into one text that every event of the log shares (no
+    /// allocation per event).
     pub(crate) async fn load(
         &self,
         id: &SessionId,
     ) -> Result<(SessionHeader, Vec<RawEvent>), StoreError> {
         let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
-        let row = client
-            .query_opt(
+        let head = client
+            .prepare_cached(
                 &self
                     .sql("SELECT seed_length, time_zone, last_seq FROM {s}.sessions WHERE id = $1"),
-                &[&id.as_str()],
             )
             .await
-            .map_err(|e| backend(&e))?
-            .ok_or_else(|| StoreError::NotFound(id.clone()))?;
+            .map_err(|e| backend(&e))?;
+        let key = id.as_str();
+        let params: [&(dyn ToSql + Sync); 1] = [&key];
+        if key.contains('\0') {
+            // No such session can exist; the server says why the id is refused.
+            client
+                .query_opt(&head, &params)
+                .await
+                .map_err(|e| backend(&e))?;
+            return Err(StoreError::NotFound(id.clone()));
+        }
+        // COPY takes no parameters: the id goes in as a literal. The rows are put in seq order
+        // here, so the server streams them in whatever order its plan reads them (a sort
+        // there would hold back the first row until the last was read).
+        let copy = format!(
+            "COPY (SELECT seq, type, time, data FROM {}.events WHERE session_id = {}) \
+             TO STDOUT (FORMAT binary)",
+            self.quoted,
+            literal(key)
+        );
+        let (row, data) = futures::try_join!(
+            client.query_opt(&head, &params),
+            client.copy_out(copy.as_str()),
+        )
+        .map_err(|e| backend(&e))?;
+        let row = row.ok_or_else(|| StoreError::NotFound(id.clone()))?;
         let header = SessionHeader {
             id: id.clone(),
             seed_length: row
-                .get::<_, Option<i64>>(0)
+                .try_get::<_, Option<i64>>(0)
+                .map_err(|e| backend(&e))?
                 .map(|n| u64::try_from(n).unwrap_or(0)),
-            time_zone: row.get(1),
+            time_zone: row.try_get(1).map_err(|e| backend(&e))?,
         };
-        let last: i64 = row.get(2);
-        let statement = client
-            .prepare_cached(&self.sql(
-                "SELECT seq, type, time, data::text FROM {s}.events WHERE session_id = $1 ORDER BY seq",
-            ))
-            .await
-            .map_err(|e| backend(&e))?;
-        let rows = client
-            .query(&statement, &[&id.as_str()])
-            .await
-            .map_err(|e| backend(&e))?;
+        let last: i64 = row.try_get(2).map_err(|e| backend(&e))?;
+        let mut reader = LogReader::new(usize::try_from(last).unwrap_or(0));
+        let mut data = std::pin::pin!(data);
+        while let Some(chunk) = data.try_next().await.map_err(|e| backend(&e))? {
+            reader
+                .feed(&chunk)
+                .map_err(|message| StoreError::Backend { message })?;
+        }
+        let (text, mut parts) = reader
+            .finish()
+            .map_err(|message| StoreError::Backend { message })?;
+        parts.sort_unstable_by_key(|part| part.seq);
+        let text = Arc::new(text);
         let place = format!("postgres {}.events session {id}", self.quoted);
-        let mut events = Vec::with_capacity(rows.len());
-        for (index, row) in rows.iter().enumerate() {
-            let seq: i64 = row.get(0);
+        let mut events = Vec::with_capacity(parts.len());
+        for (index, part) in parts.into_iter().enumerate() {
             let line = index + 1;
-            if seq != line as i64 {
+            if part.seq != line as i64 {
                 return Err(StoreError::Malformed {
                     file: place,
                     line,
-                    message: format!("seq {seq} where {line} was expected"),
+                    message: format!("seq {} where {line} was expected", part.seq),
                 });
             }
-            let r#type: &str = row.get(1);
-            let time: DateTime<Utc> = row.get(2);
-            let data: &str = row.get(3);
-            let event = RawEvent::new(line as u64, r#type, time, data).map_err(|e| {
-                StoreError::Malformed {
+            let r#type = text.get(part.r#type).unwrap_or_default();
+            let event = RawEvent::new_shared(line as u64, r#type, part.time, &text, part.data)
+                .map_err(|e| StoreError::Malformed {
                     file: place.clone(),
                     line,
                     message: e.to_string(),
-                }
-            })?;
+                })?;
             events.push(event);
         }
         if events.len() as i64 != last {
@@ -326,6 +362,11 @@ impl Db {
             .map_err(|e| describe(&e))
     }
 
+    /// The check, the insert and the move of `last_seq` are one statement: the `UPDATE`
+    /// locks the session row only when owner, epoch and last seq are the caller's, and the
+    /// batch is inserted, and followers notified, only for the row it returns. A batch without reminder changes is
+    /// that statement alone, its own transaction (one round trip); otherwise the statement
+    /// and the index changes share a transaction.
     #[allow(clippy::too_many_arguments, reason = "the flush transaction's inputs")]
     async fn flush_on(
         &self,
@@ -337,41 +378,71 @@ impl Db {
         batch: &[RawEvent],
         reminders: &crate::reminders::IndexChanges,
     ) -> Result<FlushOutcome, tokio_postgres::Error> {
-        let tx = client.transaction().await?;
-        let lock = tx
-            .prepare_cached(
-                &self.sql(
-                    "SELECT owner, epoch, last_seq FROM {s}.sessions WHERE id = $1 FOR UPDATE",
-                ),
-            )
+        let write = client
+            .prepare_cached(&self.sql(
+                "WITH checked AS ( \
+                     UPDATE {s}.sessions SET last_seq = $5 \
+                     WHERE id = $1 AND owner = $2 AND epoch = $3 AND last_seq = $4 \
+                     RETURNING id), \
+                 inserted AS ( \
+                     INSERT INTO {s}.events (session_id, seq, type, time, data) \
+                     SELECT checked.id, u.seq, u.type, u.time, u.data::json \
+                     FROM checked, \
+                          unnest($6::bigint[], $7::text[], $8::timestamptz[], $9::text[]) \
+                          AS u(seq, type, time, data) \
+                     RETURNING 1) \
+                 SELECT (SELECT count(*) FROM inserted), pg_notify($10, $11) FROM checked",
+            ))
             .await?;
-        let Some(row) = tx.query_opt(&lock, &[&id]).await? else {
-            return Ok(FlushOutcome::Fenced);
-        };
-        let owner: Option<&str> = row.get(0);
-        let current: i64 = row.get(1);
-        let last: i64 = row.get(2);
-        if owner != Some(host) || current != epoch {
-            return Ok(FlushOutcome::Fenced);
-        }
-        if last != seq_i64(durable) {
-            return Ok(FlushOutcome::SeqMismatch { found: last });
-        }
-        self.insert_events(&tx, id, batch).await?;
+        let c = columns(batch);
+        let expected = seq_i64(durable);
         let end = seq_i64(durable + batch.len() as u64);
-        let update = tx
-            .prepare_cached(&self.sql("UPDATE {s}.sessions SET last_seq = $2 WHERE id = $1"))
-            .await?;
-        tx.execute(&update, &[&id, &end]).await?;
-        // Followers hear of the batch at commit (see `follow`).
-        let notify = tx.prepare_cached("SELECT pg_notify($1, $2)").await?;
+        // Followers hear of the batch when it commits (see `follow`); the notification is
+        // sent only when the check held (one row from `checked`).
         let (channel, payload) = (
             crate::follow::channel(&self.quoted),
             crate::follow::payload(id, end),
         );
-        tx.execute(&notify, &[&channel, &payload]).await?;
-        reminders.apply(self, &tx, id).await?;
-        tx.commit().await?;
-        Ok(FlushOutcome::Written)
+        let params: [&(dyn ToSql + Sync); 11] = [
+            &id, &host, &epoch, &expected, &end, &c.seqs, &c.types, &c.times, &c.data, &channel,
+            &payload,
+        ];
+        let count = |row: Option<tokio_postgres::Row>| -> Result<u64, tokio_postgres::Error> {
+            match row {
+                Some(row) => Ok(u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0)),
+                None => Ok(0),
+            }
+        };
+        let has_reminders = batch.iter().any(|e| e.r#type() == "schedule/change");
+        let written = if has_reminders {
+            let tx = client.transaction().await?;
+            let written = count(tx.query_opt(&write, &params).await?)?;
+            if written == batch.len() as u64 {
+                reminders.apply(self, &tx, id).await?;
+                tx.commit().await?;
+            }
+            written
+        } else {
+            count(client.query_opt(&write, &params).await?)?
+        };
+        if written == batch.len() as u64 {
+            return Ok(FlushOutcome::Written);
+        }
+        // Nothing was written: say why.
+        let state = client
+            .prepare_cached(
+                &self.sql("SELECT owner, epoch, last_seq FROM {s}.sessions WHERE id = $1"),
+            )
+            .await?;
+        let Some(row) = client.query_opt(&state, &[&id]).await? else {
+            return Ok(FlushOutcome::Fenced);
+        };
+        let owner: Option<&str> = row.try_get(0)?;
+        let current: i64 = row.try_get(1)?;
+        let last: i64 = row.try_get(2)?;
+        if owner != Some(host) || current != epoch {
+            return Ok(FlushOutcome::Fenced);
+        }
+        Ok(FlushOutcome::SeqMismatch { found: last })
     }
 }

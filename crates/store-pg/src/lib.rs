@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod copy;
 mod db;
 mod follow;
 mod lease;

@@ -2,6 +2,7 @@ mod conformance;
 mod follow;
 mod ownership;
 mod processes;
+mod replay;
 mod scanner;
 mod scanner_processes;
 
