@@ -140,9 +140,46 @@ async fn migrations_are_recorded_and_applied_once() {
     let want = vec![
         (1, "sessions and events".to_owned()),
         (2, "due reminders".to_owned()),
+        (3, "events without foreign key".to_owned()),
     ];
     assert_eq!(a.applied_migrations().await.unwrap(), want);
     assert_eq!(b.applied_migrations().await.unwrap(), want);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn events_have_only_their_primary_key() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("constraints");
+    let a = super::store(&url, &schema, "host-a", TTL);
+    a.create_session(SessionHeader::new("s")).await.unwrap();
+    let sql = super::client(&url).await;
+    let table = format!("\"{schema}\".events");
+    let constraints: Vec<(String, String)> = sql
+        .query(
+            "SELECT conname::text, contype::text FROM pg_constraint \
+             WHERE conrelid = $1::text::regclass ORDER BY conname",
+            &[&table],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    assert_eq!(constraints, [("events_pkey".to_owned(), "p".to_owned())]);
+    let indexes: Vec<String> = sql
+        .query(
+            "SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid \
+             WHERE i.indrelid = $1::text::regclass",
+            &[&table],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| row.get(0))
+        .collect();
+    assert_eq!(indexes, ["events_pkey".to_owned()]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
