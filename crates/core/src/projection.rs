@@ -138,6 +138,29 @@ impl ProjectionSet {
     /// before a projection's last folded seq is skipped (it was pulled already); events the
     /// set missed before it are pulled from the tracked session first.
     pub fn apply(&self, session: &SessionId, event: &SessionEvent) {
+        self.fold_appended(session, event.seq, |projection, state| {
+            projection.apply(state, event)
+        });
+    }
+
+    /// [`ProjectionSet::apply`] for an event in the log's own form (what
+    /// [`Session::append_raw`](crate::Session::append_raw) returns): each projection folds it
+    /// through [`Projection::apply_raw`], so one that skips unrelated event types decodes
+    /// nothing.
+    pub fn apply_raw(&self, session: &SessionId, event: &RawEvent) {
+        self.fold_appended(session, event.seq(), |projection, state| {
+            projection.apply_raw(state, event)
+        });
+    }
+
+    /// Folds the newly appended event `seq` of `session` into every projection with `apply`
+    /// (see [`ProjectionSet::apply`]).
+    fn fold_appended(
+        &self,
+        session: &SessionId,
+        seq: u64,
+        apply: impl Fn(&dyn Projection, &ProjectionState) -> Option<ProjectionState>,
+    ) {
         let mut inner = lock(&self.inner);
         let Inner {
             projections,
@@ -148,19 +171,19 @@ impl ProjectionSet {
             let Some(folded) = states.get_mut(&(session.clone(), id)) else {
                 continue;
             };
-            if event.seq <= folded.as_of_seq {
+            if seq <= folded.as_of_seq {
                 continue;
             }
-            if event.seq > folded.as_of_seq + 1 {
+            if seq > folded.as_of_seq + 1 {
                 if let Some(tracked) = sessions.get(session) {
                     catch_up(projection.as_ref(), folded, tracked.as_ref());
                 }
                 continue;
             }
-            if let Some(next) = projection.apply(&folded.state, event) {
+            if let Some(next) = apply(projection.as_ref(), &folded.state) {
                 folded.state = next;
             }
-            folded.as_of_seq = event.seq;
+            folded.as_of_seq = seq;
         }
     }
 

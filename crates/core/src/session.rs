@@ -17,6 +17,11 @@ pub enum AppendError {
     Rejected(String),
 }
 
+/// The refusal of an [`Session::append_raw`] payload that is not one JSON value.
+pub(crate) fn payload_error(error: serde_json::Error) -> AppendError {
+    AppendError::Rejected(format!("payload is not one JSON value: {error}"))
+}
+
 /// Why a flush could not confirm durability. Appended events stay in the live log; a later
 /// successful flush may still persist them (schedule §10: uncertainty, not loss).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -95,6 +100,28 @@ pub trait Session: Send + Sync {
     /// # Errors
     /// [`AppendError`] when the event was not added; the log is unchanged.
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError>;
+
+    /// Appends one event of `type` whose payload is already JSON text, and returns it in the
+    /// log's own form. The same event as [`Session::append`] of the parsed payload (same seq
+    /// and time rules, same text in the log and on disk) provided `payload` is the compact
+    /// text `serde_json` writes for its value — what `serde_json::to_string` gives for a
+    /// `Value` or a struct: no whitespace, keys in the order given, `serde_json`'s escapes
+    /// and number forms. A writer on a hot path (the job journal) uses it to skip building a
+    /// `serde_json::Value` tree; a store that keeps payloads as text (the in-memory store)
+    /// keeps `payload` as it is, without parsing it into a tree or writing it again.
+    ///
+    /// The default parses `payload` and calls [`Session::append`], so a store or wrapper that
+    /// does not override it behaves exactly as with `append` (the JSONL and PostgreSQL stores
+    /// write the same bytes either way).
+    ///
+    /// # Errors
+    /// [`AppendError::Rejected`] (`payload is not one JSON value: …`) when `payload` is not
+    /// one JSON value, else as [`Session::append`]. Either way the log is unchanged.
+    fn append_raw(&self, r#type: &str, payload: String) -> Result<RawEvent, AppendError> {
+        let data: Value = serde_json::from_str(&payload).map_err(payload_error)?;
+        self.append(r#type, data)
+            .map(|event| RawEvent::from_event(&event))
+    }
 
     /// Makes everything appended so far durable. Implementations never block the caller's
     /// executor thread on I/O, and a failed flush leaves the durable log as it was.

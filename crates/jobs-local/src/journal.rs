@@ -6,8 +6,7 @@ use std::collections::HashMap;
 
 use harness_core::{RawEvent, Session};
 use harness_jobs::{JobId, JobKind, JobLabel, JobSnapshot};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use crate::state::split_id;
 
@@ -50,44 +49,88 @@ pub(crate) struct SettleEvent {
     pub(crate) output_truncated: bool,
 }
 
-/// The `job/start` payload of a just-started job.
+/// The `job/start` payload, borrowed from the job (serialized in the documented key order).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StartPayload<'a> {
+    version: u64,
+    id: &'a JobId,
+    kind: &'a JobKind,
+    label: &'a JobLabel,
+    started_at: i64,
+}
+
+/// The `job/settle` payload, borrowed from the settled job (serialized in the documented key
+/// order; `detail`, `output` and `outputTruncated` only when present).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SettlePayload<'a> {
+    version: u64,
+    id: &'a JobId,
+    status: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'a str>,
+    finished_at: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    output_truncated: bool,
+}
+
+/// The room a payload's fixed keys and numbers take, beyond its strings.
+const PAYLOAD_ROOM: usize = 96;
+
+/// `payload` as the compact JSON text [`Session::append_raw`] takes (what `serde_json` writes
+/// for the same value as a `Value`), written once into a buffer of `capacity` bytes.
+fn to_text(payload: &impl Serialize, capacity: usize) -> Result<String, serde_json::Error> {
+    let mut out = Vec::with_capacity(capacity);
+    serde_json::to_writer(&mut out, payload)?;
+    String::from_utf8(out).map_err(serde::ser::Error::custom)
+}
+
+/// The `job/start` payload of a just-started job, as JSON text.
 pub(crate) fn start_payload(
     id: &JobId,
     kind: &JobKind,
     label: &JobLabel,
     started_at: i64,
-) -> Value {
-    json!({
-        "version": JOURNAL_VERSION,
-        "id": id,
-        "kind": kind,
-        "label": label,
-        "startedAt": started_at,
-    })
+) -> Result<String, serde_json::Error> {
+    let strings = id.as_str().len() + kind.as_str().len() + label.as_str().len();
+    let payload = StartPayload {
+        version: JOURNAL_VERSION,
+        id,
+        kind,
+        label,
+        started_at,
+    };
+    to_text(&payload, PAYLOAD_ROOM + strings)
 }
 
-/// The `job/settle` payload of a just-settled job: its terminal status, detail, finish time
-/// and final output (final-output jobs only), cut to [`JOURNAL_OUTPUT_BYTES`].
-pub(crate) fn settle_payload(snapshot: &JobSnapshot, output: Option<&str>) -> Value {
-    let mut payload = serde_json::Map::new();
-    payload.insert("version".into(), json!(JOURNAL_VERSION));
-    payload.insert("id".into(), json!(snapshot.id));
-    payload.insert("status".into(), json!(snapshot.status.as_str()));
-    if let Some(detail) = &snapshot.detail {
-        payload.insert("detail".into(), json!(&**detail));
-    }
-    payload.insert(
-        "finishedAt".into(),
-        json!(snapshot.finished_at.unwrap_or(snapshot.started_at)),
-    );
-    if let Some(output) = output {
+/// The `job/settle` payload of a just-settled job, as JSON text: its terminal status,
+/// detail, finish time and final output (final-output jobs only), cut to
+/// [`JOURNAL_OUTPUT_BYTES`].
+pub(crate) fn settle_payload(
+    snapshot: &JobSnapshot,
+    output: Option<&str>,
+) -> Result<String, serde_json::Error> {
+    let output = output.map(|output| {
         let cut = output.floor_char_boundary(JOURNAL_OUTPUT_BYTES);
-        payload.insert("output".into(), json!(&output[..cut]));
-        if cut < output.len() {
-            payload.insert("outputTruncated".into(), json!(true));
-        }
-    }
-    Value::Object(payload)
+        (&output[..cut], cut < output.len())
+    });
+    let detail = snapshot.detail.as_deref();
+    let payload = SettlePayload {
+        version: JOURNAL_VERSION,
+        id: &snapshot.id,
+        status: snapshot.status.as_str(),
+        detail,
+        finished_at: snapshot.finished_at.unwrap_or(snapshot.started_at),
+        output: output.map(|(text, _)| text),
+        output_truncated: output.is_some_and(|(_, cut)| cut),
+    };
+    let strings = snapshot.id.as_str().len()
+        + detail.map_or(0, str::len)
+        + output.map_or(0, |(text, _)| text.len());
+    to_text(&payload, PAYLOAD_ROOM + strings)
 }
 
 /// Why a journal event was refused.

@@ -68,6 +68,15 @@ impl Session for HostSession {
         Ok(event)
     }
 
+    fn append_raw(&self, r#type: &str, payload: String) -> Result<RawEvent, AppendError> {
+        let event = self.inner.append_raw(r#type, payload)?;
+        let hook = harness_core::lock(&self.hook).clone();
+        if let Some(hook) = hook {
+            hook(r#type);
+        }
+        Ok(event)
+    }
+
     async fn flush(&self) -> Result<(), PersistenceError> {
         self.inner.flush().await
     }

@@ -155,6 +155,15 @@ impl Session for HostSession {
         Ok(event)
     }
 
+    fn append_raw(&self, r#type: &str, payload: String) -> Result<RawEvent, AppendError> {
+        if self.faults.append_fails() {
+            return Err(AppendError::Rejected("injected append failure".to_owned()));
+        }
+        let event = self.inner.append_raw(r#type, payload)?;
+        self.projections.apply_raw(self.inner.id(), &event);
+        Ok(event)
+    }
+
     async fn flush(&self) -> Result<(), PersistenceError> {
         if !self.faults.flush_outcome().await {
             return Err(PersistenceError::Failed(

@@ -106,6 +106,14 @@ impl Session for MemorySession {
             .map_err(|never| match never {})
     }
 
+    /// Keeps `payload` as given (checked to be one JSON value, not re-serialized).
+    fn append_raw(&self, r#type: &str, payload: String) -> Result<RawEvent, AppendError> {
+        let payload = RawEvent::checked_payload(payload).map_err(crate::session::payload_error)?;
+        self.log
+            .push_raw(r#type, payload, |_| Ok::<(), Infallible>(()))
+            .map_err(|never| match never {})
+    }
+
     async fn flush(&self) -> Result<(), PersistenceError> {
         Ok(())
     }
