@@ -391,21 +391,6 @@ impl RawEvent {
         Ok(RawEvent::owned(seq, r#type, time, payload.to_owned()))
     }
 
-    /// `payload` checked to be one JSON value, as the log keeps it: a payload in the plain
-    /// compact form (see [`is_plain_json`]) is checked by one scan; any other is checked by
-    /// `serde_json` without building a tree, and cut to the value when whitespace surrounds it.
-    pub(crate) fn checked_payload(payload: String) -> Result<String, serde_json::Error> {
-        if is_plain_json(payload.as_bytes()) {
-            return Ok(payload);
-        }
-        let raw: &RawValue = serde_json::from_str(&payload)?;
-        if raw.get().len() == payload.len() {
-            Ok(payload)
-        } else {
-            Ok(raw.get().to_owned())
-        }
-    }
-
     /// An event whose text is its payload alone.
     pub(crate) fn owned(seq: u64, r#type: SmolStr, time: DateTime<Utc>, payload: String) -> RawEvent {
         let end = payload.len();

@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::{RawEvent, SessionEvent, SessionHeader, SessionId};
 
@@ -102,23 +103,25 @@ pub trait Session: Send + Sync {
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError>;
 
     /// Appends one event of `type` whose payload is already JSON text, and returns it in the
-    /// log's own form. The same event as [`Session::append`] of the parsed payload (same seq
-    /// and time rules, same text in the log and on disk) provided `payload` is the compact
-    /// text `serde_json` writes for its value — what `serde_json::to_string` gives for a
-    /// `Value` or a struct: no whitespace, keys in the order given, `serde_json`'s escapes
-    /// and number forms. A writer on a hot path (the job journal) uses it to skip building a
+    /// log's own form: the same event as [`Session::append`] of the parsed payload (same seq
+    /// and time rules). A writer on a hot path (the job journal) serializes its payload
+    /// straight to text with `serde_json::value::to_raw_value` and skips building a
     /// `serde_json::Value` tree; a store that keeps payloads as text (the in-memory store)
-    /// keeps `payload` as it is, without parsing it into a tree or writing it again.
+    /// then keeps that text as it is, without checking, parsing or writing it again.
     ///
-    /// The default parses `payload` and calls [`Session::append`], so a store or wrapper that
-    /// does not override it behaves exactly as with `append` (the JSONL and PostgreSQL stores
-    /// write the same bytes either way).
+    /// Such a store keeps `payload` exactly as given, so pass the compact form
+    /// `to_raw_value` writes (no whitespace, `serde_json`'s escapes and number forms): then
+    /// the text is byte for byte what `append` stores for the same value. The default parses
+    /// `payload` and calls [`Session::append`], so a store or wrapper that does not override
+    /// it behaves exactly as with `append` (the JSONL and PostgreSQL stores write the same
+    /// bytes either way).
     ///
     /// # Errors
-    /// [`AppendError::Rejected`] (`payload is not one JSON value: …`) when `payload` is not
-    /// one JSON value, else as [`Session::append`]. Either way the log is unchanged.
-    fn append_raw(&self, r#type: &str, payload: String) -> Result<RawEvent, AppendError> {
-        let data: Value = serde_json::from_str(&payload).map_err(payload_error)?;
+    /// [`AppendError::Rejected`] (`payload is not one JSON value: …`) when the default cannot
+    /// parse `payload` into a `Value` (a number beyond the `f64` range), else as
+    /// [`Session::append`]. Either way the log is unchanged.
+    fn append_raw(&self, r#type: &str, payload: Box<RawValue>) -> Result<RawEvent, AppendError> {
+        let data: Value = serde_json::from_str(payload.get()).map_err(payload_error)?;
         self.append(r#type, data)
             .map(|event| RawEvent::from_event(&event))
     }

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use harness_core::{RawEvent, Session};
 use harness_jobs::{JobId, JobKind, JobLabel, JobSnapshot};
 use serde::{Deserialize, Serialize};
+use serde_json::value::{RawValue, to_raw_value};
 
 use crate::state::split_id;
 
@@ -77,25 +78,14 @@ struct SettlePayload<'a> {
     output_truncated: bool,
 }
 
-/// The room a payload's fixed keys and numbers take, beyond its strings.
-const PAYLOAD_ROOM: usize = 96;
-
-/// `payload` as the compact JSON text [`Session::append_raw`] takes (what `serde_json` writes
-/// for the same value as a `Value`), written once into a buffer of `capacity` bytes.
-fn to_text(payload: &impl Serialize, capacity: usize) -> Result<String, serde_json::Error> {
-    let mut out = Vec::with_capacity(capacity);
-    serde_json::to_writer(&mut out, payload)?;
-    String::from_utf8(out).map_err(serde::ser::Error::custom)
-}
-
-/// The `job/start` payload of a just-started job, as JSON text.
+/// The `job/start` payload of a just-started job, as the compact JSON text
+/// [`Session::append_raw`] takes (what `serde_json` writes for it as a `Value`).
 pub(crate) fn start_payload(
     id: &JobId,
     kind: &JobKind,
     label: &JobLabel,
     started_at: i64,
-) -> Result<String, serde_json::Error> {
-    let strings = id.as_str().len() + kind.as_str().len() + label.as_str().len();
+) -> Result<Box<RawValue>, serde_json::Error> {
     let payload = StartPayload {
         version: JOURNAL_VERSION,
         id,
@@ -103,34 +93,30 @@ pub(crate) fn start_payload(
         label,
         started_at,
     };
-    to_text(&payload, PAYLOAD_ROOM + strings)
+    to_raw_value(&payload)
 }
 
-/// The `job/settle` payload of a just-settled job, as JSON text: its terminal status,
-/// detail, finish time and final output (final-output jobs only), cut to
-/// [`JOURNAL_OUTPUT_BYTES`].
+/// The `job/settle` payload of a just-settled job, as compact JSON text (see
+/// [`start_payload`]): its terminal status, detail, finish time and final output
+/// (final-output jobs only), cut to [`JOURNAL_OUTPUT_BYTES`].
 pub(crate) fn settle_payload(
     snapshot: &JobSnapshot,
     output: Option<&str>,
-) -> Result<String, serde_json::Error> {
+) -> Result<Box<RawValue>, serde_json::Error> {
     let output = output.map(|output| {
         let cut = output.floor_char_boundary(JOURNAL_OUTPUT_BYTES);
         (&output[..cut], cut < output.len())
     });
-    let detail = snapshot.detail.as_deref();
     let payload = SettlePayload {
         version: JOURNAL_VERSION,
         id: &snapshot.id,
         status: snapshot.status.as_str(),
-        detail,
+        detail: snapshot.detail.as_deref(),
         finished_at: snapshot.finished_at.unwrap_or(snapshot.started_at),
         output: output.map(|(text, _)| text),
         output_truncated: output.is_some_and(|(_, cut)| cut),
     };
-    let strings = snapshot.id.as_str().len()
-        + detail.map_or(0, str::len)
-        + output.map_or(0, |(text, _)| text.len());
-    to_text(&payload, PAYLOAD_ROOM + strings)
+    to_raw_value(&payload)
 }
 
 /// Why a journal event was refused.

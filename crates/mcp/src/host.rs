@@ -12,6 +12,7 @@ use harness_core::{
 };
 use harness_host::{InputSink, LoopAgent, TurnObserver};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::inbox::{Inbox, Lane};
 
@@ -68,7 +69,7 @@ impl Session for HostSession {
         Ok(event)
     }
 
-    fn append_raw(&self, r#type: &str, payload: String) -> Result<RawEvent, AppendError> {
+    fn append_raw(&self, r#type: &str, payload: Box<RawValue>) -> Result<RawEvent, AppendError> {
         let event = self.inner.append_raw(r#type, payload)?;
         let hook = harness_core::lock(&self.hook).clone();
         if let Some(hook) = hook {

@@ -10,6 +10,7 @@ use harness_core::{
     SessionId,
 };
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::watch;
 
 /// Switches that make one session's appends or flushes fail, and counters of what happened.
@@ -155,7 +156,7 @@ impl Session for HostSession {
         Ok(event)
     }
 
-    fn append_raw(&self, r#type: &str, payload: String) -> Result<RawEvent, AppendError> {
+    fn append_raw(&self, r#type: &str, payload: Box<RawValue>) -> Result<RawEvent, AppendError> {
         if self.faults.append_fails() {
             return Err(AppendError::Rejected("injected append failure".to_owned()));
         }

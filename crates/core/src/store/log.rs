@@ -56,9 +56,9 @@ impl EventLog {
         Ok(event)
     }
 
-    /// [`EventLog::push`] for a payload that is already JSON text, checked by the caller
-    /// (see [`RawEvent::checked_payload`]): the event is built in the log's own form, the
-    /// payload text moved into it, and handed to `commit` while the log is locked.
+    /// [`EventLog::push`] for a payload that is already one JSON value as text: the event is
+    /// built in the log's own form, the text moved into it, and handed to `commit` while the
+    /// log is locked.
     pub(crate) fn push_raw<E>(
         &self,
         r#type: &str,

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::log::EventLog;
 use super::{SessionStore, StoreError};
@@ -106,11 +107,11 @@ impl Session for MemorySession {
             .map_err(|never| match never {})
     }
 
-    /// Keeps `payload` as given (checked to be one JSON value, not re-serialized).
-    fn append_raw(&self, r#type: &str, payload: String) -> Result<RawEvent, AppendError> {
-        let payload = RawEvent::checked_payload(payload).map_err(crate::session::payload_error)?;
+    /// Keeps `payload`'s text as given (a `RawValue` is one JSON value by construction).
+    fn append_raw(&self, r#type: &str, payload: Box<RawValue>) -> Result<RawEvent, AppendError> {
+        let text: Box<str> = payload.into();
         self.log
-            .push_raw(r#type, payload, |_| Ok::<(), Infallible>(()))
+            .push_raw(r#type, String::from(text), |_| Ok::<(), Infallible>(()))
             .map_err(|never| match never {})
     }
 
