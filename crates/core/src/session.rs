@@ -2,9 +2,8 @@
 
 use async_trait::async_trait;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
-use crate::{RawEvent, SessionEvent, SessionHeader, SessionId};
+use crate::{JsonText, RawEvent, SessionEvent, SessionHeader, SessionId};
 
 /// Why an append was refused. Nothing was added to the log.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -104,24 +103,22 @@ pub trait Session: Send + Sync {
 
     /// Appends one event of `type` whose payload is already JSON text, and returns it in the
     /// log's own form: the same event as [`Session::append`] of the parsed payload (same seq
-    /// and time rules). A writer on a hot path (the job journal) serializes its payload
-    /// straight to text with `serde_json::value::to_raw_value` and skips building a
-    /// `serde_json::Value` tree; a store that keeps payloads as text (the in-memory store)
-    /// then keeps that text as it is, without checking, parsing or writing it again.
+    /// and time rules, same text in the log and on disk, since a [`JsonText`] is the compact
+    /// form `serde_json` writes). A writer on a hot path (the job journal) writes its payload
+    /// with a [`JsonObject`](crate::JsonObject) and skips building a `serde_json::Value`
+    /// tree; a store that keeps payloads as text (the in-memory store) keeps it as it is,
+    /// without checking, parsing or writing it again.
     ///
-    /// Such a store keeps `payload` exactly as given, so pass the compact form
-    /// `to_raw_value` writes (no whitespace, `serde_json`'s escapes and number forms): then
-    /// the text is byte for byte what `append` stores for the same value. The default parses
-    /// `payload` and calls [`Session::append`], so a store or wrapper that does not override
-    /// it behaves exactly as with `append` (the JSONL and PostgreSQL stores write the same
-    /// bytes either way).
+    /// The default parses `payload` and calls [`Session::append`], so a store or wrapper that
+    /// does not override it behaves exactly as with `append` (the JSONL and PostgreSQL stores
+    /// write the same bytes either way).
     ///
     /// # Errors
     /// [`AppendError::Rejected`] (`payload is not one JSON value: …`) when the default cannot
-    /// parse `payload` into a `Value` (a number beyond the `f64` range), else as
-    /// [`Session::append`]. Either way the log is unchanged.
-    fn append_raw(&self, r#type: &str, payload: Box<RawValue>) -> Result<RawEvent, AppendError> {
-        let data: Value = serde_json::from_str(payload.get()).map_err(payload_error)?;
+    /// parse `payload` into a `Value` (a raw value holding a number beyond the `f64` range),
+    /// else as [`Session::append`]. Either way the log is unchanged.
+    fn append_raw(&self, r#type: &str, payload: JsonText) -> Result<RawEvent, AppendError> {
+        let data: Value = serde_json::from_str(payload.as_str()).map_err(payload_error)?;
         self.append(r#type, data)
             .map(|event| RawEvent::from_event(&event))
     }

@@ -18,13 +18,12 @@ fn start_and_settle_round_trip() {
         &JobKind::bash(),
         &JobLabel::new("make"),
         5,
-    )
-    .unwrap();
+    );
     assert_eq!(
-        payload.get(),
+        payload.as_str(),
         r#"{"version":1,"id":"bash-3","kind":"bash","label":"make","startedAt":5}"#
     );
-    let payload: Value = serde_json::from_str(payload.get()).unwrap();
+    let payload: Value = serde_json::from_str(payload.as_str()).unwrap();
     let start = decode_start(&raw(1, JOB_START_EVENT, &payload)).unwrap();
     assert_eq!((start.id.as_str(), start.started_at), ("bash-3", 5));
 }
@@ -79,28 +78,27 @@ fn settled(detail: Option<&str>) -> JobSnapshot {
 #[test]
 fn settle_payloads_are_the_documented_text() {
     assert_eq!(
-        settle_payload(&settled(None), None).unwrap().get(),
+        settle_payload(&settled(None), None).as_str(),
         r#"{"version":1,"id":"subagent-2","status":"killed","finishedAt":9}"#
     );
     assert_eq!(
         settle_payload(&settled(Some("cancelled")), Some("3 notes\n\"done\""))
-            .unwrap()
-            .get(),
+            .as_str(),
         r#"{"version":1,"id":"subagent-2","status":"killed","detail":"cancelled","finishedAt":9,"output":"3 notes\n\"done\""}"#
     );
     // Cut at a character boundary below the limit: `é` is two bytes across byte 4096.
     let long = format!("{}é", "a".repeat(JOURNAL_OUTPUT_BYTES - 1));
-    let payload = settle_payload(&settled(None), Some(&long)).unwrap();
+    let payload = settle_payload(&settled(None), Some(&long));
     let expected = format!(
         r#"{{"version":1,"id":"subagent-2","status":"killed","finishedAt":9,"output":"{}","outputTruncated":true}}"#,
         "a".repeat(JOURNAL_OUTPUT_BYTES - 1)
     );
-    assert_eq!(payload.get(), expected);
+    assert_eq!(payload.as_str(), expected);
     // A settle with no finish time records its start (never reached by the registry).
     let mut open = settled(None);
     open.finished_at = None;
     assert_eq!(
-        settle_payload(&open, None).unwrap().get(),
+        settle_payload(&open, None).as_str(),
         r#"{"version":1,"id":"subagent-2","status":"killed","finishedAt":4}"#
     );
 }
@@ -110,7 +108,7 @@ fn settle_payloads_are_the_documented_text() {
 #[test]
 fn payload_text_is_the_value_form() {
     let label = JobLabel::new("echo \"hi\"\t\u{1} é \\ </script>");
-    let text = start_payload(&JobId::new("bash-12"), &JobKind::bash(), &label, -3).unwrap();
+    let text = start_payload(&JobId::new("bash-12"), &JobKind::bash(), &label, -3);
     let value = json!({
         "version": JOURNAL_VERSION,
         "id": "bash-12",
@@ -118,9 +116,9 @@ fn payload_text_is_the_value_form() {
         "label": label.as_str(),
         "startedAt": -3,
     });
-    assert_eq!(text.get(), value.to_string());
+    assert_eq!(text.as_str(), value.to_string());
     let output = "line 1\nline 2\r\n\u{7f}\u{2028}";
-    let text = settle_payload(&settled(Some("exit \"1\"")), Some(output)).unwrap();
+    let text = settle_payload(&settled(Some("exit \"1\"")), Some(output));
     let value = json!({
         "version": JOURNAL_VERSION,
         "id": "subagent-2",
@@ -129,5 +127,5 @@ fn payload_text_is_the_value_form() {
         "finishedAt": 9,
         "output": output,
     });
-    assert_eq!(text.get(), value.to_string());
+    assert_eq!(text.as_str(), value.to_string());
 }

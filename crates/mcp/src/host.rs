@@ -12,7 +12,6 @@ use harness_core::{
 };
 use harness_host::{InputSink, LoopAgent, TurnObserver};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::inbox::{Inbox, Lane};
 
@@ -69,7 +68,7 @@ impl Session for HostSession {
         Ok(event)
     }
 
-    fn append_raw(&self, r#type: &str, payload: Box<RawValue>) -> Result<RawEvent, AppendError> {
+    fn append_raw(&self, r#type: &str, payload: JsonText) -> Result<RawEvent, AppendError> {
         let event = self.inner.append_raw(r#type, payload)?;
         let hook = harness_core::lock(&self.hook).clone();
         if let Some(hook) = hook {

@@ -6,11 +6,10 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use harness_core::{
-    AppendError, PersistenceError, ProjectionSet, RawEvent, Session, SessionEvent, SessionHeader,
+    AppendError, JsonText, PersistenceError, ProjectionSet, RawEvent, Session, SessionEvent, SessionHeader,
     SessionId,
 };
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::watch;
 
 /// Switches that make one session's appends or flushes fail, and counters of what happened.
@@ -156,7 +155,7 @@ impl Session for HostSession {
         Ok(event)
     }
 
-    fn append_raw(&self, r#type: &str, payload: Box<RawValue>) -> Result<RawEvent, AppendError> {
+    fn append_raw(&self, r#type: &str, payload: JsonText) -> Result<RawEvent, AppendError> {
         if self.faults.append_fails() {
             return Err(AppendError::Rejected("injected append failure".to_owned()));
         }

@@ -6,12 +6,11 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::log::EventLog;
 use super::{SessionStore, StoreError};
 use crate::{
-    AppendError, Clock, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader, SessionId,
+    AppendError, Clock, JsonText, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader, SessionId,
 };
 
 /// An in-memory store. `flush` always succeeds (memory is the persistence), and reopening a
@@ -107,11 +106,10 @@ impl Session for MemorySession {
             .map_err(|never| match never {})
     }
 
-    /// Keeps `payload`'s text as given (a `RawValue` is one JSON value by construction).
-    fn append_raw(&self, r#type: &str, payload: Box<RawValue>) -> Result<RawEvent, AppendError> {
-        let text: Box<str> = payload.into();
+    /// Keeps `payload`'s text as it is (JSON by construction).
+    fn append_raw(&self, r#type: &str, payload: JsonText) -> Result<RawEvent, AppendError> {
         self.log
-            .push_raw(r#type, String::from(text), |_| Ok::<(), Infallible>(()))
+            .push_raw(r#type, payload.into_string(), |_| Ok::<(), Infallible>(()))
             .map_err(|never| match never {})
     }
 

@@ -426,8 +426,8 @@ fn create_leaves_only_the_session_file() {
 }
 
 /// A payload as `append_raw` takes it: the compact text `serde_json` writes.
-fn raw(value: &serde_json::Value) -> Box<serde_json::value::RawValue> {
-    serde_json::value::to_raw_value(value).unwrap()
+fn raw(value: &serde_json::Value) -> harness_core::JsonText {
+    harness_core::JsonText::serialize(value).unwrap()
 }
 
 /// The in-memory store keeps a raw payload's text and numbers it in seq order with `append`.
@@ -487,7 +487,7 @@ fn default_append_raw_refuses_a_number_beyond_f64() {
     let store = store(&dir);
     let session = store.create(SessionHeader::new("r")).unwrap();
     let payload = serde_json::value::RawValue::from_string(r#"{"n":1e400}"#.to_owned()).unwrap();
-    let error = session.append_raw("x/y", payload).unwrap_err();
+    let error = session.append_raw("x/y", payload.into()).unwrap_err();
     assert_eq!(
         error.to_string(),
         "append rejected: payload is not one JSON value: number out of range at line 1 column 10"
