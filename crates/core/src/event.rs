@@ -392,7 +392,12 @@ impl RawEvent {
     }
 
     /// An event whose text is its payload alone.
-    pub(crate) fn owned(seq: u64, r#type: SmolStr, time: DateTime<Utc>, payload: String) -> RawEvent {
+    pub(crate) fn owned(
+        seq: u64,
+        r#type: SmolStr,
+        time: DateTime<Utc>,
+        payload: String,
+    ) -> RawEvent {
         let end = payload.len();
         RawEvent {
             seq,

@@ -29,7 +29,7 @@ pub use event::{RawEvent, SessionEvent, SessionHeader};
 pub use formats::null_as_absent;
 pub use harness::{AgentDirectory, Harness, LifecycleEvent, LifecycleListener};
 pub use ids::{AgentId, ScopeKey, SessionId};
-pub use json::{JsonObject, JsonText};
+pub use json::JsonText;
 pub use message::{MessageSource, UserMessage};
 pub use projection::{
     Projection, ProjectionSet, ProjectionState, ProjectionView, fold_events, fold_raw_events,

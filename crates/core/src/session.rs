@@ -104,9 +104,9 @@ pub trait Session: Send + Sync {
     /// Appends one event of `type` whose payload is already JSON text, and returns it in the
     /// log's own form: the same event as [`Session::append`] of the parsed payload (same seq
     /// and time rules, same text in the log and on disk, since a [`JsonText`] is the compact
-    /// form `serde_json` writes). A writer on a hot path (the job journal) writes its payload
-    /// with a [`JsonObject`](crate::JsonObject) and skips building a `serde_json::Value`
-    /// tree; a store that keeps payloads as text (the in-memory store) keeps it as it is,
+    /// form `serde_json` writes). A writer on a hot path (the job journal) serializes its
+    /// payload straight to text ([`JsonText::serialize`] of a borrowed struct) and skips
+    /// building a `serde_json::Value` tree; a store that keeps payloads as text (the in-memory store) keeps it as it is,
     /// without checking, parsing or writing it again.
     ///
     /// The default parses `payload` and calls [`Session::append`], so a store or wrapper that

@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
-use harness_core::{JsonObject, JsonText, RawEvent, Session};
+use harness_core::{JsonText, RawEvent, Session};
 use harness_jobs::{JobId, JobKind, JobLabel, JobSnapshot};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::state::split_id;
 
@@ -49,8 +49,33 @@ pub(crate) struct SettleEvent {
     pub(crate) output_truncated: bool,
 }
 
-/// The room a payload's keys, punctuation and numbers take, beyond its strings.
-const PAYLOAD_ROOM: usize = 96;
+/// The `job/start` payload, borrowed from the job (serialized in the documented key order).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StartPayload<'a> {
+    version: u64,
+    id: &'a JobId,
+    kind: &'a JobKind,
+    label: &'a JobLabel,
+    started_at: i64,
+}
+
+/// The `job/settle` payload, borrowed from the settled job (serialized in the documented key
+/// order; `detail`, `output` and `outputTruncated` only when present).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SettlePayload<'a> {
+    version: u64,
+    id: &'a JobId,
+    status: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'a str>,
+    finished_at: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    output_truncated: bool,
+}
 
 /// The `job/start` payload of a just-started job, as the compact JSON text
 /// [`Session::append_raw`] takes (the text `serde_json` writes for it as a `Value`).
@@ -59,47 +84,36 @@ pub(crate) fn start_payload(
     kind: &JobKind,
     label: &JobLabel,
     started_at: i64,
-) -> JsonText {
-    let strings = id.as_str().len() + kind.as_str().len() + label.as_str().len();
-    JsonObject::with_capacity(PAYLOAD_ROOM + strings)
-        .u64("version", JOURNAL_VERSION)
-        .str("id", id.as_str())
-        .str("kind", kind.as_str())
-        .str("label", label.as_str())
-        .i64("startedAt", started_at)
-        .finish()
+) -> Result<JsonText, serde_json::Error> {
+    JsonText::serialize(&StartPayload {
+        version: JOURNAL_VERSION,
+        id,
+        kind,
+        label,
+        started_at,
+    })
 }
 
 /// The `job/settle` payload of a just-settled job, as compact JSON text (see
 /// [`start_payload`]): its terminal status, detail, finish time and final output
 /// (final-output jobs only), cut to [`JOURNAL_OUTPUT_BYTES`].
-pub(crate) fn settle_payload(snapshot: &JobSnapshot, output: Option<&str>) -> JsonText {
+pub(crate) fn settle_payload(
+    snapshot: &JobSnapshot,
+    output: Option<&str>,
+) -> Result<JsonText, serde_json::Error> {
     let output = output.map(|output| {
         let cut = output.floor_char_boundary(JOURNAL_OUTPUT_BYTES);
         (&output[..cut], cut < output.len())
     });
-    let detail = snapshot.detail.as_deref();
-    let strings = snapshot.id.as_str().len()
-        + detail.map_or(0, str::len)
-        + output.map_or(0, |(text, _)| text.len());
-    let mut payload = JsonObject::with_capacity(PAYLOAD_ROOM + strings)
-        .u64("version", JOURNAL_VERSION)
-        .str("id", snapshot.id.as_str())
-        .str("status", snapshot.status.as_str());
-    if let Some(detail) = detail {
-        payload = payload.str("detail", detail);
-    }
-    payload = payload.i64(
-        "finishedAt",
-        snapshot.finished_at.unwrap_or(snapshot.started_at),
-    );
-    if let Some((text, cut)) = output {
-        payload = payload.str("output", text);
-        if cut {
-            payload = payload.bool("outputTruncated", true);
-        }
-    }
-    payload.finish()
+    JsonText::serialize(&SettlePayload {
+        version: JOURNAL_VERSION,
+        id: &snapshot.id,
+        status: snapshot.status.as_str(),
+        detail: snapshot.detail.as_deref(),
+        finished_at: snapshot.finished_at.unwrap_or(snapshot.started_at),
+        output: output.map(|(text, _)| text),
+        output_truncated: output.is_some_and(|(_, cut)| cut),
+    })
 }
 
 /// Why a journal event was refused.

@@ -1,6 +1,6 @@
 use harness_core::RawEvent;
-use pretty_assertions::assert_eq;
 use harness_jobs::JobSnapshot;
+use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use super::*;
@@ -18,7 +18,8 @@ fn start_and_settle_round_trip() {
         &JobKind::bash(),
         &JobLabel::new("make"),
         5,
-    );
+    )
+    .unwrap();
     assert_eq!(
         payload.as_str(),
         r#"{"version":1,"id":"bash-3","kind":"bash","label":"make","startedAt":5}"#
@@ -78,17 +79,18 @@ fn settled(detail: Option<&str>) -> JobSnapshot {
 #[test]
 fn settle_payloads_are_the_documented_text() {
     assert_eq!(
-        settle_payload(&settled(None), None).as_str(),
+        settle_payload(&settled(None), None).unwrap().as_str(),
         r#"{"version":1,"id":"subagent-2","status":"killed","finishedAt":9}"#
     );
     assert_eq!(
         settle_payload(&settled(Some("cancelled")), Some("3 notes\n\"done\""))
+            .unwrap()
             .as_str(),
         r#"{"version":1,"id":"subagent-2","status":"killed","detail":"cancelled","finishedAt":9,"output":"3 notes\n\"done\""}"#
     );
     // Cut at a character boundary below the limit: `é` is two bytes across byte 4096.
     let long = format!("{}é", "a".repeat(JOURNAL_OUTPUT_BYTES - 1));
-    let payload = settle_payload(&settled(None), Some(&long));
+    let payload = settle_payload(&settled(None), Some(&long)).unwrap();
     let expected = format!(
         r#"{{"version":1,"id":"subagent-2","status":"killed","finishedAt":9,"output":"{}","outputTruncated":true}}"#,
         "a".repeat(JOURNAL_OUTPUT_BYTES - 1)
@@ -98,7 +100,7 @@ fn settle_payloads_are_the_documented_text() {
     let mut open = settled(None);
     open.finished_at = None;
     assert_eq!(
-        settle_payload(&open, None).as_str(),
+        settle_payload(&open, None).unwrap().as_str(),
         r#"{"version":1,"id":"subagent-2","status":"killed","finishedAt":4}"#
     );
 }
@@ -108,7 +110,7 @@ fn settle_payloads_are_the_documented_text() {
 #[test]
 fn payload_text_is_the_value_form() {
     let label = JobLabel::new("echo \"hi\"\t\u{1} é \\ </script>");
-    let text = start_payload(&JobId::new("bash-12"), &JobKind::bash(), &label, -3);
+    let text = start_payload(&JobId::new("bash-12"), &JobKind::bash(), &label, -3).unwrap();
     let value = json!({
         "version": JOURNAL_VERSION,
         "id": "bash-12",
@@ -118,7 +120,7 @@ fn payload_text_is_the_value_form() {
     });
     assert_eq!(text.as_str(), value.to_string());
     let output = "line 1\nline 2\r\n\u{7f}\u{2028}";
-    let text = settle_payload(&settled(Some("exit \"1\"")), Some(output));
+    let text = settle_payload(&settled(Some("exit \"1\"")), Some(output)).unwrap();
     let value = json!({
         "version": JOURNAL_VERSION,
         "id": "subagent-2",

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use harness_core::{
-    AppendError, JsonText, PersistenceError, ProjectionSet, RawEvent, Session, SessionEvent, SessionHeader,
-    SessionId,
+    AppendError, JsonText, PersistenceError, ProjectionSet, RawEvent, Session, SessionEvent,
+    SessionHeader, SessionId,
 };
 use serde_json::Value;
 use tokio::sync::watch;

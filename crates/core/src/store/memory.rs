@@ -10,7 +10,8 @@ use serde_json::Value;
 use super::log::EventLog;
 use super::{SessionStore, StoreError};
 use crate::{
-    AppendError, Clock, JsonText, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader, SessionId,
+    AppendError, Clock, JsonText, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader,
+    SessionId,
 };
 
 /// An in-memory store. `flush` always succeeds (memory is the persistence), and reopening a

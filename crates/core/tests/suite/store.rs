@@ -440,7 +440,11 @@ fn memory_append_raw_keeps_the_text_in_seq_order() {
     let event = session.append_raw("a/two", raw(&payload)).unwrap();
     assert_eq!(
         (event.seq(), event.r#type(), event.payload()),
-        (2, "a/two", r#"{"id":"bash-1","label":"echo \"hi\"\n","at":-3}"#)
+        (
+            2,
+            "a/two",
+            r#"{"id":"bash-1","label":"echo \"hi\"\n","at":-3}"#
+        )
     );
     assert_eq!(event.time(), Frozen.now());
     session.append("a/three", json!([])).unwrap();
@@ -476,7 +480,10 @@ async fn jsonl_append_raw_writes_the_bytes_append_writes() {
         text_file.lines().skip(1).collect::<Vec<_>>(),
         value_file.lines().skip(1).collect::<Vec<_>>()
     );
-    assert_eq!(text_file.len(), value_file.len() - r#""id":"v""#.len() + r#""id":"t""#.len());
+    assert_eq!(
+        text_file.len(),
+        value_file.len() - r#""id":"v""#.len() + r#""id":"t""#.len()
+    );
 }
 
 /// The default `append_raw` refuses a payload it cannot parse into a `Value`, and the log is

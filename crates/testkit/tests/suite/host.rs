@@ -241,7 +241,7 @@ async fn flush_failure_is_reported_and_append_faults_change_nothing() {
     assert_eq!(faults.flush_count(), 4);
     faults.set_append_fail(true);
     assert!(session.append("x", serde_json::json!({})).is_err());
-    let payload = harness_core::JsonObject::with_capacity(2).finish();
+    let payload = harness_core::JsonText::serialize(&serde_json::json!({})).unwrap();
     assert_eq!(
         session.append_raw("x", payload).unwrap_err().to_string(),
         "append rejected: injected append failure"
@@ -282,7 +282,7 @@ async fn raw_appends_are_folded_into_projections() {
     let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
     let agent = host.create_session(SessionHeader::new("s1")).unwrap();
     let session = agent.session();
-    let raw = || harness_core::JsonObject::with_capacity(8).u64("n", 1).finish();
+    let raw = || harness_core::JsonText::serialize(&serde_json::json!({"n": 1})).unwrap();
     // No projection yet: nothing is folded, and the one registered next replays the log.
     session.append_raw("x/count", raw()).unwrap();
     let _registration = host.projections().register(Arc::new(CountX)).unwrap();
