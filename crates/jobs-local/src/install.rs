@@ -2,7 +2,7 @@
 
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use harness_core::{ConfigError, Harness, RegisterError, lock};
+use harness_core::{ConfigError, Harness, LifecycleEvent, RegisterError, Registration, lock};
 use harness_jobs::JobRegistry;
 
 use crate::{HarnessAgents, JobsConfig, LocalJobRegistry};
@@ -26,6 +26,8 @@ fn same_host(a: &Weak<dyn Harness>, b: &Weak<dyn Harness>) -> bool {
 pub struct Installed {
     registry: LocalJobRegistry,
     host: Weak<dyn Harness>,
+    /// With the journal on: the subscription that reads each published agent's journal.
+    lifecycle: Option<Registration>,
 }
 
 impl std::fmt::Debug for Installed {
@@ -49,6 +51,9 @@ impl Installed {
 
     /// Service disposal (§4.9), awaited. Idempotent.
     pub async fn dispose(&self) {
+        if let Some(lifecycle) = &self.lifecycle {
+            lifecycle.unregister();
+        }
         self.registry.dispose().await;
     }
 }
@@ -67,7 +72,9 @@ impl Drop for Installed {
 
 /// Installs the local job registry for `harness` (todo-jobs §4): validates `config`, then
 /// creates a [`LocalJobRegistry`] that stamps times and measures waits with the host's clock
-/// and checks owners against the host's live agents (held weakly).
+/// and checks owners against the host's live agents (held weakly). With `journal: true` it
+/// also subscribes to the host's agent lifecycle and calls
+/// [`LocalJobRegistry::session_opened`] for every agent published.
 ///
 /// # Errors
 /// [`ConfigError::Invalid`] for a bad configuration (see [`JobsConfig::limits`]);
@@ -91,5 +98,19 @@ pub fn install(harness: &Arc<dyn Harness>, config: JobsConfig) -> Result<Install
         harness.clock(),
         Some(Arc::new(HarnessAgents::new(harness))),
     );
-    Ok(Installed { registry, host })
+    let lifecycle = registry.limits().journal.then(|| {
+        let weak = registry.downgrade();
+        harness.subscribe_agents(Arc::new(move |event: &LifecycleEvent| {
+            if let LifecycleEvent::Created(agent) = event
+                && let Some(registry) = LocalJobRegistry::upgrade(&weak)
+            {
+                registry.session_opened(agent);
+            }
+        }))
+    });
+    Ok(Installed {
+        registry,
+        host,
+        lifecycle,
+    })
 }

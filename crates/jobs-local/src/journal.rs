@@ -1,12 +1,14 @@
 //! The job journal (opt-in, `journal: true`): the `job/start` and `job/settle` events an
 //! owned job leaves in its owner's session log (format in `docs/event-log.md`), their strict
-//! decoding, and the highest id per kind a log has seen, so ids continue after a restart.
+//! decoding, the highest id per kind a log has seen, so ids continue after a restart, and
+//! the fold of a reopened session's journal: its earlier jobs and the ones it lost.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-use harness_core::{JsonText, RawEvent, Session};
-use harness_jobs::{JobId, JobKind, JobLabel, JobSnapshot};
+use harness_core::{JsonText, RawEvent, Session, SessionId};
+use harness_jobs::{JobId, JobKind, JobLabel, JobSnapshot, JobStatus, LOST_DETAIL};
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 use crate::state::split_id;
 
@@ -15,6 +17,9 @@ pub const JOB_START_EVENT: &str = "job/start";
 
 /// The event type of a journaled settlement.
 pub const JOB_SETTLE_EVENT: &str = "job/settle";
+
+/// The event type that records the delivery of a lost-jobs notice.
+pub const JOB_LOST_EVENT: &str = "job/lost";
 
 /// The journal's format version (the `version` key of both events).
 pub const JOURNAL_VERSION: u64 = 1;
@@ -47,6 +52,18 @@ pub(crate) struct SettleEvent {
     pub(crate) output: Option<String>,
     #[serde(default)]
     pub(crate) output_truncated: bool,
+    /// The teardown reason (`owner disposed`, `jobs service disposed`) when the registry's
+    /// teardown cancelled the job: it was still running when its host shut down.
+    #[serde(default)]
+    pub(crate) teardown: Option<String>,
+}
+
+/// A decoded `job/lost` payload (strict: exact keys, version 1, at least one id).
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct LostEvent {
+    version: u64,
+    pub(crate) ids: Vec<JobId>,
 }
 
 /// The `job/start` payload, borrowed from the job (serialized in the documented key order).
@@ -61,7 +78,7 @@ struct StartPayload<'a> {
 }
 
 /// The `job/settle` payload, borrowed from the settled job (serialized in the documented key
-/// order; `detail`, `output` and `outputTruncated` only when present).
+/// order; `detail`, `output`, `outputTruncated` and `teardown` only when present).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct SettlePayload<'a> {
@@ -75,6 +92,8 @@ struct SettlePayload<'a> {
     output: Option<&'a str>,
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     output_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    teardown: Option<&'a str>,
 }
 
 /// The `job/start` payload of a just-started job, as the compact JSON text
@@ -96,10 +115,12 @@ pub(crate) fn start_payload(
 
 /// The `job/settle` payload of a just-settled job, as compact JSON text (see
 /// [`start_payload`]): its terminal status, detail, finish time and final output
-/// (final-output jobs only), cut to [`JOURNAL_OUTPUT_BYTES`].
+/// (final-output jobs only), cut to [`JOURNAL_OUTPUT_BYTES`], and the teardown reason when
+/// the registry's teardown cancelled it.
 pub(crate) fn settle_payload(
     snapshot: &JobSnapshot,
     output: Option<&str>,
+    teardown: Option<&str>,
 ) -> Result<JsonText, serde_json::Error> {
     let output = output.map(|output| {
         let cut = output.floor_char_boundary(JOURNAL_OUTPUT_BYTES);
@@ -113,7 +134,13 @@ pub(crate) fn settle_payload(
         finished_at: snapshot.finished_at.unwrap_or(snapshot.started_at),
         output: output.map(|(text, _)| text),
         output_truncated: output.is_some_and(|(_, cut)| cut),
+        teardown,
     })
+}
+
+/// The `job/lost` payload recording that the lost-jobs notice for `ids` was delivered.
+pub(crate) fn lost_payload(ids: &[JobId]) -> Value {
+    json!({ "version": JOURNAL_VERSION, "ids": ids })
 }
 
 /// Why a journal event was refused.
@@ -166,6 +193,162 @@ pub(crate) fn decode_settle(event: &RawEvent) -> Result<SettleEvent, JournalErro
         });
     }
     Ok(settle)
+}
+
+/// Decodes a `job/lost` event strictly.
+pub(crate) fn decode_lost(event: &RawEvent) -> Result<LostEvent, JournalError> {
+    let lost: LostEvent = decode(event)?;
+    check_version(event.seq(), lost.version)?;
+    if lost.ids.is_empty() {
+        return Err(JournalError::Corrupt {
+            seq: event.seq(),
+            message: "a job/lost event names no job".to_owned(),
+        });
+    }
+    Ok(lost)
+}
+
+/// A job of an earlier run, as the journal of a reopened session records it.
+#[derive(Debug, PartialEq)]
+pub(crate) struct Earlier {
+    pub(crate) id: JobId,
+    pub(crate) number: u64,
+    pub(crate) kind: JobKind,
+    pub(crate) label: JobLabel,
+    pub(crate) started_at: i64,
+    /// `completed`, `killed` or `failed`; a lost job is `failed` with [`LOST_DETAIL`].
+    pub(crate) status: JobStatus,
+    pub(crate) detail: Option<String>,
+    pub(crate) finished_at: i64,
+    pub(crate) output: Option<String>,
+}
+
+impl Earlier {
+    /// The job's snapshot as its owner `session` sees it (reported: no completion notice).
+    pub(crate) fn snapshot(&self, session: &SessionId) -> JobSnapshot {
+        JobSnapshot {
+            id: self.id.clone(),
+            kind: self.kind.clone(),
+            label: self.label.clone(),
+            output_limit_bytes: None,
+            owner_session: Some(session.clone()),
+            status: self.status,
+            detail: self.detail.as_deref().map(std::sync::Arc::from),
+            started_at: self.started_at,
+            finished_at: Some(self.finished_at),
+            reported: true,
+        }
+    }
+}
+
+/// What a reopened session's journal holds.
+#[derive(Debug, Default, PartialEq)]
+pub(crate) struct JournalView {
+    /// Every finished or lost job of earlier runs started in this session, in start order
+    /// (a fork's inherited jobs are its parent's: not here).
+    pub(crate) history: Vec<Earlier>,
+    /// The indexes into `history` of the jobs lost and not reported yet: never settled or
+    /// settled by a teardown, and named by no `job/lost`.
+    pub(crate) lost: Vec<usize>,
+    /// The highest job number per kind among every `job/start`, inherited ones included.
+    pub(crate) highest: Vec<(JobKind, u64)>,
+}
+
+/// Folds the journal of `session` (events after its fork seed are its own). `now` is the
+/// finish time given to a job that never settled. A refused event is skipped with a warning.
+pub(crate) fn read_journal(session: &dyn Session, now: i64) -> JournalView {
+    struct Entry {
+        start: StartEvent,
+        number: u64,
+        inherited: bool,
+        settle: Option<SettleEvent>,
+    }
+    let seed = session.header().seed_length.unwrap_or(0);
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut by_id: HashMap<JobId, usize> = HashMap::new();
+    let mut reported: HashSet<JobId> = HashSet::new();
+    for event in session.raw_events_after(0) {
+        let inherited = event.seq() <= seed;
+        let result = match event.r#type() {
+            JOB_START_EVENT => decode_start(&event).map(|start| {
+                let Some((kind, number)) = split_id(start.id.as_str()) else {
+                    return;
+                };
+                if kind != start.kind.as_str() || by_id.contains_key(&start.id) {
+                    return;
+                }
+                by_id.insert(start.id.clone(), entries.len());
+                entries.push(Entry {
+                    start,
+                    number,
+                    inherited,
+                    settle: None,
+                });
+            }),
+            JOB_SETTLE_EVENT => decode_settle(&event).map(|settle| {
+                if let Some(&i) = by_id.get(&settle.id)
+                    && entries[i].settle.is_none()
+                {
+                    entries[i].settle = Some(settle);
+                }
+            }),
+            JOB_LOST_EVENT => decode_lost(&event).map(|lost| reported.extend(lost.ids)),
+            _ => continue,
+        };
+        if let Err(error) = result {
+            tracing::warn!("jobs: {error}; the event is ignored");
+        }
+    }
+    let mut view = JournalView::default();
+    let mut index: HashMap<JobKind, usize> = HashMap::new();
+    for entry in entries {
+        match index.get(&entry.start.kind) {
+            Some(&i) => view.highest[i].1 = view.highest[i].1.max(entry.number),
+            None => {
+                index.insert(entry.start.kind.clone(), view.highest.len());
+                view.highest.push((entry.start.kind.clone(), entry.number));
+            }
+        }
+        if entry.inherited {
+            // A fork's parent's job: the fork inherits its events (and its ids are never
+            // issued again) but neither the job nor a report of it.
+            continue;
+        }
+        let lost = entry
+            .settle
+            .as_ref()
+            .is_none_or(|settle| settle.teardown.is_some());
+        let finished_at = entry
+            .settle
+            .as_ref()
+            .map_or(now.max(entry.start.started_at), |s| s.finished_at);
+        let (status, detail, output) = match entry.settle {
+            Some(settle) if !lost => {
+                let status = match settle.status.as_str() {
+                    "completed" => JobStatus::Completed,
+                    "killed" => JobStatus::Killed,
+                    _ => JobStatus::Failed,
+                };
+                (status, settle.detail, settle.output)
+            }
+            _ => (JobStatus::Failed, Some(LOST_DETAIL.to_owned()), None),
+        };
+        if lost && !reported.contains(&entry.start.id) {
+            view.lost.push(view.history.len());
+        }
+        view.history.push(Earlier {
+            id: entry.start.id,
+            number: entry.number,
+            kind: entry.start.kind,
+            label: entry.start.label,
+            started_at: entry.start.started_at,
+            status,
+            detail,
+            finished_at,
+            output,
+        });
+    }
+    view
 }
 
 /// The highest job number per kind among the `job/start` events of `session`, in first-seen

@@ -79,18 +79,18 @@ fn settled(detail: Option<&str>) -> JobSnapshot {
 #[test]
 fn settle_payloads_are_the_documented_text() {
     assert_eq!(
-        settle_payload(&settled(None), None).unwrap().as_str(),
+        settle_payload(&settled(None), None, None).unwrap().as_str(),
         r#"{"version":1,"id":"subagent-2","status":"killed","finishedAt":9}"#
     );
     assert_eq!(
-        settle_payload(&settled(Some("cancelled")), Some("3 notes\n\"done\""))
+        settle_payload(&settled(Some("cancelled")), Some("3 notes\n\"done\""), None)
             .unwrap()
             .as_str(),
         r#"{"version":1,"id":"subagent-2","status":"killed","detail":"cancelled","finishedAt":9,"output":"3 notes\n\"done\""}"#
     );
     // Cut at a character boundary below the limit: `é` is two bytes across byte 4096.
     let long = format!("{}é", "a".repeat(JOURNAL_OUTPUT_BYTES - 1));
-    let payload = settle_payload(&settled(None), Some(&long)).unwrap();
+    let payload = settle_payload(&settled(None), Some(&long), None).unwrap();
     let expected = format!(
         r#"{{"version":1,"id":"subagent-2","status":"killed","finishedAt":9,"output":"{}","outputTruncated":true}}"#,
         "a".repeat(JOURNAL_OUTPUT_BYTES - 1)
@@ -100,7 +100,7 @@ fn settle_payloads_are_the_documented_text() {
     let mut open = settled(None);
     open.finished_at = None;
     assert_eq!(
-        settle_payload(&open, None).unwrap().as_str(),
+        settle_payload(&open, None, None).unwrap().as_str(),
         r#"{"version":1,"id":"subagent-2","status":"killed","finishedAt":4}"#
     );
 }
@@ -120,7 +120,7 @@ fn payload_text_is_the_value_form() {
     });
     assert_eq!(text.as_str(), value.to_string());
     let output = "line 1\nline 2\r\n\u{7f}\u{2028}";
-    let text = settle_payload(&settled(Some("exit \"1\"")), Some(output)).unwrap();
+    let text = settle_payload(&settled(Some("exit \"1\"")), Some(output), None).unwrap();
     let value = json!({
         "version": JOURNAL_VERSION,
         "id": "subagent-2",
@@ -130,4 +130,180 @@ fn payload_text_is_the_value_form() {
         "output": output,
     });
     assert_eq!(text.as_str(), value.to_string());
+}
+
+#[test]
+fn a_settlement_keeps_its_teardown_reason_and_a_lost_event_its_ids() {
+    let snapshot = JobSnapshot {
+        id: JobId::new("bash-2"),
+        kind: JobKind::bash(),
+        label: JobLabel::new("sleep 9"),
+        output_limit_bytes: None,
+        owner_session: None,
+        status: JobStatus::Killed,
+        detail: Some("killed by SIGTERM".into()),
+        started_at: 1,
+        finished_at: Some(2),
+        reported: true,
+    };
+    let payload = settle_payload(&snapshot, None, Some("owner disposed")).unwrap();
+    assert_eq!(
+        payload.as_str(),
+        r#"{"version":1,"id":"bash-2","status":"killed","detail":"killed by SIGTERM","finishedAt":2,"teardown":"owner disposed"}"#
+    );
+    let payload: Value = serde_json::from_str(payload.as_str()).unwrap();
+    let settle = decode_settle(&raw(3, JOB_SETTLE_EVENT, &payload)).unwrap();
+    assert_eq!(settle.teardown.as_deref(), Some("owner disposed"));
+    let lost = lost_payload(&[JobId::new("bash-2"), JobId::new("fake-1")]);
+    assert_eq!(
+        lost.to_string(),
+        r#"{"version":1,"ids":["bash-2","fake-1"]}"#
+    );
+    assert_eq!(
+        decode_lost(&raw(4, JOB_LOST_EVENT, &lost)).unwrap().ids,
+        [JobId::new("bash-2"), JobId::new("fake-1")]
+    );
+}
+
+#[test]
+fn lost_events_are_decoded_strictly() {
+    let cases = [
+        (
+            json!({"version":1,"ids":[]}),
+            "corrupt job journal at seq 5: a job/lost event names no job",
+        ),
+        (
+            json!({"version":2,"ids":["bash-1"]}),
+            "corrupt job journal at seq 5: unsupported version 2",
+        ),
+    ];
+    for (data, expected) in cases {
+        let error = decode_lost(&raw(5, JOB_LOST_EVENT, &data)).unwrap_err();
+        assert_eq!(error.to_string(), expected);
+    }
+    let extra = json!({"version":1,"ids":["bash-1"],"at":3});
+    let error = decode_lost(&raw(5, JOB_LOST_EVENT, &extra))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.starts_with("corrupt job journal at seq 5: unknown field `at`"),
+        "{error}"
+    );
+}
+
+/// A memory session holding `events` (type, data), forked after the first `seed` of them
+/// when `seed` is given.
+fn session_with(events: &[(&str, Value)], seed: Option<usize>) -> std::sync::Arc<dyn Session> {
+    use harness_core::{MemoryStore, SessionHeader, SessionStore};
+    let store = MemoryStore::new(std::sync::Arc::new(harness_core::SystemClock));
+    let parent = store.create(SessionHeader::new("parent")).unwrap();
+    let (inherited, own) = events.split_at(seed.unwrap_or(0));
+    for (r#type, data) in inherited {
+        parent.append(r#type, data.clone()).unwrap();
+    }
+    let session = match seed {
+        Some(_) => store.fork(&*parent, "child".into()).unwrap(),
+        None => parent,
+    };
+    for (r#type, data) in own {
+        session.append(r#type, data.clone()).unwrap();
+    }
+    session
+}
+
+fn start(id: &str) -> (&'static str, Value) {
+    let kind = id.rsplit_once('-').unwrap().0;
+    (
+        JOB_START_EVENT,
+        json!({"version":1,"id":id,"kind":kind,"label":"l","startedAt":10}),
+    )
+}
+
+fn settle(id: &str, teardown: Option<&str>) -> (&'static str, Value) {
+    let mut data = json!({"version":1,"id":id,"status":"killed","detail":"d","finishedAt":20});
+    if let Some(reason) = teardown {
+        data["teardown"] = json!(reason);
+    }
+    (JOB_SETTLE_EVENT, data)
+}
+
+fn summary(view: &JournalView) -> (Vec<String>, Vec<&str>, Vec<(String, u64)>) {
+    let history = view
+        .history
+        .iter()
+        .map(|e| {
+            format!(
+                "{} {} {:?} {}",
+                e.id,
+                e.status,
+                e.detail.as_deref(),
+                e.finished_at
+            )
+        })
+        .collect();
+    let lost = view
+        .lost
+        .iter()
+        .map(|&i| view.history[i].id.as_str())
+        .collect();
+    let highest = view
+        .highest
+        .iter()
+        .map(|(k, n)| (k.to_string(), *n))
+        .collect();
+    (history, lost, highest)
+}
+
+#[test]
+fn the_fold_finds_jobs_lost_by_a_dead_or_a_stopped_host_once() {
+    let session = session_with(
+        &[
+            start("bash-1"),
+            settle("bash-1", None),
+            start("bash-2"),
+            start("bash-3"),
+            settle("bash-3", Some("jobs service disposed")),
+            start("fake-4"),
+            (JOB_LOST_EVENT, json!({"version":1,"ids":["fake-4"]})),
+            (JOB_LOST_EVENT, json!({"version":1,"ids":[]})),
+        ],
+        None,
+    );
+    let view = read_journal(&*session, 99);
+    assert_eq!(
+        summary(&view),
+        (
+            vec![
+                "bash-1 killed Some(\"d\") 20".to_owned(),
+                "bash-2 failed Some(\"the host stopped while it ran\") 99".to_owned(),
+                "bash-3 failed Some(\"the host stopped while it ran\") 20".to_owned(),
+                "fake-4 failed Some(\"the host stopped while it ran\") 99".to_owned(),
+            ],
+            vec!["bash-2", "bash-3"],
+            vec![("bash".to_owned(), 3), ("fake".to_owned(), 4)],
+        )
+    );
+}
+
+#[test]
+fn a_fork_keeps_its_parents_ids_but_neither_shows_nor_reports_its_jobs() {
+    let session = session_with(
+        &[
+            start("bash-1"),
+            settle("bash-1", None),
+            start("bash-2"),
+            start("bash-3"),
+        ],
+        Some(3),
+    );
+    assert_eq!(session.header().seed_length, Some(3));
+    let view = read_journal(&*session, 99);
+    assert_eq!(
+        summary(&view),
+        (
+            vec!["bash-3 failed Some(\"the host stopped while it ran\") 99".to_owned()],
+            vec!["bash-3"],
+            vec![("bash".to_owned(), 3)],
+        )
+    );
 }

@@ -14,7 +14,8 @@ pub use config::{
 };
 pub use install::{Installed, install};
 pub use journal::{
-    JOB_SETTLE_EVENT, JOB_START_EVENT, JOURNAL_OUTPUT_BYTES, JOURNAL_VERSION, JournalError,
+    JOB_LOST_EVENT, JOB_SETTLE_EVENT, JOB_START_EVENT, JOURNAL_OUTPUT_BYTES, JOURNAL_VERSION,
+    JournalError,
 };
 pub use lookup::{AgentLookup, HarnessAgents};
 pub use registry::{

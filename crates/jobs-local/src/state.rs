@@ -9,7 +9,7 @@ use futures::channel::oneshot;
 use harness_core::{Agent, AgentId, HookId, Registered, RegistrationScope, ScopeKey, SessionId};
 use harness_jobs::{
     BoxError, CancelHook, JobDoneListener, JobError, JobId, JobKind, JobLabel, JobProgress,
-    JobSnapshot, JobStatus, JobsChangedListener, ReadOutputHook,
+    JobSnapshot, JobStatus, JobsChangedListener, JobsLostListener, ReadOutputHook,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -81,6 +81,11 @@ pub(crate) struct Record {
     /// The job's `harness.job` span while it runs (`None` when no subscriber wanted it):
     /// boxed, so a record without one pays one word.
     pub(crate) span: Option<Box<tracing::Span>>,
+    /// Which teardown (owner or service disposal) asked the job to stop, if one did; the
+    /// journal's `job/settle` keeps its reason.
+    pub(crate) teardown: Option<Teardown>,
+    /// A record of an earlier run, read back from the job journal (terminal from the start).
+    pub(crate) earlier: bool,
 }
 
 impl Record {
@@ -118,6 +123,25 @@ impl Record {
     pub(crate) fn route_target(&self) -> Target {
         Target {
             owner: self.owner.clone(),
+        }
+    }
+}
+
+/// A teardown that asks jobs to stop (§4.8, §4.9), by the reason it gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Teardown {
+    /// The owner's disposal: [`crate::OWNER_DISPOSED_REASON`].
+    Owner,
+    /// The registry's disposal: [`crate::SERVICE_DISPOSED_REASON`].
+    Service,
+}
+
+impl Teardown {
+    /// The reason handed to the producer's cancel hook.
+    pub(crate) fn reason(self) -> &'static str {
+        match self {
+            Teardown::Owner => crate::OWNER_DISPOSED_REASON,
+            Teardown::Service => crate::SERVICE_DISPOSED_REASON,
         }
     }
 }
@@ -361,6 +385,38 @@ impl KindIndex {
         self.counter = n;
     }
 
+    /// Holds `n` (at most the counter, not held) in `slot`: a journaled job's record put
+    /// back after this registry removed it. A number before a dense table's first entry
+    /// turns the table sparse.
+    fn place(&mut self, n: u64, slot: usize) {
+        if let Table::Dense { first, slots } = &mut self.table {
+            if slots.is_empty() {
+                *first = n;
+                slots.push_back(slot);
+                self.held += 1;
+                return;
+            }
+            let within = n
+                .checked_sub(*first)
+                .and_then(|i| usize::try_from(i).ok())
+                .and_then(|i| slots.get_mut(i));
+            if let Some(entry) = within {
+                *entry = slot;
+                self.held += 1;
+                return;
+            }
+            let map = (*first..)
+                .zip(slots.iter().copied())
+                .filter(|&(_, slot)| slot != Table::GONE)
+                .collect();
+            self.table = Table::Sparse(map);
+        }
+        if let Table::Sparse(map) = &mut self.table {
+            map.insert(n, slot);
+            self.held += 1;
+        }
+    }
+
     fn get(&self, n: u64) -> Option<usize> {
         match &self.table {
             Table::Dense { first, slots } => {
@@ -517,6 +573,53 @@ impl Records {
         (id, slot)
     }
 
+    /// Stores the record `build` makes under the id `<kind>-<n>` (a job of an earlier run,
+    /// read back from the journal), raising the kind's counter to `n` if it is lower. `None`,
+    /// with nothing stored, when this registry holds a record with that id.
+    pub(crate) fn issue_at(
+        &mut self,
+        kind: JobKind,
+        n: u64,
+        build: impl FnOnce(JobId, JobKind) -> Record,
+    ) -> Option<JobId> {
+        let k = self.kind_index_or_new(&kind);
+        if n == 0 || self.kinds[k].get(n).is_some() {
+            return None;
+        }
+        if self.kinds[k].counter < n {
+            self.kinds[k].raise(n - 1);
+            return Some(self.issue(kind, build).0);
+        }
+        // Issued by this registry and removed since (its owner was disposed): put back.
+        let free = self.free.pop();
+        let slot = free.unwrap_or(self.slots.len());
+        self.kinds[k].place(n, slot);
+        let record = build(JobId::issued(&kind, n), kind);
+        let id = record.id.clone();
+        self.store(slot, free.is_some(), record);
+        Some(id)
+    }
+
+    /// Stores `record` in `slot` (reused when `reused`, else the next new one) and lists it
+    /// in its owner's bucket.
+    fn store(&mut self, slot: usize, reused: bool, record: Record) {
+        match &record.owner {
+            None => self.unowned.push(slot),
+            Some(owner) => match self.owned.get_mut(&owner.id) {
+                Some(bucket) => bucket.push(slot),
+                None => {
+                    self.owned.insert(owner.id.clone(), vec![slot]);
+                }
+            },
+        }
+        if reused {
+            self.slots.put(slot, record);
+        } else {
+            self.slots.push(record);
+        }
+        self.len += 1;
+    }
+
     /// Removes the records of `ids` (unknown ids are skipped), returning them in `ids` order.
     pub(crate) fn remove_all(&mut self, ids: &[JobId]) -> Vec<Record> {
         let mut removed = Vec::new();
@@ -633,6 +736,7 @@ pub(crate) struct State {
     pub(crate) controllers: Layers<Arc<str>>,
     pub(crate) done_listeners: Layers<JobDoneListener>,
     pub(crate) observers: Layers<JobsChangedListener>,
+    pub(crate) lost_listeners: Layers<JobsLostListener>,
     pub(crate) disposed: bool,
 }
 

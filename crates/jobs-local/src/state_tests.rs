@@ -22,6 +22,8 @@ fn record(seq: u64, id: JobId, kind: JobKind) -> Record {
         reported: false,
         waiters: None,
         span: None,
+        teardown: None,
+        earlier: false,
     }
 }
 
@@ -243,4 +245,37 @@ fn an_agent_layer_routes_to_that_agent_only() {
         routed(&[ScopeKey::from("s1.agent-1"), ScopeKey::from("s1")]),
         [3, 2]
     );
+}
+
+#[test]
+fn journaled_records_are_stored_at_their_own_ids() {
+    let mut records = Records::default();
+    let kind = JobKind::bash();
+    let put = |records: &mut Records, n: u64| {
+        records
+            .issue_at(kind.clone(), n, |id, kind| record(0, id, kind))
+            .map(|id| id.to_string())
+    };
+    // Above the counter: raised to it (the skipped numbers are never issued).
+    assert_eq!(put(&mut records, 3).as_deref(), Some("bash-3"));
+    assert_eq!(put(&mut records, 3), None);
+    let (next, _) = issue(&mut records, "bash");
+    assert_eq!(next.as_str(), "bash-4");
+    // Removed since: put back, before the dense table's first entry too.
+    records.remove_all(&[JobId::new("bash-3")]);
+    assert_eq!(found(&records, "bash-3"), None);
+    assert_eq!(put(&mut records, 3).as_deref(), Some("bash-3"));
+    assert_eq!(put(&mut records, 1).as_deref(), Some("bash-1"));
+    assert_eq!(put(&mut records, 0), None);
+    assert_eq!(
+        ["bash-1", "bash-2", "bash-3", "bash-4"].map(|id| found(&records, id)),
+        [
+            Some("bash-1".to_owned()),
+            None,
+            Some("bash-3".to_owned()),
+            Some("bash-4".to_owned())
+        ]
+    );
+    assert_eq!(records.len(), 3);
+    assert_eq!(issue(&mut records, "bash").0.as_str(), "bash-5");
 }

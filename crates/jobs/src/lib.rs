@@ -15,7 +15,13 @@ pub use producer::{
     BoxError, CancelHook, DoneFuture, JobHooks, JobProgress, JobStart, ProgressObserver,
     ReadOutputHook, RunHook,
 };
-pub use registry::{JobDoneListener, JobRegistry, JobsChangedListener, ListenerFuture};
+pub use registry::{
+    JobDoneListener, JobRegistry, JobsChangedListener, JobsLostListener, ListenerFuture,
+};
+
+/// The detail of a job that was still running when its host stopped (the job journal): a lost
+/// job reads as `failed` with this detail, `[status: failed, the host stopped while it ran]`.
+pub const LOST_DETAIL: &str = "the host stopped while it ran";
 pub use snapshot::{JobRead, JobReadAt, JobSnapshot};
 pub use types::{JobId, JobKind, JobLabel, JobOutcome, JobStatus, KillOutcome, TerminalStatus};
 

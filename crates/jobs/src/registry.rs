@@ -36,6 +36,18 @@ pub type JobDoneListener = Arc<
 pub type JobsChangedListener =
     Arc<dyn Fn(Option<&Arc<dyn Agent>>) -> Result<(), BoxError> + Send + Sync>;
 
+/// A lost-jobs listener (the job journal, `docs/event-log.md` "job/lost"): called once when a
+/// journaled session is reopened and its log shows jobs that were still running when the
+/// previous host stopped, with their snapshots (`failed`, detail
+/// [`LOST_DETAIL`](crate::LOST_DETAIL)) in start order and the reopened owner.
+///
+/// `Ok(true)` means the listener handed a notice to the owner; the registry then records the
+/// delivery, so the jobs are not reported again. `Ok(false)` (nothing delivered) and `Err`
+/// (logged as `jobs: onJobsLost listener threw: <err>`) leave them unreported. Listeners run
+/// without any registry lock held.
+pub type JobsLostListener =
+    Arc<dyn Fn(&[JobSnapshot], &Arc<dyn Agent>) -> Result<bool, BoxError> + Send + Sync>;
+
 /// The background-job registry seam (todo-jobs §3, decision 8), shared as
 /// `Arc<dyn JobRegistry>`. harness-jobs-local provides the implementation.
 ///
@@ -155,4 +167,21 @@ pub trait JobRegistry: Send + Sync {
     /// Declares that a controller named `name` serves the owners of `scope`; `start` refuses
     /// an owner no attached controller serves. Duplicate names are independent registrations.
     fn attach_controller(&self, scope: RegistrationScope, name: &str) -> Registration;
+
+    /// Registers a lost-jobs listener for the owners `scope` serves (the job journal; see
+    /// [`JobsLostListener`]). A registry without a journal never calls it: the default
+    /// registers nothing.
+    fn on_jobs_lost(&self, scope: RegistrationScope, listener: JobsLostListener) -> Registration {
+        let _ = (scope, listener);
+        Registration::noop()
+    }
+
+    /// Whether job `id`, as `caller` sees it, is a record of an earlier run of its session,
+    /// read back from the job journal (finished or lost before the host restarted) rather
+    /// than a job this registry ran. Unknown and foreign ids are `false`, as is every id of
+    /// a registry without a journal (the default).
+    fn is_from_earlier_run(&self, id: &JobId, caller: Option<&AgentId>) -> bool {
+        let _ = (id, caller);
+        false
+    }
 }

@@ -251,6 +251,11 @@ impl PgStore {
         Ok(store)
     }
 
+    /// The shared state, for the crate's other modules (the reminder scanner).
+    pub(crate) fn inner(&self) -> &Arc<Inner> {
+        &self.inner
+    }
+
     /// This host's id.
     pub fn host(&self) -> &str {
         &self.inner.options.host
@@ -308,7 +313,14 @@ impl PgStore {
         Ok(self.lease(session.clone(), host.to_owned(), epoch, ttl))
     }
 
-    fn lease(&self, session: SessionId, host: String, epoch: i64, ttl: Duration) -> Lease {
+    /// Starts the lease `epoch` of `session` that a statement of this crate just took.
+    pub(crate) fn lease(
+        &self,
+        session: SessionId,
+        host: String,
+        epoch: i64,
+        ttl: Duration,
+    ) -> Lease {
         Lease::start(
             session,
             host,

@@ -11,12 +11,12 @@ use std::sync::{Arc, Mutex, Weak};
 use harness_core::{
     Agent, AgentEvent, AgentStatus, MessageSource, Registration, UserMessage, lock, same_agent,
 };
-use harness_jobs::{BoxError, JobDoneListener, JobSnapshot, ListenerFuture};
+use harness_jobs::{BoxError, JobDoneListener, JobSnapshot, JobsLostListener, ListenerFuture};
 
 use crate::config::CompletionDelivery;
 use crate::fit::{NoticeParts, fit_notice};
 use crate::public::PublicJob;
-use crate::text::{PLUGIN_NAME, notice_summary};
+use crate::text::{PLUGIN_NAME, lost_notice_line, notice_summary};
 
 /// The completion notice for a terminal `snapshot` (todo-jobs §5.7 steps 2–3): the
 /// user-role message with one text block (fitted to the job's `outputLimitBytes`) and the
@@ -38,6 +38,36 @@ pub fn notice_message(snapshot: &JobSnapshot) -> UserMessage {
             plugin: PLUGIN_NAME.to_owned(),
             form: Some("notice".to_owned()),
             summary: Some(summary),
+        },
+    )
+}
+
+/// The lost-jobs notice for `lost` (the job journal, todo-jobs §5.7 "Lost jobs"): one
+/// user-role message with a line per job, `background job <id> (<kind>: <label>) was lost
+/// <status line>. Its output went with the stopped host.`, joined by `\n`, and the source
+/// `{plugin:"tool-jobs", form:"notice", summary}`, the summary being the jobs' notice
+/// summaries joined by `; `, cut to 120 characters. Not byte-capped.
+pub fn lost_notice_message(lost: &[JobSnapshot]) -> UserMessage {
+    let jobs: Vec<PublicJob> = lost.iter().map(PublicJob::from_snapshot).collect();
+    let text = jobs
+        .iter()
+        .map(|job| lost_notice_line(&job.id, &job.kind, &job.label, &job.status_line()))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let summary = jobs
+        .iter()
+        .map(|job| format!("{} {} {}", job.kind, job.label, job.status_line()))
+        .collect::<Vec<_>>()
+        .join("; ");
+    UserMessage::text(
+        text,
+        MessageSource::Plugin {
+            plugin: PLUGIN_NAME.to_owned(),
+            form: Some("notice".to_owned()),
+            summary: Some(harness_core::summarize_chars(
+                &summary,
+                crate::text::SUMMARY_MAX_CHARS,
+            )),
         },
     )
 }
@@ -100,6 +130,22 @@ impl Reporter {
         )
     }
 
+    /// The `on_jobs_lost` listener of this mount: the lost-jobs notice, delivered like a
+    /// completion notice (lane, wake budget, quiet mode). `Ok(true)` once handed over.
+    pub(crate) fn lost_listener(self: &Arc<Self>) -> JobsLostListener {
+        let me = Arc::downgrade(self);
+        Arc::new(
+            move |lost: &[JobSnapshot], owner: &Arc<dyn Agent>| -> Result<bool, BoxError> {
+                match me.upgrade() {
+                    Some(reporter) if !lost.is_empty() => {
+                        reporter.deliver(owner, lost_notice_message(lost))
+                    }
+                    _ => Ok(false),
+                }
+            },
+        )
+    }
+
     /// Drops every owner subscription; later settlements deliver nothing.
     pub(crate) fn close(&self) {
         let (entries, retired) = {
@@ -125,10 +171,15 @@ impl Reporter {
         if snapshot.reported {
             return Ok(None);
         }
-        let message = notice_message(snapshot);
-        let lane = self.choose_lane(owner, &message.id);
-        let Some(lane) = lane else {
-            return Ok(None);
+        self.deliver(owner, notice_message(snapshot))?;
+        Ok(None)
+    }
+
+    /// Hands `message` to `owner` in the lane §5.7 step 4 chooses; `Ok(false)` once the
+    /// mount is closed (nothing delivered).
+    fn deliver(&self, owner: &Arc<dyn Agent>, message: UserMessage) -> Result<bool, BoxError> {
+        let Some(lane) = self.choose_lane(owner, &message.id) else {
+            return Ok(false);
         };
         match lane {
             Lane::Followup => owner.followup(message)?,
@@ -142,7 +193,7 @@ impl Reporter {
                 }
             }
         }
-        Ok(None)
+        Ok(true)
     }
 
     /// Step 4 of §5.7, committing the budget and (under `wakeup`, for a busy owner) tracking

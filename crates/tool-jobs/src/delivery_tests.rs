@@ -421,3 +421,66 @@ async fn a_disposed_owner_makes_the_listener_report_the_refusal() {
     };
     assert_eq!(error.to_string(), "agent s1 is disposed");
 }
+
+#[test]
+fn lost_notice_message_names_every_job_in_one_message() {
+    let lost = |id: &str, label: &str| {
+        snapshot(
+            id,
+            label,
+            JobStatus::Failed,
+            Some(harness_jobs::LOST_DETAIL),
+        )
+    };
+    let message = lost_notice_message(&[lost("bash-2", "sleep 600"), lost("subagent-1", "draft")]);
+    assert_eq!(
+        message.joined_text(),
+        "background job bash-2 (bash: sleep 600) was lost [status: failed, the host stopped while it ran]. Its output went with the stopped host.\n\
+         background job subagent-1 (subagent: draft) was lost [status: failed, the host stopped while it ran]. Its output went with the stopped host."
+    );
+    let summary = "bash sleep 600 [status: failed, the host stopped while it ran]; subagent draft [status: failed, the host stopped while …";
+    assert_eq!(summary.chars().count(), 120);
+    assert_eq!(
+        message.source,
+        MessageSource::Plugin {
+            plugin: "tool-jobs".to_owned(),
+            form: Some("notice".to_owned()),
+            summary: Some(summary.to_owned()),
+        }
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_lost_notice_wakes_an_idle_owner_within_the_budget_and_is_injected_after() {
+    let clock = harness_testkit::ManualClock::at_default();
+    let host = MemoryHarness::new(Arc::new(clock));
+    let owner = host
+        .create_session(harness_core::SessionHeader::new("s1"))
+        .unwrap();
+    host.set_auto_turns(false);
+    let reporter = Reporter::new(CompletionDelivery::Wakeup, 1);
+    let listener = reporter.lost_listener();
+    let lost = [snapshot(
+        "bash-1",
+        "sleep 600",
+        JobStatus::Failed,
+        Some(harness_jobs::LOST_DETAIL),
+    )];
+    let records = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = records.clone();
+    host.set_recorder(Arc::new(move |record| {
+        let lane = match record {
+            HostRecord::Followup { .. } => "followup",
+            HostRecord::Inject { .. } => "inject",
+            _ => return,
+        };
+        sink.lock().unwrap().push(lane);
+    }));
+    assert!(listener(&lost, &owner.as_dyn()).unwrap());
+    assert!(listener(&lost, &owner.as_dyn()).unwrap());
+    assert_eq!(*records.lock().unwrap(), ["followup", "inject"]);
+    // A closed mount delivers nothing and says so.
+    reporter.close();
+    assert!(!listener(&lost, &owner.as_dyn()).unwrap());
+    assert!(!listener(&[], &owner.as_dyn()).unwrap());
+}

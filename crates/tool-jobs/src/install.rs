@@ -67,7 +67,7 @@ pub fn install(
 
 /// Mounts tool-jobs for `scope` (todo-jobs §5.2), in this order: validates `config`,
 /// attaches the controller `tool-jobs`, registers the `tool:jobs` prompt section (order
-/// 106), the completion listener, and the tools `job_output`, `job_list`, `job_kill`. Every
+/// 106), the completion listener, the lost-jobs listener (the job journal), and the tools `job_output`, `job_list`, `job_kill`. Every
 /// registration is made for `scope` and lives as long as the returned [`Installed`].
 ///
 /// Under `wakeup` delivery the mount subscribes to an owner's agent events when it first
@@ -94,7 +94,7 @@ pub fn install_scoped(
     let reporter = Reporter::new(config.completion_delivery, max_wakes);
     // Built before any registration so that a refused mount leaves nothing behind.
     let mut installed = Installed {
-        registrations: Vec::with_capacity(6),
+        registrations: Vec::with_capacity(7),
         reporter: reporter.clone(),
         scope,
     };
@@ -112,6 +112,9 @@ pub fn install_scoped(
     installed
         .registrations
         .push(registry.on_job_done(installed.scope.clone(), reporter.listener()));
+    installed
+        .registrations
+        .push(registry.on_jobs_lost(installed.scope.clone(), reporter.lost_listener()));
     let tools: [Arc<dyn harness_core::Tool>; 3] = [
         Arc::new(JobOutputTool::new(registry.clone(), &config)),
         Arc::new(JobListTool::new(registry.clone())),

@@ -169,6 +169,38 @@ pub(crate) fn render_kill_finished(id: &str, status_line: &str) -> String {
     format!("job {id} had already finished {status_line}")
 }
 
+/// The mark of a job of an earlier run, read back from the job journal (exact).
+pub const EARLIER_RUN_MARK: &str = "(from before the restart)";
+
+/// A `job_list` line of a job of an earlier run (exact):
+/// `<id> [<kind>] <status> — <label> (from before the restart)`.
+pub(crate) fn earlier_list_line(id: &str, kind: &str, status: &str, label: &str) -> String {
+    format!("{} {EARLIER_RUN_MARK}", list_line(id, kind, status, label))
+}
+
+/// The `job_output` rendering of a job of an earlier run (exact): the mark on a line of its
+/// own, then the usual rendering (body and status line).
+pub(crate) fn render_earlier_output(text: &str, status_line: &str) -> String {
+    format!(
+        "{EARLIER_RUN_MARK}
+{}",
+        render_output(text, status_line)
+    )
+}
+
+/// `job_kill` rendering for a job of an earlier run (exact).
+pub(crate) fn render_kill_earlier(id: &str, status_line: &str) -> String {
+    format!("job {id} is no longer running {EARLIER_RUN_MARK} {status_line}")
+}
+
+/// One line of the lost-jobs notice (exact): `background job <id> (<kind>: <label>) was lost
+/// <status line>. Its output went with the stopped host.`
+pub(crate) fn lost_notice_line(id: &str, kind: &str, label: &str, status_line: &str) -> String {
+    format!(
+        "background job {id} ({kind}: {label}) was lost {status_line}. Its output went with the stopped host."
+    )
+}
+
 /// The message of the empty-`job_id` failure (exact).
 pub(crate) const EMPTY_JOB_ID: &str = "invalid job_id: expected a non-empty string, got \"\"";
 

@@ -153,3 +153,27 @@ fn present_call_cards() {
     );
     assert_eq!(present_call("bash", &json!({})), None);
 }
+
+#[test]
+fn earlier_run_renderings() {
+    assert_eq!(
+        earlier_list_line("bash-1", "bash", "failed", "sleep 60"),
+        "bash-1 [bash] failed — sleep 60 (from before the restart)"
+    );
+    assert_eq!(
+        render_earlier_output("3 notes summarized", "[status: completed, done]"),
+        "(from before the restart)\n3 notes summarized\n[status: completed, done]"
+    );
+    assert_eq!(
+        render_earlier_output("", "[status: failed, the host stopped while it ran]"),
+        "(from before the restart)\n(no new output)\n[status: failed, the host stopped while it ran]"
+    );
+    assert_eq!(
+        render_kill_earlier("bash-1", "[status: completed, exit code: 0]"),
+        "job bash-1 is no longer running (from before the restart) [status: completed, exit code: 0]"
+    );
+    assert_eq!(
+        lost_notice_line("bash-1", "bash", "sleep 60", "[status: failed, x]"),
+        "background job bash-1 (bash: sleep 60) was lost [status: failed, x]. Its output went with the stopped host."
+    );
+}

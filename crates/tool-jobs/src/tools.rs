@@ -19,9 +19,10 @@ use crate::config::ToolJobsConfig;
 use crate::public::PublicJob;
 use crate::text::{
     EMPTY_JOB_ID, JOB_KILL, JOB_KILL_DESCRIPTION, JOB_LIST, JOB_LIST_DESCRIPTION, JOB_OUTPUT,
-    JOB_OUTPUT_DESCRIPTION, NO_JOBS, job_kill_schema, job_kill_value_schema, job_list_schema,
-    job_list_value_schema, job_output_schema, job_output_value_schema, list_line,
-    render_kill_finished, render_kill_requested, render_output,
+    JOB_OUTPUT_DESCRIPTION, NO_JOBS, earlier_list_line, job_kill_schema, job_kill_value_schema,
+    job_list_schema, job_list_value_schema, job_output_schema, job_output_value_schema, list_line,
+    render_earlier_output, render_kill_earlier, render_kill_finished, render_kill_requested,
+    render_output,
 };
 
 /// `job_output` arguments. The root object is open: unknown keys are ignored.
@@ -102,7 +103,11 @@ impl JobOutputTool {
         match self.registry.read(id, caller.as_ref()) {
             Ok(read) => {
                 let job = PublicJob::from_snapshot(&read.snapshot);
-                let text = render_output(&read.text, &job.status_line());
+                let text = if self.registry.is_from_earlier_run(id, caller.as_ref()) {
+                    render_earlier_output(&read.text, &job.status_line())
+                } else {
+                    render_output(&read.text, &job.status_line())
+                };
                 ToolOutput::success(json!({ "text": read.text, "job": job.to_value() }), text)
             }
             Err(error) => ToolOutput::error(error),
@@ -170,9 +175,10 @@ impl Tool for JobListTool {
     }
 
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
+        let caller = caller_id(&call);
         let jobs: Vec<PublicJob> = self
             .registry
-            .list(caller_id(&call).as_ref())
+            .list(caller.as_ref())
             .iter()
             .map(PublicJob::from_snapshot)
             .collect();
@@ -180,7 +186,17 @@ impl Tool for JobListTool {
             NO_JOBS.to_owned()
         } else {
             jobs.iter()
-                .map(|job| list_line(&job.id, &job.kind, job.status.as_str(), job.label.as_str()))
+                .map(|job| {
+                    let line = if self
+                        .registry
+                        .is_from_earlier_run(&JobId::new(job.id.as_str()), caller.as_ref())
+                    {
+                        earlier_list_line
+                    } else {
+                        list_line
+                    };
+                    line(&job.id, &job.kind, job.status.as_str(), job.label.as_str())
+                })
                 .collect::<Vec<_>>()
                 .join("\n")
         };
@@ -229,6 +245,10 @@ impl JobKillTool {
         let job = PublicJob::from_snapshot(&snapshot);
         let (outcome, text) = match outcome {
             KillOutcome::Requested => ("cancellation-requested", render_kill_requested(&job.id)),
+            KillOutcome::AlreadyFinished if self.registry.is_from_earlier_run(id, caller) => (
+                "already-finished",
+                render_kill_earlier(&job.id, &job.status_line()),
+            ),
             KillOutcome::AlreadyFinished => (
                 "already-finished",
                 render_kill_finished(&job.id, &job.status_line()),

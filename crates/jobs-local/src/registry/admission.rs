@@ -10,17 +10,17 @@ use harness_core::{Agent, AgentError, MAX_SAFE_INTEGER, ScopeKey, lock, same_age
 use harness_jobs::{JobError, JobHooks, JobId, JobKind, JobLabel, JobStart, JobStatus};
 use tokio::runtime::Handle;
 
-use super::{OWNER_DISPOSED_REASON, SERVICE_DISPOSED_REASON, Shared};
+use super::Shared;
 use crate::journal;
 use crate::{
     driver::Ticket, history::History, state::Cancel, state::OwnerEntry, state::OwnerInfo,
-    state::OwnerKey, state::Record, state::State, state::Stream, state::Target, state::owner_key,
-    state::serves,
+    state::OwnerKey, state::Record, state::State, state::Stream, state::Target, state::Teardown,
+    state::owner_key, state::serves,
 };
 
 impl Shared {
     /// Registers the owner's cleanup hook unless it has one (§4.3 step 5.3).
-    fn ensure_owner_hook(
+    pub(super) fn ensure_owner_hook(
         &self,
         owner: &Arc<dyn Agent>,
         key: OwnerKey,
@@ -268,6 +268,8 @@ impl Shared {
                 reported: false,
                 waiters: None,
                 span: None,
+                teardown: None,
+                earlier: false,
             });
             // The owner's cleanup may have run while `run` was executing (another thread
             // disposed it): then nothing else would ever tear this job down.
@@ -302,12 +304,12 @@ impl Shared {
         }
         if disposed {
             // Disposal began while `run` was executing: this job joins the teardown.
-            sh.teardown_cancel(std::slice::from_ref(&id), SERVICE_DISPOSED_REASON);
+            sh.teardown_cancel(std::slice::from_ref(&id), Teardown::Service);
         } else if orphaned {
             let shared = sh.clone();
             let job = id.clone();
             let drain = async move {
-                shared.drain(&[job], OWNER_DISPOSED_REASON).await;
+                shared.drain(&[job], Teardown::Owner).await;
             };
             if let Some(runtime) = sh.runtime() {
                 drop(runtime.spawn(drain));

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use harness_core::{AgentId, Registration, RegistrationScope, lock};
 use harness_jobs::{
     JobDoneListener, JobError, JobId, JobRead, JobReadAt, JobRegistry, JobSnapshot, JobStart,
-    JobsChangedListener, KillOutcome,
+    JobsChangedListener, JobsLostListener, KillOutcome,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -74,6 +74,14 @@ impl JobRegistry for LocalJobRegistry {
 
     fn attach_controller(&self, scope: RegistrationScope, name: &str) -> Registration {
         register(&self.shared, scope, Arc::from(name), |s| &mut s.controllers)
+    }
+
+    fn on_jobs_lost(&self, scope: RegistrationScope, listener: JobsLostListener) -> Registration {
+        register(&self.shared, scope, listener, |s| &mut s.lost_listeners)
+    }
+
+    fn is_from_earlier_run(&self, id: &JobId, caller: Option<&AgentId>) -> bool {
+        self.shared.is_from_earlier_run(id, caller)
     }
 }
 

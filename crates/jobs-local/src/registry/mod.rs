@@ -51,7 +51,7 @@ pub struct LocalJobRegistry {
     shared: Arc<Shared>,
 }
 
-struct Shared {
+pub(crate) struct Shared {
     state: Mutex<State>,
     /// `listenersClosed` (§4.2): set once, at service disposal.
     listeners_closed: AtomicBool,
@@ -103,6 +103,16 @@ impl LocalJobRegistry {
         Self { shared }
     }
 
+    /// A handle that does not keep the registry alive.
+    pub(crate) fn downgrade(&self) -> Weak<Shared> {
+        Arc::downgrade(&self.shared)
+    }
+
+    /// The registry behind `weak`, if it is still alive.
+    pub(crate) fn upgrade(weak: &Weak<Shared>) -> Option<Self> {
+        weak.upgrade().map(|shared| Self { shared })
+    }
+
     /// The limits in force.
     pub fn limits(&self) -> JobLimits {
         self.shared.limits
@@ -122,6 +132,18 @@ impl LocalJobRegistry {
     /// The number of records held (all owners, terminal ones included).
     pub fn record_count(&self) -> usize {
         lock(&self.shared.state).records.len()
+    }
+
+    /// The job journal (`journal: true`) at the (re)opening of `owner`'s session: the
+    /// finished and lost jobs its log records become terminal records of this registry (read
+    /// by `list`, `get`, `read`; [`JobRegistry::is_from_earlier_run`](harness_jobs::JobRegistry::is_from_earlier_run)
+    /// says which), and jobs still running when the previous host stopped — a `job/start`
+    /// without `job/settle`, or settled by a teardown — are handed once to the lost-jobs
+    /// listeners on the runtime, the delivery recorded as `job/lost`. A fork reports none of
+    /// its parent's jobs. [`crate::install`] calls this for every agent the host publishes;
+    /// with the journal off it does nothing.
+    pub fn session_opened(&self, owner: &Arc<dyn harness_core::Agent>) {
+        self.shared.reopened(owner);
     }
 
     /// Service disposal (§4.9): closes completion listeners for good, cancels every live job
@@ -149,5 +171,6 @@ impl Shared {
 mod admission;
 mod face;
 mod reads;
+mod reopen;
 mod settlement;
 mod teardown;

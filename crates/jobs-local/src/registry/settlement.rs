@@ -14,7 +14,7 @@ use super::Shared;
 use crate::journal;
 use crate::{
     driver::Settle, driver::Ticket, driver::error_text, state::Layered, state::Record,
-    state::Records, state::Target, state::for_each_route,
+    state::Records, state::Target, state::Teardown, state::for_each_route,
 };
 
 impl Shared {
@@ -82,8 +82,13 @@ impl Shared {
             }
             let target = record.route_target();
             // The journal's `job/settle` (final output only for final-output jobs).
-            let journaled = (self.limits.journal && target.owner.is_some())
-                .then(|| journal::settle_payload(&snapshot, record.output.as_deref()));
+            let journaled = (self.limits.journal && target.owner.is_some()).then(|| {
+                journal::settle_payload(
+                    &snapshot,
+                    record.output.as_deref(),
+                    record.teardown.map(Teardown::reason),
+                )
+            });
             state.release(target.owner.as_ref().map(|o| o.key()));
             // Cloned only when there is somebody to call (an empty layer costs nothing).
             let observers = (!state.observers.is_empty()).then(|| state.observers.clone());

@@ -9,10 +9,10 @@ use std::{
 use harness_core::{AgentId, lock};
 use harness_jobs::{BoxError, JobError, JobId, JobOutcome, JobStatus, KillOutcome};
 
-use super::{OWNER_DISPOSED_REASON, SERVICE_DISPOSED_REASON, Shared};
+use super::Shared;
 use crate::{
     driver::error_text, state::CancelFn, state::OwnerEntry, state::OwnerKey, state::Record,
-    state::Target,
+    state::Target, state::Teardown,
 };
 
 impl Shared {
@@ -24,7 +24,7 @@ impl Shared {
             state.disposed = true;
             state.records.ids()
         };
-        sh.teardown_cancel(&ids, SERVICE_DISPOSED_REASON);
+        sh.teardown_cancel(&ids, Teardown::Service);
         loop {
             let all: Vec<JobId> = lock(&sh.state).records.ids();
             sh.await_settled(&all).await;
@@ -116,7 +116,8 @@ impl Shared {
     }
 
     /// Teardown cancellation (§4.8) of every live record in `ids` with `reason`.
-    pub(super) fn teardown_cancel(&self, ids: &[JobId], reason: &str) {
+    pub(super) fn teardown_cancel(&self, ids: &[JobId], teardown: Teardown) {
+        let reason = teardown.reason();
         for id in ids {
             let cancel = {
                 let mut state = lock(&self.state);
@@ -127,6 +128,7 @@ impl Shared {
                     continue;
                 }
                 record.reported = true;
+                record.teardown = Some(teardown);
                 record.shared_cancel()
             };
             let Some(cancel) = cancel else { continue };
@@ -200,13 +202,13 @@ impl Shared {
         };
         // The entry holds the agent: released after the lock.
         drop(entry);
-        self.drain(&ids, OWNER_DISPOSED_REASON).await;
+        self.drain(&ids, Teardown::Owner).await;
     }
 
     /// Teardown of `ids` (§4.8 steps 3–6): cancel, await settlement, remove, and notify the
     /// owner's observers if anything was removed.
-    pub(super) async fn drain(&self, ids: &[JobId], reason: &str) {
-        self.teardown_cancel(ids, reason);
+    pub(super) async fn drain(&self, ids: &[JobId], teardown: Teardown) {
+        self.teardown_cancel(ids, teardown);
         self.await_settled(ids).await;
         if ids.is_empty() {
             return;

@@ -6,6 +6,11 @@
 mod common;
 mod contract;
 mod history;
+#[expect(
+    clippy::unwrap_used,
+    reason = "fixtures outside #[test] functions fail the test by panicking"
+)]
+mod journal;
 mod listeners;
 #[expect(
     clippy::unwrap_used,

@@ -1,6 +1,8 @@
 mod conformance;
 mod ownership;
 mod processes;
+mod scanner;
+mod scanner_processes;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

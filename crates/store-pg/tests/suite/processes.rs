@@ -25,7 +25,7 @@ use tokio::process::{Child, ChildStdin, ChildStdout, Command};
     clippy::print_stdout,
     reason = "the child host answers its parent on stdout"
 )]
-fn say(line: &str) {
+pub(super) fn say(line: &str) {
     println!("HOST {line}");
 }
 
@@ -79,25 +79,32 @@ fn child_host_process() {
     }
 }
 
-struct Host {
-    child: Child,
-    stdin: ChildStdin,
+/// A host process: the test binary run as `test` (a child-process body that is a no-op
+/// unless its environment says otherwise), talked to on stdin and stdout.
+pub(super) struct Host {
+    pub(super) child: Child,
+    pub(super) stdin: ChildStdin,
     stdout: Lines<BufReader<ChildStdout>>,
 }
 
 impl Host {
     fn start(url: &str, schema: &str, host: &str, ttl: Duration) -> Self {
+        Self::spawn(
+            "suite::processes::child_host_process",
+            &[
+                ("HARNESS_PG_CHILD", url.to_owned()),
+                ("HARNESS_PG_SCHEMA", schema.to_owned()),
+                ("HARNESS_PG_HOST", host.to_owned()),
+                ("HARNESS_PG_TTL_MS", ttl.as_millis().to_string()),
+            ],
+        )
+    }
+
+    /// Runs the test `test` of this binary alone, with `env` set, as a child process.
+    pub(super) fn spawn(test: &str, env: &[(&str, String)]) -> Self {
         let mut child = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "suite::processes::child_host_process",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("HARNESS_PG_CHILD", url)
-            .env("HARNESS_PG_SCHEMA", schema)
-            .env("HARNESS_PG_HOST", host)
-            .env("HARNESS_PG_TTL_MS", ttl.as_millis().to_string())
+            .args(["--exact", test, "--nocapture", "--test-threads=1"])
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .kill_on_drop(true)
@@ -113,30 +120,44 @@ impl Host {
         }
     }
 
-    async fn answer(&mut self) -> String {
+    /// The next line the host said (after `HOST `).
+    pub(super) async fn answer(&mut self) -> String {
+        self.next_answer()
+            .await
+            .unwrap_or_else(|| panic!("the host process ended without answering"))
+    }
+
+    /// The next line the host said, `None` once its output ended (cancel-safe).
+    pub(super) async fn next_answer(&mut self) -> Option<String> {
         loop {
             let line = self
                 .stdout
                 .next_line()
                 .await
-                .unwrap_or_else(|e| panic!("{e}"))
-                .unwrap_or_else(|| panic!("the host process ended without answering"));
+                .unwrap_or_else(|e| panic!("{e}"))?;
             // libtest may print its own text before ours on the same line.
             if let Some((_, answer)) = line.split_once("HOST ") {
-                return answer.to_owned();
+                return Some(answer.to_owned());
             }
         }
     }
 
-    async fn send(&mut self, line: &str) -> String {
+    /// Sends one command line.
+    pub(super) async fn tell(&mut self, line: &str) {
         self.stdin
             .write_all(format!("{line}\n").as_bytes())
             .await
             .unwrap_or_else(|e| panic!("{e}"));
+    }
+
+    /// Sends one command line and waits for the answer.
+    pub(super) async fn send(&mut self, line: &str) -> String {
+        self.tell(line).await;
         self.answer().await
     }
 
-    fn signal(&self, signal: &str) {
+    /// Sends `signal` (`KILL`, `STOP`, `CONT`) to the host process.
+    pub(super) fn signal(&self, signal: &str) {
         let pid = self
             .child
             .id()

@@ -1,4 +1,5 @@
 mod fixture;
 mod install;
+mod journal_kill;
 mod notices;
 mod tools;

@@ -1,0 +1,156 @@
+//! The job journal at a session's reopening: the finished and lost jobs of earlier runs come
+//! back as terminal records, and the jobs lost since are reported once, through the
+//! lost-jobs listeners, with the delivery recorded as `job/lost` (`docs/event-log.md`).
+
+use std::{panic::AssertUnwindSafe, panic::catch_unwind, sync::Arc, sync::atomic::Ordering};
+
+use harness_core::{Agent, AgentId, SessionId, lock};
+use harness_jobs::{JobId, JobSnapshot};
+
+use super::Shared;
+use crate::journal::{self, JOB_LOST_EVENT};
+use crate::{
+    driver::error_text, state::OwnerInfo, state::Record, state::Target, state::for_each_route,
+    state::owner_key,
+};
+
+impl Shared {
+    /// A journaled session was (re)opened as `owner`: its earlier jobs become terminal
+    /// records of this registry and its lost jobs are reported (on the runtime, after this
+    /// returns). A job whose id this registry holds (a live owner instance's, or another
+    /// session's) is neither. Nothing happens with the journal off, after disposal, or for
+    /// an empty journal.
+    pub(super) fn reopened(&self, owner: &Arc<dyn Agent>) {
+        if !self.limits.journal || lock(&self.state).disposed {
+            return;
+        }
+        let session = owner.session();
+        let view = journal::read_journal(&*session, self.now_millis());
+        if view.history.is_empty() && view.highest.is_empty() {
+            return;
+        }
+        let key = owner_key(owner);
+        let chain = Arc::from(owner.scope_chain());
+        if self.ensure_owner_hook(owner, key, chain).is_err() {
+            return;
+        }
+        let session_id = SessionId::from(owner.id());
+        let (info, inserted) = {
+            let mut state = lock(&self.state);
+            let state = &mut *state;
+            let Some(info) = state.owners.get(&key).map(|e| e.info.clone()) else {
+                return;
+            };
+            // Per history entry: whether it was stored (not held by this registry already,
+            // as the job of a live owner instance or another session).
+            let mut inserted = Vec::with_capacity(view.history.len());
+            for earlier in &view.history {
+                state.next_seq += 1;
+                let seq = state.next_seq;
+                let owner = Some(info.clone());
+                let stored =
+                    state
+                        .records
+                        .issue_at(earlier.kind.clone(), earlier.number, |id, kind| Record {
+                            seq,
+                            id,
+                            kind,
+                            label: earlier.label.clone(),
+                            limit: None,
+                            owner,
+                            cancel: None,
+                            stream: None,
+                            progress: None,
+                            status: earlier.status,
+                            detail: earlier.detail.as_deref().map(Arc::from),
+                            output: earlier.output.as_deref().map(Box::from),
+                            started_at: earlier.started_at,
+                            finished_at: earlier.finished_at,
+                            reported: true,
+                            waiters: None,
+                            span: None,
+                            teardown: None,
+                            earlier: true,
+                        });
+                inserted.push(stored.is_some());
+            }
+            for (kind, n) in &view.highest {
+                state.records.raise_counter(kind, *n);
+            }
+            (info, inserted)
+        };
+        if inserted.contains(&true) {
+            self.notify_changed(&Target {
+                owner: Some(info.clone()),
+            });
+        }
+        let lost: Vec<JobSnapshot> = view
+            .lost
+            .iter()
+            .filter(|&&i| inserted[i])
+            .map(|&i| view.history[i].snapshot(&session_id))
+            .collect();
+        if lost.is_empty() {
+            return;
+        }
+        let Some(runtime) = self.runtime() else {
+            tracing::warn!(
+                "jobs: no runtime can report the lost jobs of {}",
+                owner.id()
+            );
+            return;
+        };
+        let Some(shared) = self.me.upgrade() else {
+            return;
+        };
+        drop(runtime.spawn(async move { shared.report_lost(&info, &lost).await }));
+    }
+
+    /// Hands `lost` to the lost-jobs listeners serving the owner; once one delivered a
+    /// notice, appends (and flushes) the `job/lost` that keeps them from being reported again.
+    async fn report_lost(&self, info: &OwnerInfo, lost: &[JobSnapshot]) {
+        if self.listeners_closed.load(Ordering::SeqCst) || info.agent.is_disposed() {
+            return;
+        }
+        let listeners = lock(&self.state).lost_listeners.clone();
+        let mut delivered = false;
+        for_each_route(
+            &listeners,
+            Some(&info.chain),
+            |listener| match catch_unwind(AssertUnwindSafe(|| listener(lost, &info.agent))) {
+                Ok(Ok(true)) => delivered = true,
+                Ok(Ok(false)) => {}
+                Ok(Err(error)) => {
+                    tracing::warn!("jobs: onJobsLost listener threw: {}", error_text(&error));
+                }
+                Err(_) => tracing::warn!("jobs: onJobsLost listener threw: Error: panicked"),
+            },
+        );
+        if !delivered {
+            return;
+        }
+        let ids: Vec<JobId> = lost.iter().map(|s| s.id.clone()).collect();
+        let session = info.agent.session();
+        if let Err(error) = session.append(JOB_LOST_EVENT, journal::lost_payload(&ids)) {
+            tracing::warn!(
+                "jobs: could not journal the lost-jobs notice of {}: {error}",
+                info.id
+            );
+            return;
+        }
+        if let Err(error) = session.flush().await {
+            tracing::warn!(
+                "jobs: could not flush the lost-jobs notice of {}: {error}",
+                info.id
+            );
+        }
+    }
+
+    /// Whether `id`, as `caller` sees it, is a record of an earlier run.
+    pub(super) fn is_from_earlier_run(&self, id: &JobId, caller: Option<&AgentId>) -> bool {
+        self.limits.journal
+            && lock(&self.state)
+                .find(id, caller)
+                .is_ok_and(|record| record.earlier)
+    }
+}

@@ -1,0 +1,235 @@
+//! The job journal at a session's reopening (todo-jobs §5.9): earlier jobs come back as
+//! terminal records, lost jobs are handed once to the lost-jobs listeners, and the delivery is
+//! recorded as `job/lost`.
+
+use std::sync::{Arc, Mutex};
+
+use harness_core::{Agent, Registration, RegistrationScope, SessionHeader};
+use harness_jobs::{JobOutcome, JobRegistry, JobSnapshot, JobsLostListener};
+use harness_jobs_local::{JobLimits, LocalJobRegistry};
+use harness_testkit::{FakeJob, FakeProducer, ManualClock, MemoryAgent, MemoryHarness};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::common::tick;
+
+/// One host (sessions survive registries) and the registries of its successive "runs".
+struct Runs {
+    clock: ManualClock,
+    harness: Arc<MemoryHarness>,
+}
+
+/// A registry of one run, with a global controller and the lost-jobs calls it made.
+struct Run {
+    registry: LocalJobRegistry,
+    lost: Arc<Mutex<Vec<Vec<String>>>>,
+    _registrations: Vec<Registration>,
+}
+
+impl Runs {
+    fn new() -> Self {
+        let clock = ManualClock::at_default();
+        let harness = MemoryHarness::new(Arc::new(clock.clone()));
+        Self { clock, harness }
+    }
+
+    /// A registry with the journal `on`, whose lost-jobs listener answers `delivers`.
+    fn run(&self, on: bool, delivers: bool) -> Run {
+        let registry = LocalJobRegistry::new(
+            JobLimits::default().with_journal(on),
+            Arc::new(self.clock.clone()),
+            Some(Arc::new(harness_jobs_local::HarnessAgents::new(
+                &self.harness.as_dyn(),
+            ))),
+        );
+        let lost = Arc::new(Mutex::new(Vec::new()));
+        let seen = lost.clone();
+        let listener: JobsLostListener =
+            Arc::new(move |jobs: &[JobSnapshot], _owner: &Arc<dyn Agent>| {
+                seen.lock().unwrap().push(
+                    jobs.iter()
+                        .map(|j| format!("{} {}", j.id, j.status_line()))
+                        .collect(),
+                );
+                Ok(delivers)
+            });
+        let registrations = vec![
+            registry.attach_controller(RegistrationScope::Global, "test"),
+            registry.on_jobs_lost(RegistrationScope::Global, listener),
+        ];
+        Run {
+            registry,
+            lost,
+            _registrations: registrations,
+        }
+    }
+
+    /// Session `id`'s agent, (re)opened: a new instance each time.
+    fn open(&self, id: &str) -> Arc<MemoryAgent> {
+        match self.harness.memory_agent(&id.into()) {
+            Some(_) => self.harness.resume(&id.into()),
+            None => self.harness.create_session(SessionHeader::new(id)),
+        }
+        .unwrap()
+    }
+}
+
+fn log_of(agent: &Arc<MemoryAgent>, r#type: &str) -> Vec<String> {
+    agent
+        .as_dyn()
+        .session()
+        .events()
+        .into_iter()
+        .filter(|e| e.r#type == r#type)
+        .map(|e| e.data.to_string())
+        .collect()
+}
+
+/// Run 1 leaves `fake-1` settled with output and `fake-2` running (the host "dies": its
+/// registry is never disposed). Returns what the test keeps alive.
+fn first_run(runs: &Runs) -> (Run, FakeJob) {
+    let run = runs.run(true, true);
+    let agent = runs.open("s1");
+    let (start, done) = FakeProducer::new("fake", "build docs")
+        .stream(false)
+        .owner(agent.as_dyn())
+        .build();
+    run.registry.start(start).unwrap();
+    let (start, running) = FakeProducer::new("fake", "watch tests")
+        .owner(agent.as_dyn())
+        .build();
+    run.registry.start(start).unwrap();
+    done.settle(JobOutcome::completed().with_output("built 12 pages"));
+    (run, running)
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_reopened_session_answers_for_its_earlier_jobs_and_reports_the_lost_one_once() {
+    let runs = Runs::new();
+    let _first = first_run(&runs);
+    tick().await;
+
+    let second = runs.run(true, true);
+    let agent = runs.open("s1");
+    second.registry.session_opened(&agent.as_dyn());
+    tick().await;
+    assert_eq!(
+        *second.lost.lock().unwrap(),
+        [["fake-2 [status: failed, the host stopped while it ran]"]]
+    );
+    assert_eq!(
+        log_of(&agent, "job/lost"),
+        [r#"{"version":1,"ids":["fake-2"]}"#]
+    );
+    let caller = Some(agent.id());
+    let listed: Vec<String> = second
+        .registry
+        .list(caller)
+        .iter()
+        .map(|j| format!("{} {} {}", j.id, j.status_line(), j.reported))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            "fake-1 [status: completed] true",
+            "fake-2 [status: failed, the host stopped while it ran] true"
+        ]
+    );
+    let read = second.registry.read(&"fake-1".into(), caller).unwrap();
+    assert_eq!(read.text, "built 12 pages");
+    assert!(
+        second
+            .registry
+            .is_from_earlier_run(&"fake-1".into(), caller)
+    );
+    assert!(!second.registry.is_from_earlier_run(&"fake-1".into(), None));
+    // A new job continues after the journal's ids and is not from an earlier run.
+    let (start, _job) = FakeProducer::new("fake", "new")
+        .owner(agent.as_dyn())
+        .build();
+    let id = second.registry.start(start).unwrap();
+    assert_eq!(id.as_str(), "fake-3");
+    assert!(!second.registry.is_from_earlier_run(&id, caller));
+
+    // Reopened again: `fake-2` was reported; only `fake-3`, running when run 2 stopped, is.
+    let third = runs.run(true, true);
+    let agent = runs.open("s1");
+    third.registry.session_opened(&agent.as_dyn());
+    tick().await;
+    assert_eq!(
+        *third.lost.lock().unwrap(),
+        [["fake-3 [status: failed, the host stopped while it ran]"]]
+    );
+    assert_eq!(
+        log_of(&agent, "job/lost"),
+        [
+            r#"{"version":1,"ids":["fake-2"]}"#,
+            r#"{"version":1,"ids":["fake-3"]}"#
+        ]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn lost_jobs_no_listener_delivered_are_reported_at_the_next_reopening() {
+    let runs = Runs::new();
+    let _first = first_run(&runs);
+    tick().await;
+    let second = runs.run(true, false);
+    let agent = runs.open("s1");
+    second.registry.session_opened(&agent.as_dyn());
+    tick().await;
+    assert_eq!(second.lost.lock().unwrap().len(), 1);
+    assert_eq!(log_of(&agent, "job/lost").len(), 0);
+
+    let third = runs.run(true, true);
+    let agent = runs.open("s1");
+    third.registry.session_opened(&agent.as_dyn());
+    tick().await;
+    assert_eq!(third.lost.lock().unwrap().len(), 1);
+    assert_eq!(
+        log_of(&agent, "job/lost"),
+        [r#"{"version":1,"ids":["fake-2"]}"#]
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn with_the_journal_off_a_reopening_reads_nothing() {
+    let runs = Runs::new();
+    let _first = first_run(&runs);
+    tick().await;
+    let second = runs.run(false, true);
+    let agent = runs.open("s1");
+    second.registry.session_opened(&agent.as_dyn());
+    tick().await;
+    assert_eq!(second.lost.lock().unwrap().len(), 0);
+    assert_eq!(second.registry.list(Some(agent.id())).len(), 0);
+    assert!(
+        !second
+            .registry
+            .is_from_earlier_run(&"fake-1".into(), Some(agent.id()))
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_teardown_keeps_its_reason_in_the_settlement() {
+    let runs = Runs::new();
+    let run = runs.run(true, true);
+    let agent = runs.open("s1");
+    let (start, _job) = FakeProducer::new("fake", "serve")
+        .owner(agent.as_dyn())
+        .build();
+    run.registry.start(start).unwrap();
+    run.registry.dispose().await;
+    assert_eq!(
+        log_of(&agent, "job/settle"),
+        [json!({
+            "version": 1,
+            "id": "fake-1",
+            "status": "killed",
+            "detail": "cancelled",
+            "finishedAt": 1_785_931_200_000_i64,
+            "teardown": "jobs service disposed"
+        })
+        .to_string()]
+    );
+}
