@@ -18,7 +18,7 @@ pub enum AppendError {
 }
 
 /// The refusal of an [`Session::append_raw`] payload that is not one JSON value.
-pub(crate) fn payload_error(error: serde_json::Error) -> AppendError {
+pub(crate) fn payload_error(error: &serde_json::Error) -> AppendError {
     AppendError::Rejected(format!("payload is not one JSON value: {error}"))
 }
 
@@ -118,7 +118,8 @@ pub trait Session: Send + Sync {
     /// parse `payload` into a `Value` (a raw value holding a number beyond the `f64` range),
     /// else as [`Session::append`]. Either way the log is unchanged.
     fn append_raw(&self, r#type: &str, payload: JsonText) -> Result<RawEvent, AppendError> {
-        let data: Value = serde_json::from_str(payload.as_str()).map_err(payload_error)?;
+        let data: Value =
+            serde_json::from_str(payload.as_str()).map_err(|error| payload_error(&error))?;
         self.append(r#type, data)
             .map(|event| RawEvent::from_event(&event))
     }

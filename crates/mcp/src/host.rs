@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use harness_core::{
-    AgentId, AppendError, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader,
-    SessionId, UserMessage,
+    AgentId, AppendError, JsonText, PersistenceError, RawEvent, Session, SessionEvent,
+    SessionHeader, SessionId, UserMessage,
 };
 use harness_host::{InputSink, LoopAgent, TurnObserver};
 use serde_json::Value;
