@@ -13,7 +13,8 @@
 //!
 //! After the criterion groups, seven 100,000-job runs report jobs/s (best and median), the
 //! share of the fake producer's own work, and the resident memory per terminal record
-//! (target ≤ 1 KiB) to stderr.
+//! (target ≤ 1 KiB) to stderr; then the journal's cost, as the ratio of journal-on to
+//! journal-off 10,000-job cycles run interleaved (target ≤ 2×).
 #![expect(
     clippy::print_stderr,
     clippy::unwrap_used,
@@ -38,7 +39,7 @@ const BATCH: usize = 10_000;
 const REPORT_JOBS: usize = 100_000;
 
 struct Fixture {
-    _host: Arc<MemoryHarness>,
+    host: Arc<MemoryHarness>,
     registry: LocalJobRegistry,
     owners: Vec<Arc<dyn Agent>>,
     settled: Arc<AtomicUsize>,
@@ -88,11 +89,21 @@ fn fixture_with(rt: &Runtime, owners: usize, journal: bool) -> Fixture {
         }),
     );
     Fixture {
-        _host: host,
+        host,
         registry,
         owners,
         settled,
         _registrations: [controller, listener],
+    }
+}
+
+impl Fixture {
+    /// Disposes the owners (untimed), as a host does when its sessions end: each owner's
+    /// turn loop is a task on the benchmark's runtime, which outlives the fixture, so an
+    /// owner left live would keep its session log (with the journal on, 2,000 events) for
+    /// the rest of the run, and every later cycle would run on fresh memory.
+    fn dispose(self, rt: &Runtime) {
+        rt.block_on(self.host.dispose_all());
     }
 }
 
@@ -166,6 +177,7 @@ fn bench_cycle(c: &mut Criterion) {
                 let terminal = rt.block_on(cycle(&fixture, BATCH));
                 total += started.elapsed();
                 assert_eq!(terminal, BATCH);
+                fixture.dispose(&rt);
             }
             total
         });
@@ -180,17 +192,57 @@ fn bench_cycle(c: &mut Criterion) {
                 let terminal = rt.block_on(cycle(&fixture, BATCH));
                 total += started.elapsed();
                 assert_eq!(terminal, BATCH);
-                let events: usize = fixture
-                    .owners
-                    .iter()
-                    .map(|o| o.session().events().len())
-                    .sum();
-                assert_eq!(events, 2 * BATCH);
+                assert_eq!(logged(&fixture), 2 * BATCH as u64);
+                fixture.dispose(&rt);
             }
             total
         });
     });
     group.finish();
+}
+
+/// The events in the owners' logs, counted without decoding any (a decode of every payload
+/// here, between two timed cycles, would leave the allocator in another state than the
+/// journal-off cycles see).
+fn logged(fixture: &Fixture) -> u64 {
+    fixture.owners.iter().map(|o| o.session().len()).sum()
+}
+
+/// One timed `BATCH`-job cycle on a fresh fixture, with the journal on or off.
+fn timed_cycle(rt: &Runtime, journal: bool) -> Duration {
+    let fixture = fixture_with(rt, OWNERS, journal);
+    let started = Instant::now();
+    let terminal = rt.block_on(cycle(&fixture, BATCH));
+    let elapsed = started.elapsed();
+    assert_eq!(terminal, BATCH);
+    assert_eq!(logged(&fixture), if journal { 2 * BATCH as u64 } else { 0 });
+    fixture.dispose(rt);
+    elapsed
+}
+
+/// Pairs of journal-off and journal-on cycles for the journal's cost ratio.
+const RATIO_PAIRS: usize = 21;
+
+/// The journal's cost: [`RATIO_PAIRS`] journal-off and journal-on cycles run interleaved
+/// (each pair's order alternating), so the shared machine's drift between criterion's
+/// groups hits both alike. Returns the ratio of the medians and of the fastest cycles, on
+/// over off.
+fn journal_ratio(rt: &Runtime) -> (f64, f64) {
+    let mut off = Vec::with_capacity(RATIO_PAIRS);
+    let mut on = Vec::with_capacity(RATIO_PAIRS);
+    for pair in 0..RATIO_PAIRS {
+        if pair % 2 == 0 {
+            off.push(timed_cycle(rt, false));
+            on.push(timed_cycle(rt, true));
+        } else {
+            on.push(timed_cycle(rt, true));
+            off.push(timed_cycle(rt, false));
+        }
+    }
+    off.sort();
+    on.sort();
+    let ratio = |i: usize| on[i].as_secs_f64() / off[i].as_secs_f64();
+    (ratio(RATIO_PAIRS / 2), ratio(0))
 }
 
 fn bench_list(c: &mut Criterion) {
@@ -264,7 +316,7 @@ fn report(per_record: f64) {
     // Warm the allocator and the code paths once.
     let warm = fixture(&rt, OWNERS);
     rt.block_on(cycle(&warm, BATCH));
-    drop(warm);
+    warm.dispose(&rt);
 
     let mut runs: Vec<(Duration, [Duration; 3])> = (0..REPORT_RUNS)
         .map(|_| {
@@ -273,11 +325,13 @@ fn report(per_record: f64) {
             let (terminal, phases) = rt.block_on(cycle_phases(&fixture, REPORT_JOBS));
             let elapsed = started.elapsed();
             assert_eq!(terminal, REPORT_JOBS);
+            fixture.dispose(&rt);
             (elapsed, phases)
         })
         .collect();
     runs.sort_by_key(|run| run.0);
     let floor = producer_floor(&rt);
+    let (median, fastest) = journal_ratio(&rt);
     for (name, (elapsed, phases)) in [("best", runs[0]), ("median", runs[REPORT_RUNS / 2])] {
         let per_second = REPORT_JOBS as f64 / elapsed.as_secs_f64();
         eprintln!(
@@ -291,6 +345,10 @@ fn report(per_record: f64) {
         "jobs report: the fake producer's own work (channel, boxed run and done, output) for \
          {REPORT_JOBS} jobs without a registry takes {floor:?} (best of {REPORT_RUNS}); \
          resident memory per terminal record ≤ {per_record:.0} bytes (target ≤ 1024)"
+    );
+    eprintln!(
+        "jobs report: journal on / off, {RATIO_PAIRS} {BATCH}-job cycles each, interleaved: \
+         {median:.2}× (medians), {fastest:.2}× (fastest; target ≤ 2×)"
     );
 }
 

@@ -426,7 +426,12 @@ impl RawEvent {
     }
 
     /// An event whose text is its payload alone.
-    fn owned(seq: u64, r#type: SmolStr, time: DateTime<Utc>, payload: String) -> RawEvent {
+    pub(crate) fn owned(
+        seq: u64,
+        r#type: SmolStr,
+        time: DateTime<Utc>,
+        payload: String,
+    ) -> RawEvent {
         let end = payload.len();
         RawEvent {
             seq,

@@ -6,6 +6,7 @@ mod event;
 pub mod formats;
 mod harness;
 mod ids;
+mod json;
 mod message;
 mod projection;
 mod prompt;
@@ -28,6 +29,7 @@ pub use event::{RawEvent, SessionEvent, SessionHeader};
 pub use formats::null_as_absent;
 pub use harness::{AgentDirectory, Harness, LifecycleEvent, LifecycleListener};
 pub use ids::{AgentId, ScopeKey, SessionId};
+pub use json::JsonText;
 pub use message::{ContentBlock, MessageSource, UserMessage, join_text};
 pub use projection::{
     Projection, ProjectionSet, ProjectionState, ProjectionView, fold_events, fold_raw_events,

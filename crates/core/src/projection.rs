@@ -3,6 +3,7 @@
 
 use std::any::Any;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
@@ -62,7 +63,17 @@ struct Inner {
 /// ([`ProjectionSet::apply`]) gets the same states: an event already folded is skipped.
 #[derive(Clone, Default)]
 pub struct ProjectionSet {
-    inner: Arc<Mutex<Inner>>,
+    inner: Arc<Shared>,
+}
+
+#[derive(Default)]
+struct Shared {
+    state: Mutex<Inner>,
+    /// How many projections are registered, read without the lock: with none, a pushed
+    /// event is not folded anywhere, so [`ProjectionSet::apply`] returns at once. (A
+    /// projection registered meanwhile folds the session's log itself, and later pushes or
+    /// views pull whatever it missed.)
+    registered: AtomicUsize,
 }
 
 /// A projection's current view of one session.
@@ -85,7 +96,7 @@ impl ProjectionSet {
     /// # Errors
     /// [`RegisterError::Conflict`] when the key is already registered.
     pub fn register(&self, projection: Arc<dyn Projection>) -> Result<Registration, RegisterError> {
-        let mut inner = lock(&self.inner);
+        let mut inner = lock(&self.inner.state);
         if inner
             .projections
             .iter()
@@ -105,8 +116,10 @@ impl ProjectionSet {
         for (session, folded) in sessions.iter().zip(folded) {
             inner.states.insert((session.id().clone(), id), folded);
         }
-        Ok(Registration::weak(&self.inner, move |inner| {
-            let mut inner = lock(inner);
+        self.inner.registered.fetch_add(1, Ordering::SeqCst);
+        Ok(Registration::weak(&self.inner, move |shared| {
+            shared.registered.fetch_sub(1, Ordering::SeqCst);
+            let mut inner = lock(&shared.state);
             inner.projections.remove(id);
             inner.states.retain(|(_, pid), _| *pid != id);
         }))
@@ -114,7 +127,7 @@ impl ProjectionSet {
 
     /// Starts folding `session`: replays its whole log into every projection.
     pub fn track(&self, session: Arc<dyn crate::Session>) {
-        let mut inner = lock(&self.inner);
+        let mut inner = lock(&self.inner.state);
         let projections: Vec<_> = inner
             .projections
             .entries()
@@ -129,7 +142,7 @@ impl ProjectionSet {
 
     /// Stops folding a session and drops its states.
     pub fn untrack(&self, session: &SessionId) {
-        let mut inner = lock(&self.inner);
+        let mut inner = lock(&self.inner.state);
         inner.sessions.remove(session);
         inner.states.retain(|(sid, _), _| sid != session);
     }
@@ -138,7 +151,33 @@ impl ProjectionSet {
     /// before a projection's last folded seq is skipped (it was pulled already); events the
     /// set missed before it are pulled from the tracked session first.
     pub fn apply(&self, session: &SessionId, event: &SessionEvent) {
-        let mut inner = lock(&self.inner);
+        self.fold_appended(session, event.seq, |projection, state| {
+            projection.apply(state, event)
+        });
+    }
+
+    /// [`ProjectionSet::apply`] for an event in the log's own form (what
+    /// [`Session::append_raw`](crate::Session::append_raw) returns): each projection folds it
+    /// through [`Projection::apply_raw`], so one that skips unrelated event types decodes
+    /// nothing.
+    pub fn apply_raw(&self, session: &SessionId, event: &RawEvent) {
+        self.fold_appended(session, event.seq(), |projection, state| {
+            projection.apply_raw(state, event)
+        });
+    }
+
+    /// Folds the newly appended event `seq` of `session` into every projection with `apply`
+    /// (see [`ProjectionSet::apply`]).
+    fn fold_appended(
+        &self,
+        session: &SessionId,
+        seq: u64,
+        apply: impl Fn(&dyn Projection, &ProjectionState) -> Option<ProjectionState>,
+    ) {
+        if self.inner.registered.load(Ordering::SeqCst) == 0 {
+            return;
+        }
+        let mut inner = lock(&self.inner.state);
         let Inner {
             projections,
             states,
@@ -148,26 +187,26 @@ impl ProjectionSet {
             let Some(folded) = states.get_mut(&(session.clone(), id)) else {
                 continue;
             };
-            if event.seq <= folded.as_of_seq {
+            if seq <= folded.as_of_seq {
                 continue;
             }
-            if event.seq > folded.as_of_seq + 1 {
+            if seq > folded.as_of_seq + 1 {
                 if let Some(tracked) = sessions.get(session) {
                     catch_up(projection.as_ref(), folded, tracked.as_ref());
                 }
                 continue;
             }
-            if let Some(next) = projection.apply(&folded.state, event) {
+            if let Some(next) = apply(projection.as_ref(), &folded.state) {
                 folded.state = next;
             }
-            folded.as_of_seq = event.seq;
+            folded.as_of_seq = seq;
         }
     }
 
     /// Folds every event `session` logged since the last one folded, into every projection
     /// (what [`ProjectionSet::view`] does first). A session that is not tracked is ignored.
     pub fn refresh(&self, session: &SessionId) {
-        let mut inner = lock(&self.inner);
+        let mut inner = lock(&self.inner.state);
         let Inner {
             projections,
             states,
@@ -186,7 +225,7 @@ impl ProjectionSet {
     /// The view of projection `key` for `session`, if both are known, folded up to the end
     /// of the session's log.
     pub fn view(&self, session: &SessionId, key: &str) -> Option<ProjectionView> {
-        let mut inner = lock(&self.inner);
+        let mut inner = lock(&self.inner.state);
         let Inner {
             projections,
             states,
@@ -206,12 +245,12 @@ impl ProjectionSet {
     /// The registered projections, in registration order (to fold a log that no session
     /// holds, e.g. a file streamed by an inspection tool).
     pub fn projections(&self) -> Vec<Arc<dyn Projection>> {
-        lock(&self.inner).projections.to_vec()
+        lock(&self.inner.state).projections.to_vec()
     }
 
     /// The registered keys, in registration order.
     pub fn keys(&self) -> Vec<String> {
-        lock(&self.inner)
+        lock(&self.inner.state)
             .projections
             .iter()
             .map(|p| p.key().to_owned())

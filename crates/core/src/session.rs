@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::{RawEvent, SessionEvent, SessionHeader, SessionId};
+use crate::{JsonText, RawEvent, SessionEvent, SessionHeader, SessionId};
 
 /// Why an append was refused. Nothing was added to the log.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -15,6 +15,11 @@ pub enum AppendError {
     /// The host refused the event (an invariant veto, or an injected fault in tests).
     #[error("append rejected: {0}")]
     Rejected(String),
+}
+
+/// The refusal of an [`Session::append_raw`] payload that is not one JSON value.
+pub(crate) fn payload_error(error: &serde_json::Error) -> AppendError {
+    AppendError::Rejected(format!("payload is not one JSON value: {error}"))
 }
 
 /// Why a flush could not confirm durability. Appended events stay in the live log; a later
@@ -95,6 +100,29 @@ pub trait Session: Send + Sync {
     /// # Errors
     /// [`AppendError`] when the event was not added; the log is unchanged.
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError>;
+
+    /// Appends one event of `type` whose payload is already JSON text, and returns it in the
+    /// log's own form: the same event as [`Session::append`] of the parsed payload (same seq
+    /// and time rules, same text in the log and on disk, since a [`JsonText`] is the compact
+    /// form `serde_json` writes). A writer on a hot path (the job journal) serializes its
+    /// payload straight to text ([`JsonText::serialize`] of a borrowed struct) and skips
+    /// building a `serde_json::Value` tree; a store that keeps payloads as text (the in-memory store) keeps it as it is,
+    /// without checking, parsing or writing it again.
+    ///
+    /// The default parses `payload` and calls [`Session::append`], so a store or wrapper that
+    /// does not override it behaves exactly as with `append` (the JSONL and PostgreSQL stores
+    /// write the same bytes either way).
+    ///
+    /// # Errors
+    /// [`AppendError::Rejected`] (`payload is not one JSON value: …`) when the default cannot
+    /// parse `payload` into a `Value` (a raw value holding a number beyond the `f64` range),
+    /// else as [`Session::append`]. Either way the log is unchanged.
+    fn append_raw(&self, r#type: &str, payload: JsonText) -> Result<RawEvent, AppendError> {
+        let data: Value =
+            serde_json::from_str(payload.as_str()).map_err(|error| payload_error(&error))?;
+        self.append(r#type, data)
+            .map(|event| RawEvent::from_event(&event))
+    }
 
     /// Makes everything appended so far durable. Implementations never block the caller's
     /// executor thread on I/O, and a failed flush leaves the durable log as it was.

@@ -5,9 +5,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use harness_core::{RawEvent, Session, SessionId};
+use harness_core::{JsonText, RawEvent, Session, SessionId};
 use harness_jobs::{JobId, JobKind, JobLabel, JobSnapshot, JobStatus, LOST_DETAIL};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::state::split_id;
@@ -66,52 +66,76 @@ pub(crate) struct LostEvent {
     pub(crate) ids: Vec<JobId>,
 }
 
-/// The `job/start` payload of a just-started job.
+/// The `job/start` payload, borrowed from the job (serialized in the documented key order).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StartPayload<'a> {
+    version: u64,
+    id: &'a JobId,
+    kind: &'a JobKind,
+    label: &'a JobLabel,
+    started_at: i64,
+}
+
+/// The `job/settle` payload, borrowed from the settled job (serialized in the documented key
+/// order; `detail`, `output`, `outputTruncated` and `teardown` only when present).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SettlePayload<'a> {
+    version: u64,
+    id: &'a JobId,
+    status: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<&'a str>,
+    finished_at: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    output: Option<&'a str>,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    output_truncated: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    teardown: Option<&'a str>,
+}
+
+/// The `job/start` payload of a just-started job, as the compact JSON text
+/// [`Session::append_raw`] takes (the text `serde_json` writes for it as a `Value`).
 pub(crate) fn start_payload(
     id: &JobId,
     kind: &JobKind,
     label: &JobLabel,
     started_at: i64,
-) -> Value {
-    json!({
-        "version": JOURNAL_VERSION,
-        "id": id,
-        "kind": kind,
-        "label": label,
-        "startedAt": started_at,
+) -> Result<JsonText, serde_json::Error> {
+    JsonText::serialize(&StartPayload {
+        version: JOURNAL_VERSION,
+        id,
+        kind,
+        label,
+        started_at,
     })
 }
 
-/// The `job/settle` payload of a just-settled job: its terminal status, detail, finish time
-/// and final output (final-output jobs only), cut to [`JOURNAL_OUTPUT_BYTES`], and the
-/// teardown reason when the registry's teardown cancelled it.
+/// The `job/settle` payload of a just-settled job, as compact JSON text (see
+/// [`start_payload`]): its terminal status, detail, finish time and final output
+/// (final-output jobs only), cut to [`JOURNAL_OUTPUT_BYTES`], and the teardown reason when
+/// the registry's teardown cancelled it.
 pub(crate) fn settle_payload(
     snapshot: &JobSnapshot,
     output: Option<&str>,
     teardown: Option<&str>,
-) -> Value {
-    let mut payload = serde_json::Map::new();
-    payload.insert("version".into(), json!(JOURNAL_VERSION));
-    payload.insert("id".into(), json!(snapshot.id));
-    payload.insert("status".into(), json!(snapshot.status.as_str()));
-    if let Some(detail) = &snapshot.detail {
-        payload.insert("detail".into(), json!(&**detail));
-    }
-    payload.insert(
-        "finishedAt".into(),
-        json!(snapshot.finished_at.unwrap_or(snapshot.started_at)),
-    );
-    if let Some(output) = output {
+) -> Result<JsonText, serde_json::Error> {
+    let output = output.map(|output| {
         let cut = output.floor_char_boundary(JOURNAL_OUTPUT_BYTES);
-        payload.insert("output".into(), json!(&output[..cut]));
-        if cut < output.len() {
-            payload.insert("outputTruncated".into(), json!(true));
-        }
-    }
-    if let Some(reason) = teardown {
-        payload.insert("teardown".into(), json!(reason));
-    }
-    Value::Object(payload)
+        (&output[..cut], cut < output.len())
+    });
+    JsonText::serialize(&SettlePayload {
+        version: JOURNAL_VERSION,
+        id: &snapshot.id,
+        status: snapshot.status.as_str(),
+        detail: snapshot.detail.as_deref(),
+        finished_at: snapshot.finished_at.unwrap_or(snapshot.started_at),
+        output: output.map(|(text, _)| text),
+        output_truncated: output.is_some_and(|(_, cut)| cut),
+        teardown,
+    })
 }
 
 /// The `job/lost` payload recording that the lost-jobs notice for `ids` was delivered.

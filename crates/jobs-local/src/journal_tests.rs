@@ -1,6 +1,7 @@
 use harness_core::RawEvent;
+use harness_jobs::JobSnapshot;
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::*;
 
@@ -17,11 +18,13 @@ fn start_and_settle_round_trip() {
         &JobKind::bash(),
         &JobLabel::new("make"),
         5,
-    );
+    )
+    .unwrap();
     assert_eq!(
-        serde_json::to_string(&payload).unwrap(),
+        payload.as_str(),
         r#"{"version":1,"id":"bash-3","kind":"bash","label":"make","startedAt":5}"#
     );
+    let payload: Value = serde_json::from_str(payload.as_str()).unwrap();
     let start = decode_start(&raw(1, JOB_START_EVENT, &payload)).unwrap();
     assert_eq!((start.id.as_str(), start.started_at), ("bash-3", 5));
 }
@@ -58,6 +61,77 @@ fn unknown_keys_versions_and_statuses_are_refused() {
     );
 }
 
+fn settled(detail: Option<&str>) -> JobSnapshot {
+    JobSnapshot {
+        id: JobId::new("subagent-2"),
+        kind: JobKind::new("subagent"),
+        label: JobLabel::new("summarize"),
+        output_limit_bytes: None,
+        owner_session: None,
+        status: harness_jobs::JobStatus::Killed,
+        detail: detail.map(Into::into),
+        started_at: 4,
+        finished_at: Some(9),
+        reported: false,
+    }
+}
+
+#[test]
+fn settle_payloads_are_the_documented_text() {
+    assert_eq!(
+        settle_payload(&settled(None), None, None).unwrap().as_str(),
+        r#"{"version":1,"id":"subagent-2","status":"killed","finishedAt":9}"#
+    );
+    assert_eq!(
+        settle_payload(&settled(Some("cancelled")), Some("3 notes\n\"done\""), None)
+            .unwrap()
+            .as_str(),
+        r#"{"version":1,"id":"subagent-2","status":"killed","detail":"cancelled","finishedAt":9,"output":"3 notes\n\"done\""}"#
+    );
+    // Cut at a character boundary below the limit: `é` is two bytes across byte 4096.
+    let long = format!("{}é", "a".repeat(JOURNAL_OUTPUT_BYTES - 1));
+    let payload = settle_payload(&settled(None), Some(&long), None).unwrap();
+    let expected = format!(
+        r#"{{"version":1,"id":"subagent-2","status":"killed","finishedAt":9,"output":"{}","outputTruncated":true}}"#,
+        "a".repeat(JOURNAL_OUTPUT_BYTES - 1)
+    );
+    assert_eq!(payload.as_str(), expected);
+    // A settle with no finish time records its start (never reached by the registry).
+    let mut open = settled(None);
+    open.finished_at = None;
+    assert_eq!(
+        settle_payload(&open, None, None).unwrap().as_str(),
+        r#"{"version":1,"id":"subagent-2","status":"killed","finishedAt":4}"#
+    );
+}
+
+/// The text is byte for byte what `serde_json` writes for the payload as a `Value` (what the
+/// journal appended before it wrote text), escapes included.
+#[test]
+fn payload_text_is_the_value_form() {
+    let label = JobLabel::new("echo \"hi\"\t\u{1} é \\ </script>");
+    let text = start_payload(&JobId::new("bash-12"), &JobKind::bash(), &label, -3).unwrap();
+    let value = json!({
+        "version": JOURNAL_VERSION,
+        "id": "bash-12",
+        "kind": "bash",
+        "label": label.as_str(),
+        "startedAt": -3,
+    });
+    assert_eq!(text.as_str(), value.to_string());
+    let output = "line 1\nline 2\r\n\u{7f}\u{2028}";
+    let text = settle_payload(&settled(Some("exit \"1\"")), Some(output), None).unwrap();
+    let value = json!({
+        "version": JOURNAL_VERSION,
+        "id": "subagent-2",
+        "status": "killed",
+        "detail": "exit \"1\"",
+        "finishedAt": 9,
+        "output": output,
+    });
+    assert_eq!(text.as_str(), value.to_string());
+}
+
 #[test]
 fn a_settlement_keeps_its_teardown_reason_and_a_lost_event_its_ids() {
     let snapshot = JobSnapshot {
@@ -72,11 +146,12 @@ fn a_settlement_keeps_its_teardown_reason_and_a_lost_event_its_ids() {
         finished_at: Some(2),
         reported: true,
     };
-    let payload = settle_payload(&snapshot, None, Some("owner disposed"));
+    let payload = settle_payload(&snapshot, None, Some("owner disposed")).unwrap();
     assert_eq!(
-        payload.to_string(),
+        payload.as_str(),
         r#"{"version":1,"id":"bash-2","status":"killed","detail":"killed by SIGTERM","finishedAt":2,"teardown":"owner disposed"}"#
     );
+    let payload: Value = serde_json::from_str(payload.as_str()).unwrap();
     let settle = decode_settle(&raw(3, JOB_SETTLE_EVENT, &payload)).unwrap();
     assert_eq!(settle.teardown.as_deref(), Some("owner disposed"));
     let lost = lost_payload(&[JobId::new("bash-2"), JobId::new("fake-1")]);

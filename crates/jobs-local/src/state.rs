@@ -556,20 +556,7 @@ impl Records {
         let n = self.kinds[k].issue(slot);
         let id = JobId::issued(&kind, n);
         let record = build(id.clone(), kind);
-        match &record.owner {
-            None => self.unowned.push(slot),
-            Some(owner) => match self.owned.get_mut(&owner.id) {
-                Some(bucket) => bucket.push(slot),
-                None => {
-                    self.owned.insert(owner.id.clone(), vec![slot]);
-                }
-            },
-        }
-        match free {
-            Some(slot) => self.slots.put(slot, record),
-            None => self.slots.push(record),
-        }
-        self.len += 1;
+        self.store(slot, free.is_some(), record);
         (id, slot)
     }
 

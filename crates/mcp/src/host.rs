@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use harness_core::{
-    AgentId, AppendError, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader,
-    SessionId, UserMessage,
+    AgentId, AppendError, JsonText, PersistenceError, RawEvent, Session, SessionEvent,
+    SessionHeader, SessionId, UserMessage,
 };
 use harness_host::{InputSink, LoopAgent, TurnObserver};
 use serde_json::Value;
@@ -61,6 +61,15 @@ impl Session for HostSession {
 
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
         let event = self.inner.append(r#type, data)?;
+        let hook = harness_core::lock(&self.hook).clone();
+        if let Some(hook) = hook {
+            hook(r#type);
+        }
+        Ok(event)
+    }
+
+    fn append_raw(&self, r#type: &str, payload: JsonText) -> Result<RawEvent, AppendError> {
+        let event = self.inner.append_raw(r#type, payload)?;
         let hook = harness_core::lock(&self.hook).clone();
         if let Some(hook) = hook {
             hook(r#type);

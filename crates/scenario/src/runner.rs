@@ -90,7 +90,7 @@ pub async fn run_scenario_in_runtime(source: &str) -> Transcript {
 }
 
 fn take_lines(lines: &Mutex<Vec<String>>) -> Vec<String> {
-    std::mem::take(&mut *lines.lock().unwrap_or_else(|p| p.into_inner()))
+    std::mem::take(&mut *harness_core::lock(lines))
 }
 
 /// Runs the steps, appending transcript lines to `lines`; returns whether a scenario
@@ -133,7 +133,7 @@ fn error_line(line: usize, message: &str) -> String {
 }
 
 fn push(lines: &Mutex<Vec<String>>, line: String) {
-    lines.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+    harness_core::lock(lines).push(line);
 }
 
 fn record_line(record: &HostRecord) -> String {
@@ -542,13 +542,13 @@ impl Runner {
     fn insert_job_line(&self, mark: usize, id: &str, owner: Option<&Arc<MemoryAgent>>) {
         let session = owner.map_or(Value::Null, |a| json!(a.id().as_str()));
         let line = json!({"kind": "job", "id": id, "session": session}).to_string();
-        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let mut lines = harness_core::lock(&self.lines);
         let at = mark.min(lines.len());
         lines.insert(at, line);
     }
 
     fn mark(&self) -> usize {
-        self.lines.lock().unwrap_or_else(|p| p.into_inner()).len()
+        harness_core::lock(&self.lines).len()
     }
 
     fn bash(
@@ -759,7 +759,7 @@ impl Runner {
             self.calls.insert(id, handle);
             return Ok(());
         }
-        let mark = self.lines.lock().unwrap_or_else(|p| p.into_inner()).len();
+        let mark = harness_core::lock(&self.lines).len();
         let what = format!("call {id:?} ({tool})");
         let stuck = blocked(
             &what,
@@ -774,7 +774,7 @@ impl Runner {
                 host.execute(&tool, args, session.as_ref()),
             )
             .await?;
-        let mut lines = self.lines.lock().unwrap_or_else(|p| p.into_inner());
+        let mut lines = harness_core::lock(&self.lines);
         let at = mark.min(lines.len());
         lines.insert(at, result_line(&id, &tool, &output));
         Ok(())

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use harness_core::{
-    AppendError, PersistenceError, ProjectionSet, RawEvent, Session, SessionEvent, SessionHeader,
-    SessionId,
+    AppendError, JsonText, PersistenceError, ProjectionSet, RawEvent, Session, SessionEvent,
+    SessionHeader, SessionId,
 };
 use serde_json::Value;
 use tokio::sync::watch;
@@ -152,6 +152,15 @@ impl Session for HostSession {
         }
         let event = self.inner.append(r#type, data)?;
         self.projections.apply(self.inner.id(), &event);
+        Ok(event)
+    }
+
+    fn append_raw(&self, r#type: &str, payload: JsonText) -> Result<RawEvent, AppendError> {
+        if self.faults.append_fails() {
+            return Err(AppendError::Rejected("injected append failure".to_owned()));
+        }
+        let event = self.inner.append_raw(r#type, payload)?;
+        self.projections.apply_raw(self.inner.id(), &event);
         Ok(event)
     }
 

@@ -4,6 +4,7 @@
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
+use smol_str::SmolStr;
 
 use crate::{Clock, RawEvent, SessionEvent, read_lock, write_lock};
 
@@ -52,6 +53,27 @@ impl EventLog {
         };
         commit(&event)?;
         events.push(RawEvent::from_event(&event));
+        Ok(event)
+    }
+
+    /// [`EventLog::push`] for a payload that is already one JSON value as text: the event is
+    /// built in the log's own form, the text moved into it, and handed to `commit` while the
+    /// log is locked.
+    pub(crate) fn push_raw<E>(
+        &self,
+        r#type: &str,
+        payload: String,
+        commit: impl FnOnce(&RawEvent) -> Result<(), E>,
+    ) -> Result<RawEvent, E> {
+        let mut events = write_lock(&self.events);
+        let event = RawEvent::owned(
+            events.len() as u64 + 1,
+            SmolStr::new(r#type),
+            self.clock.now(),
+            payload,
+        );
+        commit(&event)?;
+        events.push(event.clone());
         Ok(event)
     }
 }

@@ -10,7 +10,8 @@ use serde_json::Value;
 use super::log::EventLog;
 use super::{SessionStore, StoreError};
 use crate::{
-    AppendError, Clock, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader, SessionId,
+    AppendError, Clock, JsonText, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader,
+    SessionId,
 };
 
 /// An in-memory store. `flush` always succeeds (memory is the persistence), and reopening a
@@ -103,6 +104,13 @@ impl Session for MemorySession {
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
         self.log
             .push(r#type, data, |_| Ok::<(), Infallible>(()))
+            .map_err(|never| match never {})
+    }
+
+    /// Keeps `payload`'s text as it is (JSON by construction).
+    fn append_raw(&self, r#type: &str, payload: JsonText) -> Result<RawEvent, AppendError> {
+        self.log
+            .push_raw(r#type, payload.into_string(), |_| Ok::<(), Infallible>(()))
             .map_err(|never| match never {})
     }
 

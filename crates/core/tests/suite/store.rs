@@ -424,3 +424,80 @@ fn create_leaves_only_the_session_file() {
     );
     assert_eq!(session.len(), 0);
 }
+
+/// A payload as `append_raw` takes it: the compact text `serde_json` writes.
+fn raw(value: &serde_json::Value) -> harness_core::JsonText {
+    harness_core::JsonText::serialize(value).unwrap()
+}
+
+/// The in-memory store keeps a raw payload's text and numbers it in seq order with `append`.
+#[test]
+fn memory_append_raw_keeps_the_text_in_seq_order() {
+    let store = MemoryStore::new(Arc::new(Frozen));
+    let session = store.create(SessionHeader::new("m1")).unwrap();
+    session.append("a/one", json!({"n": 1})).unwrap();
+    let payload = json!({"id": "bash-1", "label": "echo \"hi\"\n", "at": -3});
+    let event = session.append_raw("a/two", raw(&payload)).unwrap();
+    assert_eq!(
+        (event.seq(), event.r#type(), event.payload()),
+        (
+            2,
+            "a/two",
+            r#"{"id":"bash-1","label":"echo \"hi\"\n","at":-3}"#
+        )
+    );
+    assert_eq!(event.time(), Frozen.now());
+    session.append("a/three", json!([])).unwrap();
+    let events = session.raw_events_after(0);
+    assert_eq!(events.len(), 3);
+    assert_eq!(events[1], event);
+    assert_eq!(events[2].seq(), 3);
+    assert_eq!(session.events()[1].data, payload);
+}
+
+/// A store on the default `append_raw` (JSONL) writes byte for byte the file `append` writes.
+#[tokio::test]
+async fn jsonl_append_raw_writes_the_bytes_append_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let payloads = [
+        json!({"version": 1, "id": "subagent-1", "label": "summarize \"notes\"\t\u{1}"}),
+        json!({"output": "line 1\nline 2 é \u{2028}", "n": 1785931200000_i64, "ok": true}),
+    ];
+    let by_value = store.create(SessionHeader::new("v")).unwrap();
+    let by_text = store.create(SessionHeader::new("t")).unwrap();
+    for (n, payload) in payloads.iter().enumerate() {
+        by_value.append("job/start", payload.clone()).unwrap();
+        let event = by_text.append_raw("job/start", raw(payload)).unwrap();
+        assert_eq!(event.seq(), n as u64 + 1);
+        assert_eq!(event.payload(), payload.to_string());
+    }
+    by_value.flush().await.unwrap();
+    by_text.flush().await.unwrap();
+    let read = |id: &str| std::fs::read_to_string(dir.path().join(format!("{id}.jsonl"))).unwrap();
+    let (value_file, text_file) = (read("v"), read("t"));
+    assert_eq!(
+        text_file.lines().skip(1).collect::<Vec<_>>(),
+        value_file.lines().skip(1).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        text_file.len(),
+        value_file.len() - r#""id":"v""#.len() + r#""id":"t""#.len()
+    );
+}
+
+/// The default `append_raw` refuses a payload it cannot parse into a `Value`, and the log is
+/// unchanged.
+#[test]
+fn default_append_raw_refuses_a_number_beyond_f64() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(&dir);
+    let session = store.create(SessionHeader::new("r")).unwrap();
+    let payload = serde_json::value::RawValue::from_string(r#"{"n":1e400}"#.to_owned()).unwrap();
+    let error = session.append_raw("x/y", payload.into()).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "append rejected: payload is not one JSON value: number out of range at line 1 column 10"
+    );
+    assert_eq!(session.len(), 0);
+}

@@ -330,12 +330,16 @@ impl Shared {
         label: &JobLabel,
         started_at: i64,
     ) {
-        let payload = journal::start_payload(id, kind, label, started_at);
-        if let Err(error) = owner
-            .agent
-            .session()
-            .append(journal::JOB_START_EVENT, payload)
-        {
+        let appended = journal::start_payload(id, kind, label, started_at)
+            .map_err(|error| error.to_string())
+            .and_then(|payload| {
+                owner
+                    .agent
+                    .session()
+                    .append_raw(journal::JOB_START_EVENT, payload)
+                    .map_err(|error| error.to_string())
+            });
+        if let Err(error) = appended {
             tracing::warn!("jobs: could not journal the start of {id}: {error}");
         }
     }

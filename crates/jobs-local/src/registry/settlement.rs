@@ -108,10 +108,15 @@ impl Shared {
             drop(progress.replace_observer(None));
         }
         if let (Some(payload), Some(owner)) = (journaled, &target.owner)
-            && let Err(error) = owner
-                .agent
-                .session()
-                .append(journal::JOB_SETTLE_EVENT, payload)
+            && let Err(error) = payload
+                .map_err(|error| error.to_string())
+                .and_then(|payload| {
+                    owner
+                        .agent
+                        .session()
+                        .append_raw(journal::JOB_SETTLE_EVENT, payload)
+                        .map_err(|error| error.to_string())
+                })
         {
             tracing::warn!(
                 "jobs: could not journal the settlement of {}: {error}",

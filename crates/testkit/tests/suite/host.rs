@@ -241,7 +241,59 @@ async fn flush_failure_is_reported_and_append_faults_change_nothing() {
     assert_eq!(faults.flush_count(), 4);
     faults.set_append_fail(true);
     assert!(session.append("x", serde_json::json!({})).is_err());
+    let payload = harness_core::JsonText::serialize(&serde_json::json!({})).unwrap();
+    assert_eq!(
+        session.append_raw("x", payload).unwrap_err().to_string(),
+        "append rejected: injected append failure"
+    );
     assert_eq!(session.len(), 0);
+}
+
+/// Counts the events of type `x/count` it folds (a state of `u64`).
+struct CountX;
+
+impl harness_core::Projection for CountX {
+    fn key(&self) -> &str {
+        "countX"
+    }
+
+    fn init(&self) -> harness_core::ProjectionState {
+        Arc::new(0u64)
+    }
+
+    fn apply(
+        &self,
+        state: &harness_core::ProjectionState,
+        event: &harness_core::SessionEvent,
+    ) -> Option<harness_core::ProjectionState> {
+        let n = *state.downcast_ref::<u64>()?;
+        (event.r#type == "x/count").then(|| Arc::new(n + 1) as harness_core::ProjectionState)
+    }
+
+    fn view(&self, state: &harness_core::ProjectionState) -> serde_json::Value {
+        serde_json::json!(state.downcast_ref::<u64>().copied())
+    }
+}
+
+/// An event appended as text is folded into the host's projections as it is appended, like
+/// one appended as a value, and not before a projection exists.
+#[tokio::test(start_paused = true)]
+async fn raw_appends_are_folded_into_projections() {
+    let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
+    let agent = host.create_session(SessionHeader::new("s1")).unwrap();
+    let session = agent.session();
+    let raw = || harness_core::JsonText::serialize(&serde_json::json!({"n": 1})).unwrap();
+    // No projection yet: nothing is folded, and the one registered next replays the log.
+    session.append_raw("x/count", raw()).unwrap();
+    let _registration = host.projections().register(Arc::new(CountX)).unwrap();
+    session.append_raw("x/count", raw()).unwrap();
+    session.append_raw("x/other", raw()).unwrap();
+    session.append("x/count", serde_json::json!({})).unwrap();
+    let view = host
+        .projections()
+        .view(&SessionId::from("s1"), "countX")
+        .unwrap();
+    assert_eq!((view.value, view.as_of_seq), (serde_json::json!(3), 4));
 }
 
 #[tokio::test(start_paused = true)]
