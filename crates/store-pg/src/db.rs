@@ -18,16 +18,6 @@ pub(crate) struct Db {
     pub(crate) quoted: String,
 }
 
-/// What a flush transaction found.
-pub(crate) enum FlushOutcome {
-    /// The batch is committed.
-    Written,
-    /// The session's owner or epoch is not the caller's.
-    Fenced,
-    /// The epoch is the caller's but the durable last seq is not the expected one.
-    SeqMismatch { found: i64 },
-}
-
 /// A readable message for a client error, with the server's message when there is one.
 pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
     match error.as_db_error() {
@@ -59,19 +49,19 @@ fn literal(text: &str) -> String {
     format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
 }
 
-fn seq_i64(seq: u64) -> i64 {
+pub(crate) fn seq_i64(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
 }
 
 /// The columns of a batch, as the arrays of the one-statement insert.
-struct Columns<'a> {
-    seqs: Vec<i64>,
-    types: Vec<&'a str>,
-    times: Vec<DateTime<Utc>>,
-    data: Vec<&'a str>,
+pub(crate) struct Columns<'a> {
+    pub(crate) seqs: Vec<i64>,
+    pub(crate) types: Vec<&'a str>,
+    pub(crate) times: Vec<DateTime<Utc>>,
+    pub(crate) data: Vec<&'a str>,
 }
 
-fn columns(events: &[RawEvent]) -> Columns<'_> {
+pub(crate) fn columns(events: &[RawEvent]) -> Columns<'_> {
     let mut c = Columns {
         seqs: Vec::with_capacity(events.len()),
         types: Vec::with_capacity(events.len()),
@@ -339,110 +329,5 @@ impl Db {
             .iter()
             .map(|row| SessionId::from(row.get::<_, &str>(0)))
             .collect())
-    }
-
-    /// The flush transaction: checks owner, epoch and the durable last seq under the session
-    /// row's lock, inserts the batch in one statement, moves `last_seq`, and updates the
-    /// due-reminder index from the batch's `schedule/change` events.
-    pub(crate) async fn flush(
-        &self,
-        id: &str,
-        host: &str,
-        epoch: i64,
-        durable: u64,
-        batch: &[RawEvent],
-        reminders: &crate::reminders::IndexChanges,
-    ) -> Result<FlushOutcome, String> {
-        let mut client = self.pool.get().await.map_err(|e| match e {
-            deadpool_postgres::PoolError::Backend(e) => describe(&e),
-            other => other.to_string(),
-        })?;
-        self.flush_on(&mut client, id, host, epoch, durable, batch, reminders)
-            .await
-            .map_err(|e| describe(&e))
-    }
-
-    /// The check, the insert and the move of `last_seq` are one statement: the `UPDATE`
-    /// locks the session row only when owner, epoch and last seq are the caller's, and the
-    /// batch is inserted, and followers notified, only for the row it returns. A batch without reminder changes is
-    /// that statement alone, its own transaction (one round trip); otherwise the statement
-    /// and the index changes share a transaction.
-    #[allow(clippy::too_many_arguments, reason = "the flush transaction's inputs")]
-    async fn flush_on(
-        &self,
-        client: &mut deadpool_postgres::Client,
-        id: &str,
-        host: &str,
-        epoch: i64,
-        durable: u64,
-        batch: &[RawEvent],
-        reminders: &crate::reminders::IndexChanges,
-    ) -> Result<FlushOutcome, tokio_postgres::Error> {
-        let write = client
-            .prepare_cached(&self.sql(
-                "WITH checked AS ( \
-                     UPDATE {s}.sessions SET last_seq = $5 \
-                     WHERE id = $1 AND owner = $2 AND epoch = $3 AND last_seq = $4 \
-                     RETURNING id), \
-                 inserted AS ( \
-                     INSERT INTO {s}.events (session_id, seq, type, time, data) \
-                     SELECT checked.id, u.seq, u.type, u.time, u.data::json \
-                     FROM checked, \
-                          unnest($6::bigint[], $7::text[], $8::timestamptz[], $9::text[]) \
-                          AS u(seq, type, time, data) \
-                     RETURNING 1) \
-                 SELECT (SELECT count(*) FROM inserted), pg_notify($10, $11) FROM checked",
-            ))
-            .await?;
-        let c = columns(batch);
-        let expected = seq_i64(durable);
-        let end = seq_i64(durable + batch.len() as u64);
-        // Followers hear of the batch when it commits (see `follow`); the notification is
-        // sent only when the check held (one row from `checked`).
-        let (channel, payload) = (
-            crate::follow::channel(&self.quoted),
-            crate::follow::payload(id, end),
-        );
-        let params: [&(dyn ToSql + Sync); 11] = [
-            &id, &host, &epoch, &expected, &end, &c.seqs, &c.types, &c.times, &c.data, &channel,
-            &payload,
-        ];
-        let count = |row: Option<tokio_postgres::Row>| -> Result<u64, tokio_postgres::Error> {
-            match row {
-                Some(row) => Ok(u64::try_from(row.try_get::<_, i64>(0)?).unwrap_or(0)),
-                None => Ok(0),
-            }
-        };
-        let has_reminders = batch.iter().any(|e| e.r#type() == "schedule/change");
-        let written = if has_reminders {
-            let tx = client.transaction().await?;
-            let written = count(tx.query_opt(&write, &params).await?)?;
-            if written == batch.len() as u64 {
-                reminders.apply(self, &tx, id).await?;
-                tx.commit().await?;
-            }
-            written
-        } else {
-            count(client.query_opt(&write, &params).await?)?
-        };
-        if written == batch.len() as u64 {
-            return Ok(FlushOutcome::Written);
-        }
-        // Nothing was written: say why.
-        let state = client
-            .prepare_cached(
-                &self.sql("SELECT owner, epoch, last_seq FROM {s}.sessions WHERE id = $1"),
-            )
-            .await?;
-        let Some(row) = client.query_opt(&state, &[&id]).await? else {
-            return Ok(FlushOutcome::Fenced);
-        };
-        let owner: Option<&str> = row.try_get(0)?;
-        let current: i64 = row.try_get(1)?;
-        let last: i64 = row.try_get(2)?;
-        if owner != Some(host) || current != epoch {
-            return Ok(FlushOutcome::Fenced);
-        }
-        Ok(FlushOutcome::SeqMismatch { found: last })
     }
 }

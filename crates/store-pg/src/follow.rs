@@ -19,14 +19,11 @@ use tokio_postgres::{AsyncMessage, NoTls};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::db::{Db, backend, pool_error};
+use crate::notify::channel;
 use crate::store::PgStore;
 
 /// Events read per query while catching up.
 const PAGE: i64 = 500;
-
-/// The longest notify payload the flush sends with the session id; a longer id sends an
-/// empty payload, which every follower of the schema takes as "re-read".
-const MAX_PAYLOAD_ID: usize = 7_000;
 
 /// How a [`Follower`] keeps up.
 #[derive(Debug, Clone)]
@@ -49,23 +46,6 @@ impl Default for FollowOptions {
             reconnect_delay: Duration::from_secs(1),
             buffer: 256,
         }
-    }
-}
-
-/// The `NOTIFY` channel of the schema whose quoted name is `quoted`: `harness_<schema>`,
-/// cut to the server's 63-byte identifier limit.
-pub(crate) fn channel(quoted: &str) -> String {
-    let mut name = format!("harness_{}", quoted.trim_matches('"'));
-    name.truncate(63);
-    name
-}
-
-/// The payload a flush of `id` up to `last_seq` notifies.
-pub(crate) fn payload(id: &str, last_seq: i64) -> String {
-    if id.len() > MAX_PAYLOAD_ID {
-        String::new()
-    } else {
-        format!("{id}:{last_seq}")
     }
 }
 
@@ -375,22 +355,7 @@ impl Follow {
 
 #[cfg(test)]
 mod tests {
-    use super::{channel, payload, relevant};
-
-    #[test]
-    fn the_channel_is_the_schema_cut_to_the_identifier_limit() {
-        assert_eq!(channel("\"harness\""), "harness_harness");
-        let long = format!("\"{}\"", "s".repeat(80));
-        assert_eq!(channel(&long), format!("harness_{}", "s".repeat(55)));
-        assert_eq!(channel(&long).len(), 63);
-    }
-
-    #[test]
-    fn a_payload_names_the_session_and_its_last_seq() {
-        assert_eq!(payload("s1", 7), "s1:7");
-        assert_eq!(payload("a:b", 7), "a:b:7");
-        assert_eq!(payload(&"x".repeat(7_001), 7), "");
-    }
+    use super::relevant;
 
     #[test]
     fn only_news_of_the_followed_session_past_the_delivered_seq_is_relevant() {

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::db::Db;
-use crate::store::Bridge;
+use crate::shared::Bridge;
 
 /// Write ownership of one session by one host (docs/event-log.md, "Write ownership").
 ///

@@ -2,16 +2,21 @@
 
 mod copy;
 mod db;
+mod flush;
 mod follow;
 mod lease;
 mod migrate;
+mod notify;
+mod options;
 mod reminders;
 mod scanner;
 mod session;
+mod shared;
 mod store;
 
 pub use follow::{FollowOptions, Follower};
 pub use lease::Lease;
+pub use options::PgOptions;
 pub use scanner::{ReminderScanner, Resume, ScanOptions, ScanStats};
 pub use session::PgSession;
-pub use store::{PgOptions, PgStore};
+pub use store::PgStore;

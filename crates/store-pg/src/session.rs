@@ -10,10 +10,10 @@ use harness_core::{
 };
 use serde_json::Value;
 
-use crate::db::FlushOutcome;
+use crate::flush::FlushOutcome;
 use crate::lease::Lease;
 use crate::reminders::IndexChanges;
-use crate::store::Inner;
+use crate::shared::Inner;
 
 /// A session of a [`crate::PgStore`], written under its [`Lease`].
 ///

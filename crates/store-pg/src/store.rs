@@ -1,146 +1,17 @@
 //! [`PgStore`]: sessions in PostgreSQL, written by one leased host at a time.
 
-use std::cell::Cell;
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use harness_core::{Clock, RawEvent, Session, SessionHeader, SessionId, SessionStore, StoreError};
-use tokio::runtime::{Handle, Runtime};
 use tokio_postgres::NoTls;
 
 use crate::db::{Db, describe};
 use crate::lease::Lease;
+use crate::options::PgOptions;
 use crate::session::PgSession;
-
-thread_local! {
-    static ON_STORE_RUNTIME: Cell<bool> = const { Cell::new(false) };
-}
-
-/// How a [`PgStore`] connects and who it is.
-#[derive(Debug, Clone)]
-pub struct PgOptions {
-    /// The PostgreSQL schema holding the tables (created with them); default `harness`.
-    /// Letters, digits and `_` only.
-    pub schema: String,
-    /// This host's id, written as the owner of the sessions it leases; unique per process
-    /// (default: `<hostname>-<pid>-<start time>`).
-    pub host: String,
-    /// How long a lease lives without renewal; default 30 s. A host that dies holds its
-    /// sessions this long.
-    pub lease_ttl: Duration,
-    /// Pooled connections; default 16.
-    pub pool_size: usize,
-}
-
-impl Default for PgOptions {
-    fn default() -> Self {
-        Self {
-            schema: "harness".to_owned(),
-            host: default_host_id(),
-            lease_ttl: Duration::from_secs(30),
-            pool_size: 16,
-        }
-    }
-}
-
-fn default_host_id() -> String {
-    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_owned())
-        .unwrap_or_else(|_| "host".to_owned());
-    let started = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!("{name}-{}-{started:x}", std::process::id())
-}
-
-/// Runs the store's database work on its own runtime, from async callers (awaiting) and sync
-/// callers (blocking the calling thread, as a file store's `open` does).
-#[derive(Clone)]
-pub(crate) struct Bridge {
-    handle: Handle,
-}
-
-impl Bridge {
-    pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
-        drop(self.handle.spawn(work));
-    }
-
-    /// Awaits `work` run on the store's runtime.
-    pub(crate) async fn run<T: Send + 'static>(
-        &self,
-        work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        self.handle
-            .spawn(work)
-            .await
-            .map_err(|e| StoreError::Backend {
-                message: format!("store task failed: {e}"),
-            })?
-    }
-
-    /// Blocks the calling thread until `work` is done on the store's runtime.
-    ///
-    /// Called on a thread of the store's own runtime, it refuses (that could deadlock).
-    pub(crate) fn block<T: Send + 'static>(
-        &self,
-        work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
-    ) -> Result<T, StoreError> {
-        if ON_STORE_RUNTIME.with(Cell::get) {
-            return Err(StoreError::Backend {
-                message: "a blocking store call was made on the store's own runtime".to_owned(),
-            });
-        }
-        let (reply, answer) = std::sync::mpsc::channel();
-        self.handle.spawn(async move {
-            let _ = reply.send(work.await);
-        });
-        answer.recv().unwrap_or_else(|_| {
-            Err(StoreError::Backend {
-                message: "the store's runtime stopped".to_owned(),
-            })
-        })
-    }
-
-    /// Runs `work` and waits up to `patience` for it, except on the store's own runtime,
-    /// where it only starts it.
-    pub(crate) fn run_and_wait(
-        &self,
-        work: impl Future<Output = ()> + Send + 'static,
-        patience: Duration,
-    ) {
-        if ON_STORE_RUNTIME.with(Cell::get) {
-            self.spawn(work);
-            return;
-        }
-        let (reply, answer) = std::sync::mpsc::channel();
-        self.handle.spawn(async move {
-            work.await;
-            let _ = reply.send(());
-        });
-        let _ = answer.recv_timeout(patience);
-    }
-}
-
-pub(crate) struct Inner {
-    pub(crate) db: Db,
-    /// The parsed connection string, for connections outside the pool (a follower's `LISTEN`).
-    pub(crate) config: tokio_postgres::Config,
-    pub(crate) bridge: Bridge,
-    pub(crate) clock: Arc<dyn Clock>,
-    pub(crate) options: PgOptions,
-    runtime: Option<Runtime>,
-}
-
-impl Drop for Inner {
-    fn drop(&mut self) {
-        if let Some(runtime) = self.runtime.take() {
-            runtime.shutdown_background();
-        }
-    }
-}
+use crate::shared::{Bridge, Inner, ON_STORE_RUNTIME};
 
 /// Sessions in a PostgreSQL database (docs/event-log.md, "The PostgreSQL store").
 ///

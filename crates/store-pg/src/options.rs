@@ -1,0 +1,41 @@
+//! [`PgOptions`]: how a store connects and who it is.
+
+use std::time::Duration;
+
+/// How a [`PgStore`](crate::PgStore) connects and who it is.
+#[derive(Debug, Clone)]
+pub struct PgOptions {
+    /// The PostgreSQL schema holding the tables (created with them); default `harness`.
+    /// Letters, digits and `_` only.
+    pub schema: String,
+    /// This host's id, written as the owner of the sessions it leases; unique per process
+    /// (default: `<hostname>-<pid>-<start time>`).
+    pub host: String,
+    /// How long a lease lives without renewal; default 30 s. A host that dies holds its
+    /// sessions this long.
+    pub lease_ttl: Duration,
+    /// Pooled connections; default 16.
+    pub pool_size: usize,
+}
+
+impl Default for PgOptions {
+    fn default() -> Self {
+        Self {
+            schema: "harness".to_owned(),
+            host: default_host_id(),
+            lease_ttl: Duration::from_secs(30),
+            pool_size: 16,
+        }
+    }
+}
+
+fn default_host_id() -> String {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_owned())
+        .unwrap_or_else(|_| "host".to_owned());
+    let started = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{name}-{}-{started:x}", std::process::id())
+}

@@ -1,0 +1,102 @@
+//! The state every handle of one store shares: its connections and the runtime they run on.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use harness_core::{Clock, StoreError};
+use tokio::runtime::{Handle, Runtime};
+
+use crate::db::Db;
+use crate::options::PgOptions;
+
+thread_local! {
+    pub(crate) static ON_STORE_RUNTIME: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Runs the store's database work on its own runtime, from async callers (awaiting) and sync
+/// callers (blocking the calling thread, as a file store's `open` does).
+#[derive(Clone)]
+pub(crate) struct Bridge {
+    pub(crate) handle: Handle,
+}
+
+impl Bridge {
+    pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
+        drop(self.handle.spawn(work));
+    }
+
+    /// Awaits `work` run on the store's runtime.
+    pub(crate) async fn run<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.handle
+            .spawn(work)
+            .await
+            .map_err(|e| StoreError::Backend {
+                message: format!("store task failed: {e}"),
+            })?
+    }
+
+    /// Blocks the calling thread until `work` is done on the store's runtime.
+    ///
+    /// Called on a thread of the store's own runtime, it refuses (that could deadlock).
+    pub(crate) fn block<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        if ON_STORE_RUNTIME.with(Cell::get) {
+            return Err(StoreError::Backend {
+                message: "a blocking store call was made on the store's own runtime".to_owned(),
+            });
+        }
+        let (reply, answer) = std::sync::mpsc::channel();
+        self.handle.spawn(async move {
+            let _ = reply.send(work.await);
+        });
+        answer.recv().unwrap_or_else(|_| {
+            Err(StoreError::Backend {
+                message: "the store's runtime stopped".to_owned(),
+            })
+        })
+    }
+
+    /// Runs `work` and waits up to `patience` for it, except on the store's own runtime,
+    /// where it only starts it.
+    pub(crate) fn run_and_wait(
+        &self,
+        work: impl Future<Output = ()> + Send + 'static,
+        patience: Duration,
+    ) {
+        if ON_STORE_RUNTIME.with(Cell::get) {
+            self.spawn(work);
+            return;
+        }
+        let (reply, answer) = std::sync::mpsc::channel();
+        self.handle.spawn(async move {
+            work.await;
+            let _ = reply.send(());
+        });
+        let _ = answer.recv_timeout(patience);
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) db: Db,
+    /// The parsed connection string, for connections outside the pool (a follower's `LISTEN`).
+    pub(crate) config: tokio_postgres::Config,
+    pub(crate) bridge: Bridge,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) options: PgOptions,
+    pub(crate) runtime: Option<Runtime>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
