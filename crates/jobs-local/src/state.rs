@@ -391,8 +391,16 @@ impl KindIndex {
     fn place(&mut self, n: u64, slot: usize) {
         if let Table::Dense { first, slots } = &mut self.table {
             if slots.is_empty() {
-                *first = n;
-                slots.push_back(slot);
+                // The table's last entry must stay the counter (`issue` pushes the next
+                // number): the numbers after `n` are holes, or the table turns sparse.
+                let after = self.counter.saturating_sub(n);
+                if after <= Table::SPARSE_AFTER as u64 {
+                    *first = n;
+                    slots.push_back(slot);
+                    slots.extend(std::iter::repeat_n(Table::GONE, after as usize));
+                } else {
+                    self.table = Table::Sparse(std::iter::once((n, slot)).collect());
+                }
                 self.held += 1;
                 return;
             }

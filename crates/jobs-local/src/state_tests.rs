@@ -279,3 +279,25 @@ fn journaled_records_are_stored_at_their_own_ids() {
     assert_eq!(records.len(), 3);
     assert_eq!(issue(&mut records, "bash").0.as_str(), "bash-5");
 }
+
+/// A record put back into an emptied table below the counter (its session disposed and
+/// resumed after other sessions' jobs): the next issued id is found at its own number, and
+/// no other number answers for it.
+#[test]
+fn a_record_put_back_into_an_emptied_table_keeps_later_ids_at_their_numbers() {
+    for gap in [1_u64, 2, 5_000] {
+        let mut records = Records::default();
+        let kind = JobKind::bash();
+        let issued: Vec<JobId> = (0..=gap).map(|_| issue(&mut records, "bash").0).collect();
+        records.remove_all(&issued);
+        assert_eq!(records.len(), 0);
+        let back = records.issue_at(kind.clone(), 1, |id, kind| record(0, id, kind));
+        assert_eq!(back.map(|id| id.to_string()).as_deref(), Some("bash-1"));
+        let next = issue(&mut records, "bash").0.to_string();
+        assert_eq!(next, format!("bash-{}", gap + 2));
+        assert_eq!(found(&records, &next), Some(next.clone()));
+        assert_eq!(found(&records, "bash-1"), Some("bash-1".to_owned()));
+        assert_eq!(found(&records, &format!("bash-{}", gap + 1)), None);
+        assert_eq!(records.len(), 2);
+    }
+}
