@@ -245,6 +245,9 @@ impl Follow {
                 }
                 continue;
             };
+            // The slow timer runs from the last re-read: notifications of other sessions of
+            // the schema (one channel) must not keep putting it off.
+            let mut next_poll = tokio::time::Instant::now() + self.options.poll_interval;
             loop {
                 let again = tokio::select! {
                     () = self.stop.cancelled() => return,
@@ -259,10 +262,13 @@ impl Follow {
                         }
                         None => break,
                     },
-                    () = tokio::time::sleep(self.options.poll_interval) => true,
+                    () = tokio::time::sleep_until(next_poll) => true,
                 };
-                if again && self.catch_up().await.is_err() {
-                    return;
+                if again {
+                    if self.catch_up().await.is_err() {
+                        return;
+                    }
+                    next_poll = tokio::time::Instant::now() + self.options.poll_interval;
                 }
             }
             tracing::warn!(session = %self.id, "follower: the LISTEN connection closed; reconnecting");

@@ -205,3 +205,63 @@ async fn the_slow_timer_delivers_a_commit_that_sent_no_notification() {
     .unwrap();
     assert_eq!(take(&mut follower, 1).await, expected(2, 2));
 }
+
+/// Every session of a schema notifies the same channel: a steady stream of other sessions'
+/// notifications must not keep putting the slow timer off.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_sessions_notifications_do_not_hold_back_the_slow_timer() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("timer_busy");
+    let writer = super::store(&url, &schema, "host-a", TTL);
+    let reader = super::store(&url, &schema, "host-b", TTL);
+    let session = writer
+        .create_session(SessionHeader::new("s"))
+        .await
+        .unwrap();
+    let other = writer
+        .create_session(SessionHeader::new("t"))
+        .await
+        .unwrap();
+    let mut follower = reader
+        .subscribe_with(
+            &SessionId::from("s"),
+            0,
+            FollowOptions {
+                poll_interval: Duration::from_millis(300),
+                ..no_timer()
+            },
+        )
+        .await
+        .unwrap();
+    write(&session, 1, 1).await;
+    assert_eq!(take(&mut follower, 1).await, expected(1, 1));
+    // Session t flushes (and notifies) every 50 ms, far more often than the timer's period.
+    let stop = tokio_util::sync::CancellationToken::new();
+    let noise = tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            let mut n = 0;
+            while !stop.is_cancelled() {
+                n += 1;
+                write(&other, n, n).await;
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    });
+    let sql = super::client(&url).await;
+    sql.batch_execute(&format!(
+        "BEGIN; \
+         INSERT INTO \"{schema}\".events (session_id, seq, type, time, data) \
+         VALUES ('s', 2, 'test/n', now(), '{{\"n\":2}}'); \
+         UPDATE \"{schema}\".sessions SET last_seq = 2 WHERE id = 's'; \
+         COMMIT;"
+    ))
+    .await
+    .unwrap();
+    let got = take(&mut follower, 1).await;
+    stop.cancel();
+    noise.await.unwrap();
+    assert_eq!(got, expected(2, 2));
+}
