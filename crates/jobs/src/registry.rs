@@ -41,12 +41,15 @@ pub type JobsChangedListener =
 /// previous host stopped, with their snapshots (`failed`, detail
 /// [`LOST_DETAIL`](crate::LOST_DETAIL)) in start order and the reopened owner.
 ///
-/// `Ok(true)` means the listener handed a notice to the owner; the registry then records the
-/// delivery, so the jobs are not reported again. `Ok(false)` (nothing delivered) and `Err`
-/// (logged as `jobs: onJobsLost listener threw: <err>`) leave them unreported. Listeners run
-/// without any registry lock held.
+/// `Ok(Some(message_id))` means the listener handed the owner a notice, the message with
+/// that id; once a turn of the owner claims it (`AgentEvent::InboxClaimed`), the registry
+/// records the delivery, so the jobs are not reported again. A notice the owner never claims
+/// (the host stops first, or the agent is disposed) is not recorded, and the next reopening
+/// reports the jobs again: at least once. `Ok(None)` (nothing delivered) and `Err` (logged as
+/// `jobs: onJobsLost listener threw: <err>`) leave them unreported. Listeners run without any
+/// registry lock held.
 pub type JobsLostListener =
-    Arc<dyn Fn(&[JobSnapshot], &Arc<dyn Agent>) -> Result<bool, BoxError> + Send + Sync>;
+    Arc<dyn Fn(&[JobSnapshot], &Arc<dyn Agent>) -> Result<Option<String>, BoxError> + Send + Sync>;
 
 /// The background-job registry seam (todo-jobs §3, decision 8), shared as
 /// `Arc<dyn JobRegistry>`. harness-jobs-local provides the implementation.

@@ -131,16 +131,21 @@ impl Reporter {
     }
 
     /// The `on_jobs_lost` listener of this mount: the lost-jobs notice, delivered like a
-    /// completion notice (lane, wake budget, quiet mode). `Ok(true)` once handed over.
+    /// completion notice (lane, wake budget, quiet mode). `Ok(Some(message id))` once handed
+    /// over.
     pub(crate) fn lost_listener(self: &Arc<Self>) -> JobsLostListener {
         let me = Arc::downgrade(self);
         Arc::new(
-            move |lost: &[JobSnapshot], owner: &Arc<dyn Agent>| -> Result<bool, BoxError> {
+            move |lost: &[JobSnapshot],
+                  owner: &Arc<dyn Agent>|
+                  -> Result<Option<String>, BoxError> {
                 match me.upgrade() {
                     Some(reporter) if !lost.is_empty() => {
-                        reporter.deliver(owner, lost_notice_message(lost))
+                        let message = lost_notice_message(lost);
+                        let id = message.id.clone();
+                        Ok(reporter.deliver(owner, message)?.then_some(id))
                     }
-                    _ => Ok(false),
+                    _ => Ok(None),
                 }
             },
         )

@@ -4,7 +4,7 @@
 
 use std::{panic::AssertUnwindSafe, panic::catch_unwind, sync::Arc, sync::atomic::Ordering};
 
-use harness_core::{Agent, AgentId, SessionId, lock};
+use harness_core::{Agent, AgentEvent, AgentId, SessionId, lock};
 use harness_jobs::{JobId, JobSnapshot};
 
 use super::Shared;
@@ -106,28 +106,53 @@ impl Shared {
         drop(runtime.spawn(async move { shared.report_lost(&info, &lost).await }));
     }
 
-    /// Hands `lost` to the lost-jobs listeners serving the owner; once one delivered a
-    /// notice, appends (and flushes) the `job/lost` that keeps them from being reported again.
+    /// Hands `lost` to the lost-jobs listeners serving the owner; once a turn of the owner
+    /// claimed a notice one of them delivered, appends (and flushes) the `job/lost` that keeps
+    /// the jobs from being reported again. A notice never claimed records nothing.
     async fn report_lost(&self, info: &OwnerInfo, lost: &[JobSnapshot]) {
         if self.listeners_closed.load(Ordering::SeqCst) || info.agent.is_disposed() {
             return;
         }
+        // Listen before the notice is handed over: a turn may claim it at once. `None` is the
+        // agent's disposal (no claim will come).
+        let (claims_tx, mut claims) = tokio::sync::mpsc::unbounded_channel::<Option<String>>();
+        let _claims = info
+            .agent
+            .subscribe(Arc::new(move |event: &AgentEvent| match event {
+                AgentEvent::InboxClaimed { message, .. } => {
+                    let _ = claims_tx.send(Some(message.id.clone()));
+                }
+                AgentEvent::Disposed => {
+                    let _ = claims_tx.send(None);
+                }
+                _ => {}
+            }));
+        if info.agent.is_disposed() {
+            return;
+        }
         let listeners = lock(&self.state).lost_listeners.clone();
-        let mut delivered = false;
+        let mut delivered: Vec<String> = Vec::new();
         for_each_route(
             &listeners,
             Some(&info.chain),
             |listener| match catch_unwind(AssertUnwindSafe(|| listener(lost, &info.agent))) {
-                Ok(Ok(true)) => delivered = true,
-                Ok(Ok(false)) => {}
+                Ok(Ok(Some(message))) => delivered.push(message),
+                Ok(Ok(None)) => {}
                 Ok(Err(error)) => {
                     tracing::warn!("jobs: onJobsLost listener threw: {}", error_text(&error));
                 }
                 Err(_) => tracing::warn!("jobs: onJobsLost listener threw: Error: panicked"),
             },
         );
-        if !delivered {
+        if delivered.is_empty() {
             return;
+        }
+        loop {
+            match claims.recv().await {
+                Some(Some(claimed)) if delivered.contains(&claimed) => break,
+                Some(Some(_)) => {}
+                Some(None) | None => return,
+            }
         }
         let ids: Vec<JobId> = lost.iter().map(|s| s.id.clone()).collect();
         let session = info.agent.session();

@@ -4,7 +4,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use harness_core::{Agent, Registration, RegistrationScope, SessionHeader};
+use harness_core::{
+    Agent, MessageSource, Registration, RegistrationScope, SessionHeader, UserMessage,
+};
 use harness_jobs::{JobOutcome, JobRegistry, JobSnapshot, JobsLostListener};
 use harness_jobs_local::{JobLimits, LocalJobRegistry};
 use harness_testkit::{FakeJob, FakeProducer, ManualClock, MemoryAgent, MemoryHarness};
@@ -45,13 +47,20 @@ impl Runs {
         let lost = Arc::new(Mutex::new(Vec::new()));
         let seen = lost.clone();
         let listener: JobsLostListener =
-            Arc::new(move |jobs: &[JobSnapshot], _owner: &Arc<dyn Agent>| {
+            Arc::new(move |jobs: &[JobSnapshot], owner: &Arc<dyn Agent>| {
                 seen.lock().unwrap().push(
                     jobs.iter()
                         .map(|j| format!("{} {}", j.id, j.status_line()))
                         .collect(),
                 );
-                Ok(delivers)
+                if !delivers {
+                    return Ok(None);
+                }
+                // Handed over as a followup, which the host's turn claims.
+                let notice = UserMessage::text("lost", MessageSource::User);
+                let id = notice.id.clone();
+                owner.followup(notice)?;
+                Ok(Some(id))
             });
         let registrations = vec![
             registry.attach_controller(RegistrationScope::Global, "test"),
@@ -186,6 +195,39 @@ async fn lost_jobs_no_listener_delivered_are_reported_at_the_next_reopening() {
     third.registry.session_opened(&agent.as_dyn());
     tick().await;
     assert_eq!(third.lost.lock().unwrap().len(), 1);
+    assert_eq!(
+        log_of(&agent, "job/lost"),
+        [r#"{"version":1,"ids":["fake-2"]}"#]
+    );
+}
+
+/// The delivery is recorded when a turn claims the notice: a notice still queued when its
+/// owner goes away records nothing, and the next reopening reports the jobs again.
+#[tokio::test(start_paused = true)]
+async fn a_notice_no_turn_claimed_is_not_recorded_and_is_reported_again() {
+    let runs = Runs::new();
+    let _first = first_run(&runs);
+    tick().await;
+    runs.harness.set_auto_turns(false);
+    let second = runs.run(true, true);
+    let agent = runs.open("s1");
+    second.registry.session_opened(&agent.as_dyn());
+    tick().await;
+    assert_eq!(second.lost.lock().unwrap().len(), 1);
+    assert_eq!(log_of(&agent, "job/lost"), Vec::<String>::new());
+    agent.dispose().await;
+    tick().await;
+    assert_eq!(log_of(&agent, "job/lost"), Vec::<String>::new());
+
+    runs.harness.set_auto_turns(true);
+    let third = runs.run(true, true);
+    let agent = runs.open("s1");
+    third.registry.session_opened(&agent.as_dyn());
+    tick().await;
+    assert_eq!(
+        *third.lost.lock().unwrap(),
+        [["fake-2 [status: failed, the host stopped while it ran]"]]
+    );
     assert_eq!(
         log_of(&agent, "job/lost"),
         [r#"{"version":1,"ids":["fake-2"]}"#]

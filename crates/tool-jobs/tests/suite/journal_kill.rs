@@ -1,8 +1,9 @@
 //! The job journal across `kill -9`: a real child host process (this test binary, re-run as
 //! the ignored `journal_child` test) opens a JSONL session with the journal on and runs three
-//! jobs; it is SIGKILLed, reopened on the same file, and reports the three as lost once; it is
-//! killed again while that notice is still queued (its delivery recorded, the turn not run),
-//! and the third host reports nothing.
+//! jobs; it is SIGKILLed, reopened on the same file, and reports the three as lost in one
+//! notice; killed while that notice is still queued (no turn claimed it), the next host
+//! reports them again; killed during the turn that claimed it (its delivery recorded), the
+//! last host reports nothing.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -100,7 +101,8 @@ fn three_jobs_killed_with_their_host_are_reported_lost_once() {
     );
     kill_9(child);
 
-    // 2. Reopened: one notice names the three; killed while it is queued.
+    // 2. Reopened: one notice names the three; killed while it is still queued (no turn
+    //    claimed it, so its delivery is not recorded).
     let (child, mut out) = spawn_child(dir.path(), "reopen");
     let notice = "background job fake-1 (fake: sleep 600) was lost [status: failed, the host stopped while it ran]. Its output went with the stopped host.\n\
                   background job fake-2 (fake: tail -f build.log) was lost [status: failed, the host stopped while it ran]. Its output went with the stopped host.\n\
@@ -112,10 +114,24 @@ fn three_jobs_killed_with_their_host_are_reported_lost_once() {
             "reopened".to_owned()
         ]
     );
+    kill_9(child);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(!text.contains(r#""type":"job/lost""#), "{text}");
+
+    // 3. Reopened: the unseen notice is delivered again; a turn claims it, its delivery is
+    //    recorded, and the host is killed during that turn.
+    let (child, mut out) = spawn_child(dir.path(), "deliver");
+    assert_eq!(
+        lines_until(&mut out, "claimed"),
+        [
+            json!({"followup": notice}).to_string(),
+            "claimed".to_owned()
+        ]
+    );
     wait_for_durable_lost(&file);
     kill_9(child);
 
-    // 3. Reopened again: nothing is reported; the jobs read as lost, from before the restart.
+    // 4. Reopened again: nothing is reported; the jobs read as lost, from before the restart.
     let (child, mut out) = spawn_child(dir.path(), "check");
     assert_eq!(
         lines_until(&mut out, "checked"),
@@ -194,9 +210,18 @@ async fn child_host(dir: &Path, step: &str) {
         }
         "reopen" => {
             host.resume(&id).unwrap();
-            // Lets the spawned report run (it appends and flushes `job/lost`).
+            // Lets the spawned report run (it queues the notice; no turn claims it).
             harness_testkit::settle().await;
             say("reopened");
+            std::future::pending::<()>().await;
+        }
+        "deliver" => {
+            let agent = host.resume(&id).unwrap();
+            harness_testkit::settle().await;
+            // A turn claims the notice; the report then appends and flushes `job/lost`.
+            agent.start_turn_when_idle().await;
+            harness_testkit::settle().await;
+            say("claimed");
             std::future::pending::<()>().await;
         }
         _ => {
