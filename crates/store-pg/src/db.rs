@@ -231,7 +231,16 @@ impl Db {
         &self,
         id: &SessionId,
     ) -> Result<(SessionHeader, Vec<RawEvent>), StoreError> {
-        let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        let mut pooled = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        // One snapshot for the header and the log: a flush another host commits between the
+        // two reads must not show up in one and not the other.
+        let client = pooled
+            .build_transaction()
+            .isolation_level(tokio_postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()
+            .await
+            .map_err(|e| backend(&e))?;
         let head = client
             .prepare_cached(
                 &self

@@ -57,7 +57,7 @@ CREATE INDEX reminders_due ON {schema}.reminders (due);",
         version: 3,
         name: "events without foreign key",
         sql: "
-ALTER TABLE {schema}.events DROP CONSTRAINT events_session_id_fkey;",
+ALTER TABLE {schema}.events DROP CONSTRAINT IF EXISTS events_session_id_fkey;",
     },
 ];
 
