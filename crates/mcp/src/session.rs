@@ -2,7 +2,6 @@
 //! pipeline shared by the MCP server and in-process callers.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use harness_core::{
@@ -86,7 +85,8 @@ pub struct SessionHost {
     /// Set once the session's write ownership passed to another host: the text every later
     /// tool call answers with.
     fenced: OnceLock<String>,
-    disposed: AtomicBool,
+    /// Set when the disposal has finished; every caller awaits the one disposal.
+    disposed: tokio::sync::OnceCell<()>,
 }
 
 impl std::fmt::Debug for SessionHost {
@@ -189,7 +189,7 @@ impl SessionHost {
             created,
             changes_rx: Mutex::new(Some(changes_rx)),
             fenced: OnceLock::new(),
-            disposed: AtomicBool::new(false),
+            disposed: tokio::sync::OnceCell::new(),
         }))
     }
 
@@ -408,11 +408,13 @@ impl SessionHost {
         }
     }
 
-    /// Disposes the agent and every family, once.
+    /// Disposes the agent and every family, once; a caller that comes while the disposal runs
+    /// (a shutdown during a fence) waits for it to finish.
     async fn dispose(&self) {
-        if self.disposed.swap(true, Ordering::SeqCst) {
-            return;
-        }
+        self.disposed.get_or_init(|| self.dispose_once()).await;
+    }
+
+    async fn dispose_once(&self) {
         let agent: Arc<dyn Agent> = self.agent.clone();
         self.agent.dispose().await;
         self.host.remove(&agent);
