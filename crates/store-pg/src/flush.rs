@@ -44,8 +44,8 @@ impl Db {
     /// The check, the insert and the move of `last_seq` are one statement: the `UPDATE`
     /// locks the session row only when owner, epoch and last seq are the caller's, and the
     /// batch is inserted, and followers notified, only for the row it returns. A batch without
-    /// reminder changes is that statement alone, its own transaction (one round trip); otherwise the statement
-    /// and the index changes share a transaction.
+    /// reminder changes is that statement alone, its own transaction (one round trip);
+    /// otherwise the statement and the index changes share a transaction.
     #[allow(clippy::too_many_arguments, reason = "the flush transaction's inputs")]
     async fn flush_on(
         &self,

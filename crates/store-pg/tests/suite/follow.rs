@@ -59,6 +59,20 @@ async fn listeners(sql: &tokio_postgres::Client, listen: &str) -> Vec<i32> {
     .collect()
 }
 
+/// Commits event 2 of session `s` by hand, as a writer that does not notify would.
+async fn commit_without_notification(url: &str, schema: &str) {
+    let sql = super::client(url).await;
+    sql.batch_execute(&format!(
+        "BEGIN; \
+         INSERT INTO \"{schema}\".events (session_id, seq, type, time, data) \
+         VALUES ('s', 2, 'test/n', now(), '{{\"n\":2}}'); \
+         UPDATE \"{schema}\".sessions SET last_seq = 2 WHERE id = 's'; \
+         COMMIT;"
+    ))
+    .await
+    .unwrap();
+}
+
 fn expected(from: u64, to: u64) -> Vec<(u64, String)> {
     (from..=to).map(|n| (n, format!("{{\"n\":{n}}}"))).collect()
 }
@@ -192,17 +206,7 @@ async fn the_slow_timer_delivers_a_commit_that_sent_no_notification() {
     // Once this arrives the follower has caught up and listens.
     write(&session, 1, 1).await;
     assert_eq!(take(&mut follower, 1).await, expected(1, 1));
-    // A commit without NOTIFY (as a writer that does not notify would make it).
-    let sql = super::client(&url).await;
-    sql.batch_execute(&format!(
-        "BEGIN; \
-         INSERT INTO \"{schema}\".events (session_id, seq, type, time, data) \
-         VALUES ('s', 2, 'test/n', now(), '{{\"n\":2}}'); \
-         UPDATE \"{schema}\".sessions SET last_seq = 2 WHERE id = 's'; \
-         COMMIT;"
-    ))
-    .await
-    .unwrap();
+    commit_without_notification(&url, &schema).await;
     assert_eq!(take(&mut follower, 1).await, expected(2, 2));
 }
 
@@ -250,16 +254,7 @@ async fn other_sessions_notifications_do_not_hold_back_the_slow_timer() {
             }
         }
     });
-    let sql = super::client(&url).await;
-    sql.batch_execute(&format!(
-        "BEGIN; \
-         INSERT INTO \"{schema}\".events (session_id, seq, type, time, data) \
-         VALUES ('s', 2, 'test/n', now(), '{{\"n\":2}}'); \
-         UPDATE \"{schema}\".sessions SET last_seq = 2 WHERE id = 's'; \
-         COMMIT;"
-    ))
-    .await
-    .unwrap();
+    commit_without_notification(&url, &schema).await;
     let got = take(&mut follower, 1).await;
     stop.cancel();
     noise.await.unwrap();
