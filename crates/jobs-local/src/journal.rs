@@ -351,40 +351,11 @@ pub(crate) fn read_journal(session: &dyn Session, now: i64) -> JournalView {
     view
 }
 
-/// The highest job number per kind among the `job/start` events of `session`, in first-seen
-/// order of kinds. A refused event is skipped with a warning (it names no id to keep).
+/// The highest job number per kind among the `job/start` events of `session` (inherited ones
+/// included), in first-seen order of kinds: [`read_journal`]'s fold, for a registry whose
+/// owner starts a job before (or without) a reopening.
 pub(crate) fn highest_ids(session: &dyn Session) -> Vec<(JobKind, u64)> {
-    let mut highest: Vec<(JobKind, u64)> = Vec::new();
-    let mut index: HashMap<JobKind, usize> = HashMap::new();
-    for event in session.raw_events_after(0) {
-        let result = match event.r#type() {
-            JOB_START_EVENT => decode_start(&event).map(Some),
-            JOB_SETTLE_EVENT => decode_settle(&event).map(|_| None),
-            _ => continue,
-        };
-        let start = match result {
-            Ok(Some(start)) => start,
-            Ok(None) => continue,
-            Err(error) => {
-                tracing::warn!("jobs: {error}; the event is ignored");
-                continue;
-            }
-        };
-        let Some((kind, n)) = split_id(start.id.as_str()) else {
-            continue;
-        };
-        if kind != start.kind.as_str() {
-            continue;
-        }
-        match index.get(&start.kind) {
-            Some(&i) => highest[i].1 = highest[i].1.max(n),
-            None => {
-                index.insert(start.kind.clone(), highest.len());
-                highest.push((start.kind, n));
-            }
-        }
-    }
-    highest
+    read_journal(session, 0).highest
 }
 
 #[cfg(test)]
