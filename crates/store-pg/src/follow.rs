@@ -6,15 +6,23 @@
 //! delivered (`seq > delivered`) on connect, after every reconnect, on every notification for
 //! its session and on a slow timer, for correctness: a notification lost with a dropped
 //! connection costs latency, never an event.
+//!
+//! The connection's task keeps no queue: it drops the notifications of other sessions (and of
+//! seqs already delivered) and folds the others into one pending "re-read" flag ([`Wake`]),
+//! which the follower's loop takes once per re-read however many notifications arrived. A
+//! consumer that stops reading therefore holds the follower's memory at its event buffer, on
+//! any traffic of the schema.
 
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use futures::Stream;
 use harness_core::{RawEvent, SessionId, StoreError};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 use tokio_postgres::{AsyncMessage, NoTls};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -61,6 +69,28 @@ fn relevant(payload: &str, id: &str, delivered: u64) -> bool {
         }
         Some(_) => false,
         None => true,
+    }
+}
+
+/// What a `LISTEN` connection's task leaves for the follower's loop: at most one pending
+/// re-read, however many notifications arrived, and whether the connection ended. Its size
+/// does not depend on the traffic of the channel.
+#[derive(Debug, Default)]
+struct Wake {
+    /// One stored permit at most: set by a relevant notification, taken by the loop.
+    reread: Notify,
+    /// Cancelled when the connection ended (failed, closed, or the follower stopped).
+    ended: CancellationToken,
+}
+
+impl Wake {
+    /// Takes a notification's payload for the follower of `id` that delivered up to
+    /// `delivered`: a relevant one sets the pending re-read (already set: nothing changes),
+    /// any other one is dropped.
+    fn note(&self, payload: &str, id: &str, delivered: u64) {
+        if relevant(payload, id, delivered) {
+            self.reread.notify_one();
+        }
     }
 }
 
@@ -192,7 +222,7 @@ impl PgStore {
             config: inner.config.clone(),
             channel: channel(&inner.db.quoted),
             id: session.as_str().to_owned(),
-            delivered: after_seq,
+            delivered: Arc::new(AtomicU64::new(after_seq)),
             options,
             tx,
             stop: stop.clone(),
@@ -219,7 +249,10 @@ struct Follow {
     config: tokio_postgres::Config,
     channel: String,
     id: String,
-    delivered: u64,
+    /// The seq of the last event sent to the consumer; written only by the loop, read by the
+    /// `LISTEN` task to drop notifications of seqs already delivered (a stale value only
+    /// costs a re-read that finds nothing).
+    delivered: Arc<AtomicU64>,
     options: FollowOptions,
     tx: mpsc::Sender<Result<RawEvent, StoreError>>,
     stop: CancellationToken,
@@ -239,36 +272,26 @@ impl Follow {
             if self.catch_up().await.is_err() {
                 return;
             }
-            let Some((_client, mut notes)) = listening else {
+            let Some((_client, wake)) = listening else {
                 if self.pause(self.options.reconnect_delay).await.is_err() {
                     return;
                 }
                 continue;
             };
             // The slow timer runs from the last re-read: notifications of other sessions of
-            // the schema (one channel) must not keep putting it off.
-            let mut next_poll = tokio::time::Instant::now() + self.options.poll_interval;
+            // the schema (one channel) are dropped by the LISTEN task and never reach it.
             loop {
-                let again = tokio::select! {
+                let next_poll = tokio::time::Instant::now() + self.options.poll_interval;
+                tokio::select! {
                     () = self.stop.cancelled() => return,
                     () = self.tx.closed() => return,
-                    note = notes.recv() => match note {
-                        Some(payload) => {
-                            let mut again = relevant(&payload, &self.id, self.delivered);
-                            while let Ok(more) = notes.try_recv() {
-                                again |= relevant(&more, &self.id, self.delivered);
-                            }
-                            again
-                        }
-                        None => break,
-                    },
-                    () = tokio::time::sleep_until(next_poll) => true,
-                };
-                if again {
-                    if self.catch_up().await.is_err() {
-                        return;
-                    }
-                    next_poll = tokio::time::Instant::now() + self.options.poll_interval;
+                    () = wake.ended.cancelled() => break,
+                    // A relevant notification since the last wake-up (any number of them).
+                    () = wake.reread.notified() => {}
+                    () = tokio::time::sleep_until(next_poll) => {}
+                }
+                if self.catch_up().await.is_err() {
+                    return;
                 }
             }
             tracing::warn!(session = %self.id, "follower: the LISTEN connection closed; reconnecting");
@@ -287,17 +310,20 @@ impl Follow {
         }
     }
 
-    /// A new connection listening on the channel, and the payloads of its notifications
-    /// (closed when the connection ends). The client must be kept for the connection to live.
-    async fn listen(
-        &self,
-    ) -> Result<(tokio_postgres::Client, mpsc::UnboundedReceiver<String>), tokio_postgres::Error>
-    {
+    /// A new connection listening on the channel, and the [`Wake`] its task sets on each
+    /// relevant notification and when the connection ends. The client must be kept for the
+    /// connection to live.
+    async fn listen(&self) -> Result<(tokio_postgres::Client, Arc<Wake>), tokio_postgres::Error> {
         let (client, mut connection) = self.config.connect(NoTls).await?;
-        let (notes_tx, notes) = mpsc::unbounded_channel();
+        let wake = Arc::new(Wake::default());
         let stop = self.stop.clone();
         let id = self.id.clone();
+        let delivered = Arc::clone(&self.delivered);
+        let task_wake = Arc::clone(&wake);
         tokio::spawn(async move {
+            let wake = task_wake;
+            // Whichever way the task ends, the loop reconnects (or has stopped already).
+            let _ended = wake.ended.clone().drop_guard();
             let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
             loop {
                 let message = tokio::select! {
@@ -306,9 +332,7 @@ impl Follow {
                 };
                 match message {
                     Some(Ok(AsyncMessage::Notification(note))) => {
-                        if notes_tx.send(note.payload().to_owned()).is_err() {
-                            return;
-                        }
+                        wake.note(note.payload(), &id, delivered.load(Ordering::Relaxed));
                     }
                     Some(Ok(_)) => {}
                     Some(Err(error)) => {
@@ -322,7 +346,7 @@ impl Follow {
         client
             .batch_execute(&format!("LISTEN \"{}\"", self.channel))
             .await?;
-        Ok((client, notes))
+        Ok((client, wake))
     }
 
     /// Reads and sends every event after the last delivered one. A database error is logged
@@ -331,7 +355,7 @@ impl Follow {
         loop {
             let page = tokio::select! {
                 () = self.stop.cancelled() => return Err(End::Stopped),
-                page = self.db.page_after(&self.id, self.delivered) => page,
+                page = self.db.page_after(&self.id, self.delivered.load(Ordering::Relaxed)) => page,
             };
             let events = match page {
                 Ok(events) => events,
@@ -350,7 +374,7 @@ impl Follow {
                 if self.tx.send(Ok(event)).await.is_err() {
                     return Err(End::Stopped);
                 }
-                self.delivered = seq;
+                self.delivered.store(seq, Ordering::Relaxed);
             }
             if !full {
                 return Ok(());
@@ -361,7 +385,38 @@ impl Follow {
 
 #[cfg(test)]
 mod tests {
-    use super::relevant;
+    use futures::FutureExt;
+
+    use super::{Wake, relevant};
+
+    /// Whether a re-read is pending, taking it if so.
+    fn take_pending(wake: &Wake) -> bool {
+        wake.reread.notified().now_or_never().is_some()
+    }
+
+    #[test]
+    fn a_flood_of_notifications_leaves_at_most_one_pending_re_read() {
+        let wake = Wake::default();
+        assert!(!take_pending(&wake));
+        // Other sessions' news and seqs already delivered are dropped, not held.
+        for n in 0..50_000 {
+            wake.note(&format!("s2:{n}"), "s1", 7);
+        }
+        wake.note("s1:7", "s1", 7);
+        assert!(!take_pending(&wake));
+        // Any number of relevant notifications fold into one re-read.
+        for n in 8..50_008 {
+            wake.note(&format!("s1:{n}"), "s1", 7);
+        }
+        wake.note("", "s1", 7);
+        assert!(take_pending(&wake));
+        assert!(!take_pending(&wake));
+        // A notification after the re-read was taken asks for the next one.
+        wake.note("s1:8", "s1", 7);
+        assert!(take_pending(&wake));
+        assert!(!take_pending(&wake));
+        assert!(!wake.ended.is_cancelled());
+    }
 
     #[test]
     fn only_news_of_the_followed_session_past_the_delivered_seq_is_relevant() {

@@ -260,3 +260,61 @@ async fn other_sessions_notifications_do_not_hold_back_the_slow_timer() {
     noise.await.unwrap();
     assert_eq!(got, expected(2, 2));
 }
+
+/// A consumer that stops reading while the schema's channel carries tens of thousands of
+/// notifications (other sessions' flushes and plain `pg_notify`s, repeated, stale and empty
+/// ones naming its own session) gets, once it reads again, exactly its session's events, in
+/// order, once. (That the follower holds one pending re-read, not the notifications, is the
+/// unit test of `Wake` in the crate.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_consumer_through_a_flood_of_notifications_gets_each_event_once() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("flood");
+    let writer = super::store(&url, &schema, "host-a", TTL);
+    let reader = super::store(&url, &schema, "host-b", TTL);
+    let session = writer
+        .create_session(SessionHeader::new("s"))
+        .await
+        .unwrap();
+    let other = writer
+        .create_session(SessionHeader::new("t"))
+        .await
+        .unwrap();
+    let mut follower = reader
+        .subscribe_with(&SessionId::from("s"), 0, no_timer())
+        .await
+        .unwrap();
+    // More events than the follower's buffer (4): its re-read waits for the consumer.
+    write(&session, 1, 10).await;
+    let sql = super::client(&url).await;
+    let channel = format!("harness_{schema}");
+    for round in 0..5_u64 {
+        let from = i32::try_from(round * 4_000 + 1).unwrap();
+        let to = from + 3_999;
+        // One transaction of 4,000 distinct payloads: the server delivers each of them.
+        sql.execute(
+            "SELECT pg_notify($1, 't:' || g) FROM generate_series($2::int, $3::int) AS g",
+            &[&channel, &from, &to],
+        )
+        .await
+        .unwrap();
+        // The followed session's id with seqs already delivered and far ahead, and empty.
+        sql.execute(
+            "SELECT pg_notify($1, 's:' || g) FROM generate_series(1, 1000) AS g",
+            &[&channel],
+        )
+        .await
+        .unwrap();
+        sql.execute("SELECT pg_notify($1, '')", &[&channel])
+            .await
+            .unwrap();
+        write(&other, round * 2 + 1, round * 2 + 2).await;
+        write(&session, 11 + round, 11 + round).await;
+    }
+    assert_eq!(take(&mut follower, 15).await, expected(1, 15));
+    // Nothing repeated: after 15 comes 16.
+    write(&session, 16, 16).await;
+    assert_eq!(take(&mut follower, 1).await, expected(16, 16));
+}
