@@ -10,8 +10,8 @@
 //! The connection's task keeps no queue: it drops the notifications of other sessions (and of
 //! seqs already delivered) and folds the others into one pending "re-read" flag ([`Wake`]),
 //! which the follower's loop takes once per re-read however many notifications arrived. A
-//! consumer that stops reading therefore holds the follower's memory at its event buffer, on
-//! any traffic of the schema.
+//! consumer that stops reading therefore holds the follower's memory at its event buffer and
+//! one page of read events, on any traffic of the schema.
 
 use std::pin::Pin;
 use std::sync::Arc;
