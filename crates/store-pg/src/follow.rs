@@ -43,7 +43,8 @@ pub struct FollowOptions {
     /// failed or was closed; default 1 s.
     pub reconnect_delay: Duration,
     /// Events read but not yet taken by the consumer before the follower stops reading;
-    /// default 256.
+    /// default 256. The follower queues no notifications, so this and one page of 500 read
+    /// events bound what a consumer that stops reading holds, whatever the schema's traffic.
     pub buffer: usize,
 }
 
@@ -259,7 +260,7 @@ struct Follow {
 }
 
 impl Follow {
-    async fn run(mut self) {
+    async fn run(self) {
         loop {
             // LISTEN before reading, so nothing committed after the read goes unnoticed.
             let listening = match self.listen().await {
@@ -351,7 +352,7 @@ impl Follow {
 
     /// Reads and sends every event after the last delivered one. A database error is logged
     /// and left to the next attempt; a malformed log is sent and ends the follower.
-    async fn catch_up(&mut self) -> Result<(), End> {
+    async fn catch_up(&self) -> Result<(), End> {
         loop {
             let page = tokio::select! {
                 () = self.stop.cancelled() => return Err(End::Stopped),
