@@ -15,10 +15,10 @@ pub(crate) struct Part {
 }
 
 /// The signature that opens binary `COPY` output.
-const SIGNATURE: &[u8] = b"PGCOPY\n\xff\r\n\0";
+pub(crate) const COPY_SIGNATURE: &[u8] = b"PGCOPY\n\xff\r\n\0";
 
 /// Microseconds from the Unix epoch to PostgreSQL's (2000-01-01 UTC).
-const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
+pub(crate) const PG_EPOCH_MICROS: i64 = 946_684_800_000_000;
 
 /// Decodes binary `COPY` output fed in arbitrary chunks.
 pub(crate) struct LogReader {
@@ -77,13 +77,13 @@ impl LogReader {
     fn decode(&mut self, bytes: &[u8]) -> Result<usize, String> {
         let mut at = 0;
         if !self.header_read {
-            let Some(fixed) = bytes.get(..SIGNATURE.len() + 8) else {
+            let Some(fixed) = bytes.get(..COPY_SIGNATURE.len() + 8) else {
                 return Ok(0);
             };
-            if &fixed[..SIGNATURE.len()] != SIGNATURE {
+            if &fixed[..COPY_SIGNATURE.len()] != COPY_SIGNATURE {
                 return Err("the COPY data does not start with the binary signature".to_owned());
             }
-            let extension = be_u32(&fixed[SIGNATURE.len() + 4..]) as usize;
+            let extension = be_u32(&fixed[COPY_SIGNATURE.len() + 4..]) as usize;
             let end = fixed.len() + extension;
             if bytes.len() < end {
                 return Ok(0);
@@ -179,7 +179,7 @@ mod tests {
 
     /// Binary COPY output of `rows` (seq, type, microseconds since 2000-01-01, data).
     fn copy_data(rows: &[(i64, &str, i64, &str)]) -> Vec<u8> {
-        let mut out = SIGNATURE.to_vec();
+        let mut out = COPY_SIGNATURE.to_vec();
         out.extend_from_slice(&0u32.to_be_bytes());
         out.extend_from_slice(&3u32.to_be_bytes());
         out.extend_from_slice(b"ext");

@@ -10,12 +10,15 @@ use harness_core::{RawEvent, SessionHeader, SessionId, StoreError};
 use tokio_postgres::types::ToSql;
 
 use crate::copy::LogReader;
+use crate::flush::Combiner;
 
 /// The pool and the quoted schema name; cheap to clone into a task.
 #[derive(Clone)]
 pub(crate) struct Db {
     pub(crate) pool: Pool,
     pub(crate) quoted: String,
+    /// Flushes waiting to share a statement (see `flush`).
+    pub(crate) combiner: Arc<Combiner>,
 }
 
 /// A readable message for a client error, with the server's message when there is one.
@@ -44,6 +47,18 @@ pub(crate) fn pool_error(error: &deadpool_postgres::PoolError) -> StoreError {
     }
 }
 
+/// A log of this many events or more is read in two halves at once (see `Db::load`).
+pub(crate) const SPLIT_AT: i64 = 20_000;
+
+/// Aborts a task when the read waiting for it gives up.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// `text` as an SQL string literal, whatever the server's `standard_conforming_strings`.
 fn literal(text: &str) -> String {
     format!("E'{}'", text.replace('\\', "\\\\").replace('\'', "''"))
@@ -68,13 +83,20 @@ pub(crate) fn columns(events: &[RawEvent]) -> Columns<'_> {
         times: Vec::with_capacity(events.len()),
         data: Vec::with_capacity(events.len()),
     };
-    for event in events {
-        c.seqs.push(seq_i64(event.seq()));
-        c.types.push(event.r#type());
-        c.times.push(event.time());
-        c.data.push(event.payload());
-    }
+    c.extend(events);
     c
+}
+
+impl<'a> Columns<'a> {
+    /// Appends the columns of `events`.
+    pub(crate) fn extend(&mut self, events: &'a [RawEvent]) {
+        for event in events {
+            self.seqs.push(seq_i64(event.seq()));
+            self.types.push(event.r#type());
+            self.times.push(event.time());
+            self.data.push(event.payload());
+        }
+    }
 }
 
 impl Db {
@@ -224,9 +246,13 @@ impl Db {
 
     /// Reads a session's header and whole log, checking that seqs run 1..=last_seq.
     ///
-    /// Both queries go out in one round trip; the events stream in as binary `COPY` data and
-    /// their payloads are copied into one text that every event of the log shares (no
-    /// allocation per event).
+    /// The header query and the `COPY` of the log (or of its first half, for a log of
+    /// [`SPLIT_AT`] events or more) go out in one round trip, in one snapshot; the second
+    /// half is read at the same time on another connection. Events up to the `last_seq` that
+    /// snapshot read never change (a flush only adds events past it, and nothing deletes
+    /// them), so the halves are one log whatever commits meanwhile. The events stream in as
+    /// binary `COPY` data and their payloads are copied into one text per half that every
+    /// event of it shares (no allocation per event).
     pub(crate) async fn load(
         &self,
         id: &SessionId,
@@ -262,10 +288,12 @@ impl Db {
         // here, so the server streams them in whatever order its plan reads them (a sort
         // there would hold back the first row until the last was read).
         let copy = format!(
-            "COPY (SELECT seq, type, time, data FROM {}.events WHERE session_id = {}) \
+            "COPY (SELECT seq, type, time, data FROM {q}.events WHERE session_id = {id} \
+             AND seq <= (SELECT CASE WHEN last_seq < {SPLIT_AT} THEN last_seq ELSE last_seq / 2 END \
+                         FROM {q}.sessions WHERE id = {id})) \
              TO STDOUT (FORMAT binary)",
-            self.quoted,
-            literal(key)
+            q = self.quoted,
+            id = literal(key)
         );
         let (row, data) = futures::try_join!(
             client.query_opt(&head, &params),
@@ -282,7 +310,63 @@ impl Db {
             time_zone: row.try_get(1).map_err(|e| backend(&e))?,
         };
         let last: i64 = row.try_get(2).map_err(|e| backend(&e))?;
-        let mut reader = LogReader::new(usize::try_from(last).unwrap_or(0));
+        let split = if last < SPLIT_AT { last } else { last / 2 };
+        let second = (split < last).then(|| {
+            let db = self.clone();
+            let id = id.clone();
+            AbortOnDrop(tokio::spawn(async move {
+                db.load_range(&id, split, last).await
+            }))
+        });
+        let mut events = self.decode_log(id, data, 0, split).await?;
+        if let Some(mut second) = second {
+            let rest = (&mut second.0).await.map_err(|e| StoreError::Backend {
+                message: format!("the read of the log's second half failed: {e}"),
+            })??;
+            events.extend(rest);
+        }
+        if events.len() as i64 != last {
+            return Err(StoreError::Malformed {
+                file: self.place(id),
+                line: events.len() + 1,
+                message: format!("{} events, but the session row says {last}", events.len()),
+            });
+        }
+        Ok((header, events))
+    }
+
+    /// The events `after < seq <= upto` of a log, read on a connection of their own.
+    async fn load_range(
+        &self,
+        id: &SessionId,
+        after: i64,
+        upto: i64,
+    ) -> Result<Vec<RawEvent>, StoreError> {
+        let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        let copy = format!(
+            "COPY (SELECT seq, type, time, data FROM {}.events WHERE session_id = {} \
+             AND seq > {after} AND seq <= {upto}) TO STDOUT (FORMAT binary)",
+            self.quoted,
+            literal(id.as_str())
+        );
+        let data = client
+            .copy_out(copy.as_str())
+            .await
+            .map_err(|e| backend(&e))?;
+        self.decode_log(id, data, after, upto).await
+    }
+
+    /// Decodes the `COPY` output of the events `after < seq <= upto` of a log, checking that
+    /// each of those seqs is there once.
+    async fn decode_log(
+        &self,
+        id: &SessionId,
+        data: tokio_postgres::CopyOutStream,
+        after: i64,
+        upto: i64,
+    ) -> Result<Vec<RawEvent>, StoreError> {
+        let expected = usize::try_from(upto - after).unwrap_or(0);
+        let mut reader = LogReader::new(expected);
         let mut data = std::pin::pin!(data);
         while let Some(chunk) = data.try_next().await.map_err(|e| backend(&e))? {
             reader
@@ -292,15 +376,16 @@ impl Db {
         let (text, mut parts) = reader
             .finish()
             .map_err(|message| StoreError::Backend { message })?;
-        parts.sort_unstable_by_key(|part| part.seq);
+        if !parts.is_sorted_by_key(|part| part.seq) {
+            parts.sort_unstable_by_key(|part| part.seq);
+        }
         let text = Arc::new(text);
-        let place = format!("postgres {}.events session {id}", self.quoted);
         let mut events = Vec::with_capacity(parts.len());
-        for (index, part) in parts.into_iter().enumerate() {
-            let line = index + 1;
-            if part.seq != line as i64 {
+        for (seq, part) in (after + 1..).zip(parts) {
+            let line = usize::try_from(seq).unwrap_or(usize::MAX);
+            if part.seq != seq {
                 return Err(StoreError::Malformed {
-                    file: place,
+                    file: self.place(id),
                     line,
                     message: format!("seq {} where {line} was expected", part.seq),
                 });
@@ -308,20 +393,18 @@ impl Db {
             let r#type = text.get(part.r#type).unwrap_or_default();
             let event = RawEvent::new_shared(line as u64, r#type, part.time, &text, part.data)
                 .map_err(|e| StoreError::Malformed {
-                    file: place.clone(),
+                    file: self.place(id),
                     line,
                     message: e.to_string(),
                 })?;
             events.push(event);
         }
-        if events.len() as i64 != last {
-            return Err(StoreError::Malformed {
-                file: place,
-                line: events.len() + 1,
-                message: format!("{} events, but the session row says {last}", events.len()),
-            });
-        }
-        Ok((header, events))
+        Ok(events)
+    }
+
+    /// Where a log's events are, for errors.
+    fn place(&self, id: &SessionId) -> String {
+        format!("postgres {}.events session {id}", self.quoted)
     }
 
     /// The ids of every session, in byte order.

@@ -1,15 +1,26 @@
 //! The flush: one statement that checks the caller's ownership and last seq, inserts the
 //! pending batch and notifies followers, with the due-reminder index changes in the same
 //! transaction (docs/event-log.md, "The PostgreSQL store").
+//!
+//! Flushes of different sessions that wait at the same time share a statement (group
+//! commit): each session's check, insert and notification are its own, decided row by row
+//! in one statement, so one transaction and one WAL flush carry them all.
 
-use harness_core::RawEvent;
+use std::collections::{HashSet, VecDeque};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures::SinkExt;
+use harness_core::{RawEvent, lock};
+use tokio::sync::oneshot;
 use tokio_postgres::types::ToSql;
 
+use crate::copy::{COPY_SIGNATURE, PG_EPOCH_MICROS};
 use crate::db::{Db, columns, describe, seq_i64};
 use crate::notify::{channel, payload};
 use crate::reminders::IndexChanges;
 
 /// What a flush transaction found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum FlushOutcome {
     /// The batch is committed.
     Written,
@@ -19,26 +30,338 @@ pub(crate) enum FlushOutcome {
     SeqMismatch { found: i64 },
 }
 
+/// A group takes its share of the waiting events (split over the writers), but at least
+/// this many...
+const GROUP_EVENTS_MIN: usize = 1_000;
+/// ...and at most this many, or this many payload bytes, or this many sessions. A single
+/// flush larger than these is written alone.
+const GROUP_EVENTS_MAX: usize = 10_000;
+const GROUP_BYTES: usize = 8 << 20;
+const GROUP_SESSIONS: usize = 1_000;
+
+/// Flushes waiting for a writer, and the writers running (at most `writers`).
+pub(crate) struct Combiner {
+    state: std::sync::Mutex<Waiting>,
+    writers: usize,
+}
+
+#[derive(Default)]
+struct Waiting {
+    queue: VecDeque<Request>,
+    running: usize,
+}
+
+/// One session's flush, waiting to be written.
+struct Request {
+    id: String,
+    host: String,
+    epoch: i64,
+    durable: u64,
+    batch: Vec<RawEvent>,
+    reply: oneshot::Sender<Result<FlushOutcome, String>>,
+}
+
+impl Combiner {
+    /// A combiner running at most `writers` statements at once (at least one).
+    pub(crate) fn new(writers: usize) -> Self {
+        Self {
+            state: std::sync::Mutex::new(Waiting::default()),
+            writers: writers.max(1),
+        }
+    }
+
+    /// How many flushes are waiting for a writer.
+    pub(crate) fn waiting(&self) -> usize {
+        lock(&self.state).queue.len()
+    }
+}
+
+/// Takes the next group from the front of `queue`: flushes of distinct sessions, about a
+/// `writers`-th of the waiting events within the group limits (the first flush whatever its
+/// size).
+fn take_group(queue: &mut VecDeque<Request>, writers: usize) -> Vec<Request> {
+    let waiting: usize = queue.iter().map(|r| r.batch.len()).sum();
+    let share = waiting
+        .div_ceil(writers.max(1))
+        .clamp(GROUP_EVENTS_MIN, GROUP_EVENTS_MAX);
+    let mut group: Vec<Request> = Vec::new();
+    let mut ids = HashSet::new();
+    let (mut events, mut bytes) = (0, 0);
+    let mut at = 0;
+    while at < queue.len() && group.len() < GROUP_SESSIONS && events < share && bytes < GROUP_BYTES
+    {
+        if ids.contains(queue[at].id.as_str()) {
+            // Two flushes of one session never share a statement: the later one waits.
+            at += 1;
+            continue;
+        }
+        let Some(request) = queue.remove(at) else {
+            break;
+        };
+        events += request.batch.len();
+        bytes += request
+            .batch
+            .iter()
+            .map(|e| e.payload().len())
+            .sum::<usize>();
+        ids.insert(request.id.clone());
+        group.push(request);
+    }
+    group
+}
+
+/// The `COPY` data of a group goes to the server in pieces of about this many bytes, so the
+/// server inserts while the rest is encoded.
+const COPY_CHUNK: usize = 64 * 1024;
+
+/// Events encoded as PostgreSQL's binary `COPY` rows `(session_id text, seq bigint,
+/// type text, time timestamptz, data json)`; `json`'s binary form is its text.
+struct CopyRows {
+    buffer: BytesMut,
+}
+
+impl CopyRows {
+    fn new() -> Self {
+        let mut buffer = BytesMut::with_capacity(COPY_CHUNK + 4096);
+        buffer.put_slice(COPY_SIGNATURE);
+        // No flags, no header extension.
+        buffer.put_u32(0);
+        buffer.put_u32(0);
+        Self { buffer }
+    }
+
+    fn push(&mut self, session: &str, event: &RawEvent) {
+        let micros = event.time().timestamp_micros() - PG_EPOCH_MICROS;
+        self.buffer.put_i16(5);
+        self.text(session);
+        self.buffer.put_i32(8);
+        self.buffer.put_i64(seq_i64(event.seq()));
+        self.text(event.r#type());
+        self.buffer.put_i32(8);
+        self.buffer.put_i64(micros);
+        self.text(event.payload());
+    }
+
+    fn text(&mut self, text: &str) {
+        // A field past i32::MAX bytes gets a wrong length, so the server refuses the data (it
+        // refuses any field over 1 GB anyway) and the group falls back to single flushes.
+        self.buffer
+            .put_i32(i32::try_from(text.len()).unwrap_or(i32::MAX));
+        self.buffer.put_slice(text.as_bytes());
+    }
+
+    /// The rest of the data with the trailer.
+    fn finish(mut self) -> Bytes {
+        self.buffer.put_i16(-1);
+        self.buffer.freeze()
+    }
+}
+
+/// Counts a writer out when it stops; a writer that panicked takes the waiting flushes with
+/// it (their callers get an error instead of waiting for ever).
+struct Running<'a>(&'a Combiner);
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        let mut waiting = lock(&self.0.state);
+        waiting.running -= 1;
+        if std::thread::panicking() && waiting.running == 0 {
+            waiting.queue.clear();
+        }
+    }
+}
+
 impl Db {
-    /// The flush transaction: checks owner, epoch and the durable last seq under the session
-    /// row's lock, inserts the batch in one statement, moves `last_seq`, and updates the
+    /// Writes a session's pending batch: checks owner, epoch and the durable last seq under
+    /// the session row's lock, inserts the batch, moves `last_seq`, and updates the
     /// due-reminder index from the batch's `schedule/change` events.
+    ///
+    /// A batch without `schedule/change` events joins the flushes of other sessions waiting
+    /// at the same time in one statement; one with them is its own transaction.
     pub(crate) async fn flush(
         &self,
         id: &str,
         host: &str,
         epoch: i64,
         durable: u64,
-        batch: &[RawEvent],
-        reminders: &IndexChanges,
+        batch: Vec<RawEvent>,
     ) -> Result<FlushOutcome, String> {
-        let mut client = self.pool.get().await.map_err(|e| match e {
+        if batch.iter().any(|e| e.r#type() == "schedule/change") {
+            let reminders = IndexChanges::from_batch(&batch);
+            let mut client = self.client().await?;
+            return self
+                .flush_on(&mut client, id, host, epoch, durable, &batch, &reminders)
+                .await
+                .map_err(|e| describe(&e));
+        }
+        let (reply, answer) = oneshot::channel();
+        let start_writer = {
+            let mut waiting = lock(&self.combiner.state);
+            waiting.queue.push_back(Request {
+                id: id.to_owned(),
+                host: host.to_owned(),
+                epoch,
+                durable,
+                batch,
+                reply,
+            });
+            let start = waiting.running < self.combiner.writers;
+            if start {
+                waiting.running += 1;
+            }
+            start
+        };
+        if start_writer {
+            let db = self.clone();
+            tokio::spawn(async move { db.write_waiting().await });
+        }
+        answer
+            .await
+            .unwrap_or_else(|_| Err("the flush writer stopped before it answered".to_owned()))
+    }
+
+    async fn client(&self) -> Result<deadpool_postgres::Client, String> {
+        self.pool.get().await.map_err(|e| match e {
             deadpool_postgres::PoolError::Backend(e) => describe(&e),
             other => other.to_string(),
-        })?;
-        self.flush_on(&mut client, id, host, epoch, durable, batch, reminders)
-            .await
-            .map_err(|e| describe(&e))
+        })
+    }
+
+    /// A writer: writes groups of waiting flushes until none is left.
+    async fn write_waiting(self) {
+        let _running = Running(&self.combiner);
+        loop {
+            let group = take_group(&mut lock(&self.combiner.state).queue, self.combiner.writers);
+            if group.is_empty() {
+                return;
+            }
+            self.write_group(group).await;
+        }
+    }
+
+    /// Writes one group and answers each of its flushes.
+    async fn write_group(&self, group: Vec<Request>) {
+        let mut client = match self.client().await {
+            Ok(client) => client,
+            Err(message) => {
+                for request in group {
+                    let _ = request.reply.send(Err(message.clone()));
+                }
+                return;
+            }
+        };
+        if group.len() > 1 {
+            match self.flush_group(&mut client, &group).await {
+                Ok(written) => {
+                    for request in group {
+                        let outcome = if written.contains(request.id.as_str()) {
+                            Ok(FlushOutcome::Written)
+                        } else {
+                            self.refused(&client, &request.id, &request.host, request.epoch)
+                                .await
+                                .map_err(|e| describe(&e))
+                        };
+                        let _ = request.reply.send(outcome);
+                    }
+                    return;
+                }
+                // The server refused the statement, which wrote nothing: each flush is
+                // written alone, so one session's refusal is not another's.
+                Err(error) if error.as_db_error().is_some() => {}
+                Err(error) => {
+                    let message = describe(&error);
+                    for request in group {
+                        let _ = request.reply.send(Err(message.clone()));
+                    }
+                    return;
+                }
+            }
+        }
+        for request in group {
+            let outcome = self
+                .flush_on(
+                    &mut client,
+                    &request.id,
+                    &request.host,
+                    request.epoch,
+                    request.durable,
+                    &request.batch,
+                    &IndexChanges::default(),
+                )
+                .await
+                .map_err(|e| describe(&e));
+            let _ = request.reply.send(outcome);
+        }
+    }
+
+    /// The transaction of a group: one statement checks every session and moves the
+    /// `last_seq` of those whose check held (notifying their followers at commit), then one
+    /// binary `COPY` inserts their batches. Answers the sessions it wrote.
+    async fn flush_group(
+        &self,
+        client: &mut deadpool_postgres::Client,
+        group: &[Request],
+    ) -> Result<HashSet<String>, tokio_postgres::Error> {
+        let check = client
+            .prepare_cached(&self.sql(
+                "WITH req AS ( \
+                     SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], \
+                                          $5::bigint[], $6::text[]) \
+                     AS r(id, owner, epoch, expected, last, note)), \
+                 checked AS ( \
+                     UPDATE {s}.sessions AS t SET last_seq = req.last FROM req \
+                     WHERE t.id = req.id AND t.owner = req.owner AND t.epoch = req.epoch \
+                       AND t.last_seq = req.expected \
+                     RETURNING t.id, req.note) \
+                 SELECT id, pg_notify($7, note) FROM checked",
+            ))
+            .await?;
+        let mut ids = Vec::with_capacity(group.len());
+        let mut owners = Vec::with_capacity(group.len());
+        let mut epochs = Vec::with_capacity(group.len());
+        let mut expected = Vec::with_capacity(group.len());
+        let mut ends = Vec::with_capacity(group.len());
+        let mut notes = Vec::with_capacity(group.len());
+        for request in group {
+            let end = seq_i64(request.durable + request.batch.len() as u64);
+            ids.push(request.id.as_str());
+            owners.push(request.host.as_str());
+            epochs.push(request.epoch);
+            expected.push(seq_i64(request.durable));
+            ends.push(end);
+            notes.push(payload(&request.id, end));
+        }
+        let channel = channel(&self.quoted);
+        let params: [&(dyn ToSql + Sync); 7] =
+            [&ids, &owners, &epochs, &expected, &ends, &notes, &channel];
+        let tx = client.transaction().await?;
+        let rows = tx.query(&check, &params).await?;
+        let mut written = HashSet::with_capacity(rows.len());
+        for row in rows {
+            written.insert(row.try_get::<_, String>(0)?);
+        }
+        if written.is_empty() {
+            return Ok(written);
+        }
+        let sink = tx
+            .copy_in(&self.sql(
+                "COPY {s}.events (session_id, seq, type, time, data) FROM STDIN (FORMAT binary)",
+            ))
+            .await?;
+        let mut sink = std::pin::pin!(sink);
+        let mut rows = CopyRows::new();
+        for request in group.iter().filter(|r| written.contains(&r.id)) {
+            for event in &request.batch {
+                rows.push(&request.id, event);
+                if rows.buffer.len() >= COPY_CHUNK {
+                    sink.send(rows.buffer.split().freeze()).await?;
+                }
+            }
+        }
+        sink.send(rows.finish()).await?;
+        sink.as_mut().finish().await?;
+        tx.commit().await?;
+        Ok(written)
     }
 
     /// The check, the insert and the move of `last_seq` are one statement: the `UPDATE`
@@ -104,7 +427,17 @@ impl Db {
         if written == batch.len() as u64 {
             return Ok(FlushOutcome::Written);
         }
-        // Nothing was written: say why.
+        self.refused(client, id, host, epoch).await
+    }
+
+    /// Why a flush's check did not hold: another owner or epoch, or another last seq.
+    async fn refused(
+        &self,
+        client: &deadpool_postgres::Client,
+        id: &str,
+        host: &str,
+        epoch: i64,
+    ) -> Result<FlushOutcome, tokio_postgres::Error> {
         let state = client
             .prepare_cached(
                 &self.sql("SELECT owner, epoch, last_seq FROM {s}.sessions WHERE id = $1"),

@@ -16,6 +16,11 @@ pub struct PgOptions {
     pub lease_ttl: Duration,
     /// Pooled connections; default 16.
     pub pool_size: usize,
+    /// How many flush statements run at once (each on a pooled connection); default 2.
+    /// Flushes of different sessions that wait meanwhile are written together, one
+    /// transaction for many sessions, so a few writers carry any number of sessions; more
+    /// writers use more of the server's cores for large batches.
+    pub flush_writers: usize,
 }
 
 impl Default for PgOptions {
@@ -25,6 +30,7 @@ impl Default for PgOptions {
             host: default_host_id(),
             lease_ttl: Duration::from_secs(30),
             pool_size: 16,
+            flush_writers: 2,
         }
     }
 }

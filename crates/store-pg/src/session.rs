@@ -12,7 +12,6 @@ use serde_json::Value;
 
 use crate::flush::FlushOutcome;
 use crate::lease::Lease;
-use crate::reminders::IndexChanges;
 use crate::shared::Inner;
 
 /// A session of a [`crate::PgStore`], written under its [`Lease`].
@@ -131,12 +130,10 @@ impl Session for PgSession {
             .bridge
             .run(async move {
                 let _guard = guard;
-                let reminders = IndexChanges::from_batch(&batch);
-                let outcome = db
-                    .flush(&id, &host, epoch, durable, &batch, &reminders)
-                    .await;
+                let count = batch.len() as u64;
+                let outcome = db.flush(&id, &host, epoch, durable, batch).await;
                 if let Ok(FlushOutcome::Written) = outcome {
-                    durable_cell.store(durable + batch.len() as u64, Ordering::Release);
+                    durable_cell.store(durable + count, Ordering::Release);
                 }
                 Ok(outcome)
             })

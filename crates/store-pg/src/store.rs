@@ -8,6 +8,7 @@ use harness_core::{Clock, RawEvent, Session, SessionHeader, SessionId, SessionSt
 use tokio_postgres::NoTls;
 
 use crate::db::{Db, describe};
+use crate::flush::Combiner;
 use crate::lease::Lease;
 use crate::options::PgOptions;
 use crate::session::PgSession;
@@ -24,7 +25,9 @@ use crate::shared::{Bridge, Inner, ON_STORE_RUNTIME};
 ///   host; while another host holds a live lease, `open` fails with [`StoreError::Owned`].
 ///   Every flush is one transaction that locks the session row, checks the lease epoch and the
 ///   expected last seq, inserts the batch in one statement and commits; a handle whose lease
-///   was taken gets `PersistenceError::Fenced` and writes nothing.
+///   was taken gets `PersistenceError::Fenced` and writes nothing. Flushes of different
+///   sessions that wait at the same time share one transaction, each checked on its own
+///   (see [`PgOptions::flush_writers`]).
 /// * **Flush is the barrier; a failed flush changes nothing.** The transaction commits all of
 ///   the batch or none of it; unflushed events stay in the handle for the next flush.
 /// * **Blocking.** The seam's `create`/`open`/`list` are synchronous: they block the calling
@@ -97,6 +100,7 @@ impl PgStore {
         let db = Db {
             pool,
             quoted: format!("\"{}\"", options.schema),
+            combiner: Arc::new(Combiner::new(options.flush_writers)),
         };
         let bridge = Bridge {
             handle: runtime.handle().clone(),
@@ -138,6 +142,13 @@ impl PgStore {
     /// The options the store was connected with.
     pub fn options(&self) -> &PgOptions {
         &self.inner.options
+    }
+
+    /// How many session flushes are waiting for a flush writer (see
+    /// [`PgOptions::flush_writers`]): a queue depth to watch. Flushes that wait together
+    /// are written together.
+    pub fn waiting_flushes(&self) -> usize {
+        self.inner.db.combiner.waiting()
     }
 
     /// The migrations recorded as applied, `(version, name)` in order.

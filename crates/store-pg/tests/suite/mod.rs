@@ -1,5 +1,6 @@
 mod conformance;
 mod follow;
+mod group;
 mod ownership;
 mod processes;
 mod replay;
@@ -58,6 +59,7 @@ pub(crate) fn store(url: &str, schema: &str, host: &str, ttl: Duration) -> PgSto
             host: host.to_owned(),
             lease_ttl: ttl,
             pool_size: 4,
+            ..PgOptions::default()
         },
     )
     .unwrap_or_else(|e| panic!("connect to the test server: {e}"))

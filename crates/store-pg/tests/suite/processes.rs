@@ -45,6 +45,7 @@ fn child_host_process() {
             host: var("HARNESS_PG_HOST"),
             lease_ttl: ttl,
             pool_size: 2,
+            ..PgOptions::default()
         },
     )
     .unwrap();

@@ -58,6 +58,7 @@ fn scanner_host_process() {
             host: var("HARNESS_PG_HOST"),
             lease_ttl: ms("HARNESS_PG_TTL_MS"),
             pool_size: 8,
+            ..PgOptions::default()
         },
     )
     .unwrap();

@@ -1,0 +1,383 @@
+//! Flushes of many sessions that wait together are written together: one transaction for
+//! the group, each session's ownership check its own, and a batch the server refuses failing
+//! alone. A long log is read in two halves at once and checked as one.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "helpers of the tests below, where a failure is a test failure"
+)]
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use harness_core::{PersistenceError, Session, SessionHeader, SessionId, StoreError, SystemClock};
+use harness_store_pg::{PgOptions, PgSession, PgStore};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use tokio_postgres::AsyncMessage;
+
+const TTL: Duration = Duration::from_secs(30);
+
+/// A store whose flushes go through one writer, so flushes queue behind a blocked one.
+fn one_writer(url: &str, schema: &str, host: &str) -> PgStore {
+    PgStore::connect(
+        url,
+        Arc::new(SystemClock),
+        PgOptions {
+            schema: schema.to_owned(),
+            host: host.to_owned(),
+            lease_ttl: TTL,
+            pool_size: 4,
+            flush_writers: 1,
+        },
+    )
+    .unwrap_or_else(|e| panic!("connect to the test server: {e}"))
+}
+
+/// Polls real state (the server, the store's queue) until `ready`, for at most 20 s.
+async fn until(what: &str, mut ready: impl AsyncFnMut() -> bool) {
+    for _ in 0..2_000 {
+        if ready().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("timed out waiting until {what}");
+}
+
+/// Holds the row of session `blocker` locked from another connection, starts its flush (the
+/// store's only writer then waits for the lock inside its statement), and answers the
+/// connection holding the lock and the blocked flush.
+async fn block_the_writer(
+    url: &str,
+    schema: &str,
+    store: &PgStore,
+    blocker: Arc<PgSession>,
+) -> (
+    tokio_postgres::Client,
+    tokio::task::JoinHandle<Result<(), PersistenceError>>,
+) {
+    let lock = super::client(url).await;
+    lock.batch_execute(&format!(
+        "BEGIN; SELECT 1 FROM \"{schema}\".sessions WHERE id = 'blocker' FOR UPDATE"
+    ))
+    .await
+    .unwrap();
+    blocker.append("test/n", json!({"n": 0})).unwrap();
+    let flush = tokio::spawn(async move { blocker.flush().await });
+    let watch = super::client(url).await;
+    let waiting = format!(
+        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+         AND query LIKE '%\"{schema}\".sessions%'"
+    );
+    until("the writer waits for the locked row", async || {
+        let row = watch.query_one(&waiting, &[]).await.unwrap();
+        row.get::<_, i64>(0) == 1
+    })
+    .await;
+    assert_eq!(store.waiting_flushes(), 0);
+    (lock, flush)
+}
+
+/// The notifications of the schema's channel, as they arrive.
+async fn listen(
+    url: &str,
+    schema: &str,
+) -> (
+    tokio_postgres::Client,
+    tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
+    let (client, mut connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
+        .await
+        .unwrap();
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let mut messages = futures::stream::poll_fn(move |cx| connection.poll_message(cx));
+        while let Some(Ok(message)) = messages.next().await {
+            if let AsyncMessage::Notification(note) = message {
+                let _ = tx.send(note.payload().to_owned());
+            }
+        }
+    });
+    client
+        .batch_execute(&format!("LISTEN \"harness_{schema}\""))
+        .await
+        .unwrap();
+    (client, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn flushes_waiting_together_commit_in_one_transaction_each_checked_alone() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("group");
+    let a = one_writer(&url, &schema, "host-a");
+    let blocker = a
+        .create_session(SessionHeader::new("blocker"))
+        .await
+        .unwrap();
+    let mut sessions = Vec::new();
+    for i in 0..20 {
+        let session = a
+            .create_session(SessionHeader::new(format!("s{i:02}")))
+            .await
+            .unwrap();
+        // Batches of 1, 2 and 3 events.
+        for n in 0..=(i % 3) {
+            session.append("test/n", json!([i, n])).unwrap();
+        }
+        sessions.push(session);
+    }
+    // A session another host took: its flush in the group is fenced.
+    let stale = a.create_session(SessionHeader::new("stale")).await.unwrap();
+    let sql = super::client(&url).await;
+    sql.batch_execute(&format!(
+        "UPDATE \"{schema}\".sessions SET lease_expires = now() - interval '1 second' \
+         WHERE id = 'stale'"
+    ))
+    .await
+    .unwrap();
+    let b = super::store(&url, &schema, "host-b", TTL);
+    let taken = b.open_session(&SessionId::from("stale")).await.unwrap();
+    stale.append("test/n", json!({"stale": true})).unwrap();
+
+    let (_listener, mut notes) = listen(&url, &schema).await;
+    let (lock, blocked) = block_the_writer(&url, &schema, &a, blocker).await;
+    let mut flushes = Vec::new();
+    for session in sessions.iter().cloned().chain([stale.clone()]) {
+        flushes.push(tokio::spawn(async move { session.flush().await }));
+    }
+    // (The stale session's lease renewal may find the new owner first: then its flush is
+    // fenced before it waits.)
+    until("the flushes wait for the writer", async || {
+        a.waiting_flushes() == if stale.lease().is_lost() { 20 } else { 21 }
+    })
+    .await;
+    lock.batch_execute("ROLLBACK").await.unwrap();
+
+    blocked.await.unwrap().unwrap();
+    let mut outcomes = Vec::new();
+    for flush in flushes {
+        outcomes.push(flush.await.unwrap());
+    }
+    let mut expected = vec![Ok(()); 20];
+    expected.push(Err(PersistenceError::Fenced(SessionId::from("stale"))));
+    assert_eq!(outcomes, expected);
+    assert!(stale.lease().is_lost());
+    assert_eq!(a.waiting_flushes(), 0);
+
+    // The 20 batches share one transaction; the blocker's is another.
+    let xacts = sql
+        .query_one(
+            &format!(
+                "SELECT count(DISTINCT xmin::text) FILTER (WHERE session_id <> 'blocker'), \
+                        count(DISTINCT xmin::text), count(*) \
+                 FROM \"{schema}\".events"
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            xacts.get::<_, i64>(0),
+            xacts.get::<_, i64>(1),
+            xacts.get::<_, i64>(2)
+        ),
+        // The blocker, 7 batches of 1, 7 of 2 and 6 of 3.
+        (1, 2, 1 + 7 + 7 * 2 + 6 * 3)
+    );
+    let rows = sql
+        .query(
+            &format!("SELECT id, last_seq FROM \"{schema}\".sessions ORDER BY id COLLATE \"C\""),
+            &[],
+        )
+        .await
+        .unwrap();
+    let last: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    let mut want = vec![("blocker".to_owned(), 1)];
+    want.extend((0..20).map(|i| (format!("s{i:02}"), i64::from(i % 3) + 1)));
+    want.push(("stale".to_owned(), 0));
+    assert_eq!(last, want);
+    for (i, session) in sessions.iter().enumerate() {
+        assert_eq!(session.durable_len(), i as u64 % 3 + 1);
+    }
+
+    // Each written session notified its followers once, with its own last seq; the fenced one
+    // did not.
+    let mut heard = BTreeSet::new();
+    while heard.len() < 21 {
+        let note = tokio::time::timeout(Duration::from_secs(20), notes.recv())
+            .await
+            .expect("a notification within 20 s")
+            .unwrap();
+        assert!(heard.insert(note.clone()), "{note} heard twice");
+    }
+    let mut want: BTreeSet<String> = (0..20).map(|i| format!("s{i:02}:{}", i % 3 + 1)).collect();
+    want.insert("blocker:1".to_owned());
+    assert_eq!(heard, want);
+
+    // Reopened elsewhere, a session reads exactly its own batch.
+    drop(sessions);
+    let c = super::store(&url, &schema, "host-c", TTL);
+    let s05 = c.open_session(&SessionId::from("s05")).await.unwrap();
+    let read: Vec<String> = s05
+        .raw_events_after(0)
+        .iter()
+        .map(|e| e.payload().to_owned())
+        .collect();
+    assert_eq!(read, ["[5,0]", "[5,1]", "[5,2]"]);
+    drop(taken);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_batch_the_server_refuses_fails_alone_and_its_group_is_written() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("refuse");
+    let a = one_writer(&url, &schema, "host-a");
+    let blocker = a
+        .create_session(SessionHeader::new("blocker"))
+        .await
+        .unwrap();
+    let mut sessions = Vec::new();
+    for i in 0..4 {
+        let session = a
+            .create_session(SessionHeader::new(format!("s{i}")))
+            .await
+            .unwrap();
+        session.append("test/n", json!({"s": i})).unwrap();
+        sessions.push(session);
+    }
+    // PostgreSQL text cannot hold a NUL character: the server refuses this batch.
+    let bad = a.create_session(SessionHeader::new("bad")).await.unwrap();
+    bad.append("test/n", json!({"fine": 1})).unwrap();
+    bad.append("test/\0nul", json!({})).unwrap();
+
+    let (lock, blocked) = block_the_writer(&url, &schema, &a, blocker).await;
+    let mut flushes = Vec::new();
+    for session in sessions.iter().cloned().chain([bad.clone()]) {
+        flushes.push(tokio::spawn(async move { session.flush().await }));
+    }
+    until("5 flushes wait for the writer", async || {
+        a.waiting_flushes() == 5
+    })
+    .await;
+    lock.batch_execute("ROLLBACK").await.unwrap();
+    blocked.await.unwrap().unwrap();
+    let mut outcomes = Vec::new();
+    for flush in flushes {
+        outcomes.push(flush.await.unwrap().map_err(|e| e.to_string()));
+    }
+    let refused = "i/o error persisting session bad: postgres: ERROR: invalid byte sequence for \
+                   encoding \"UTF8\": 0x00";
+    assert_eq!(
+        outcomes,
+        [Ok(()), Ok(()), Ok(()), Ok(()), Err(refused.to_owned())]
+    );
+    // The refused batch is still pending, all of it, and refused again; nothing of it is in
+    // the database.
+    assert_eq!((bad.durable_len(), bad.len()), (0, 2));
+    assert_eq!(bad.flush().await.unwrap_err().to_string(), refused);
+    let sql = super::client(&url).await;
+    let rows = sql
+        .query(
+            &format!(
+                "SELECT session_id, seq FROM \"{schema}\".events \
+                 ORDER BY session_id COLLATE \"C\", seq"
+            ),
+            &[],
+        )
+        .await
+        .unwrap();
+    let written: Vec<(String, i64)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+    assert_eq!(
+        written,
+        [
+            ("blocker".to_owned(), 1),
+            ("s0".to_owned(), 1),
+            ("s1".to_owned(), 1),
+            ("s2".to_owned(), 1),
+            ("s3".to_owned(), 1),
+        ]
+    );
+}
+
+fn malformed(error: StoreError) -> (usize, String) {
+    match error {
+        StoreError::Malformed { line, message, .. } => (line, message),
+        other => panic!("not Malformed: {other}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_log_read_in_two_halves_is_one_log_and_a_gap_in_either_is_found() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("halves");
+    let a = super::store(&url, &schema, "host-a", TTL);
+    let id = SessionId::from("long");
+    let session = a.create_session(SessionHeader::new("long")).await.unwrap();
+    for n in 1..=20_001_u64 {
+        let r#type = if n % 2 == 0 { "test/even" } else { "test/odd" };
+        session.append(r#type, json!({ "n": n })).unwrap();
+    }
+    session.flush().await.unwrap();
+    drop(session);
+
+    let b = super::store(&url, &schema, "host-b", TTL);
+    let reopened = b.open_session(&id).await.unwrap();
+    let events = reopened.raw_events_after(0);
+    assert_eq!(events.len(), 20_001);
+    for (event, n) in events.iter().zip(1_u64..) {
+        let r#type = if n % 2 == 0 { "test/even" } else { "test/odd" };
+        assert_eq!(
+            (event.seq(), event.r#type(), event.payload()),
+            (n, r#type, format!(r#"{{"n":{n}}}"#).as_str())
+        );
+    }
+    drop(reopened);
+
+    // The halves are seqs 1..=10000 and 10001..=20001.
+    let sql = super::client(&url).await;
+    let reset = format!("UPDATE \"{schema}\".sessions SET owner = NULL WHERE id = 'long'");
+    sql.batch_execute(&format!(
+        "DELETE FROM \"{schema}\".events WHERE session_id = 'long' AND seq = 15000; {reset}"
+    ))
+    .await
+    .unwrap();
+    assert_eq!(
+        malformed(b.open_session(&id).await.unwrap_err()),
+        (15_000, "seq 15001 where 15000 was expected".to_owned())
+    );
+    sql.batch_execute(&format!(
+        "DELETE FROM \"{schema}\".events WHERE session_id = 'long' AND seq = 7; {reset}"
+    ))
+    .await
+    .unwrap();
+    assert_eq!(
+        malformed(b.open_session(&id).await.unwrap_err()),
+        (7, "seq 8 where 7 was expected".to_owned())
+    );
+    // The last event missing: the second half is one short.
+    sql.batch_execute(&format!(
+        "INSERT INTO \"{schema}\".events SELECT session_id, s.seq, type, time, data \
+         FROM \"{schema}\".events, (VALUES (7), (15000)) AS s(seq) \
+         WHERE session_id = 'long' AND events.seq = 1; \
+         DELETE FROM \"{schema}\".events WHERE session_id = 'long' AND seq = 20001; {reset}"
+    ))
+    .await
+    .unwrap();
+    assert_eq!(
+        malformed(b.open_session(&id).await.unwrap_err()),
+        (
+            20_001,
+            "20000 events, but the session row says 20001".to_owned()
+        )
+    );
+}
