@@ -49,6 +49,8 @@ pub(crate) struct Combiner {
 struct Waiting {
     queue: VecDeque<Request>,
     running: usize,
+    /// Events of the groups being written.
+    writing: usize,
 }
 
 /// One session's flush, waiting to be written.
@@ -76,14 +78,15 @@ impl Combiner {
     }
 }
 
-/// Takes the next group from the front of `queue`: flushes of distinct sessions, about a
-/// `writers`-th of the waiting events within the group limits (the first flush whatever its
-/// size).
-fn take_group(queue: &mut VecDeque<Request>, writers: usize) -> Vec<Request> {
-    let waiting: usize = queue.iter().map(|r| r.batch.len()).sum();
-    let share = waiting
+/// Takes the next group from the front of the queue: flushes of distinct sessions, a
+/// writer's share of the events waiting or being written, within the group limits (the
+/// first flush whatever its size). Counts its events as being written.
+fn take_group(waiting: &mut Waiting, writers: usize) -> Vec<Request> {
+    let queued: usize = waiting.queue.iter().map(|r| r.batch.len()).sum();
+    let share = (queued + waiting.writing)
         .div_ceil(writers.max(1))
         .clamp(GROUP_EVENTS_MIN, GROUP_EVENTS_MAX);
+    let queue = &mut waiting.queue;
     let mut group: Vec<Request> = Vec::new();
     let mut ids = HashSet::new();
     let (mut events, mut bytes) = (0, 0);
@@ -107,6 +110,7 @@ fn take_group(queue: &mut VecDeque<Request>, writers: usize) -> Vec<Request> {
         ids.insert(request.id.clone());
         group.push(request);
     }
+    waiting.writing += events;
     group
 }
 
@@ -165,8 +169,12 @@ impl Drop for Running<'_> {
     fn drop(&mut self) {
         let mut waiting = lock(&self.0.state);
         waiting.running -= 1;
-        if std::thread::panicking() && waiting.running == 0 {
-            waiting.queue.clear();
+        if waiting.running == 0 {
+            // No group is being written (a panicking writer left its count behind).
+            waiting.writing = 0;
+            if std::thread::panicking() {
+                waiting.queue.clear();
+            }
         }
     }
 }
@@ -231,11 +239,13 @@ impl Db {
     async fn write_waiting(self) {
         let _running = Running(&self.combiner);
         loop {
-            let group = take_group(&mut lock(&self.combiner.state).queue, self.combiner.writers);
+            let group = take_group(&mut lock(&self.combiner.state), self.combiner.writers);
             if group.is_empty() {
                 return;
             }
+            let events = group.iter().map(|r| r.batch.len()).sum::<usize>();
             self.write_group(group).await;
+            lock(&self.combiner.state).writing -= events;
         }
     }
 
