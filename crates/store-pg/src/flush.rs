@@ -465,3 +465,67 @@ impl Db {
         Ok(FlushOutcome::SeqMismatch { found: last })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(id: &str, events: usize) -> Request {
+        let batch = (1..=events as u64)
+            .map(|seq| RawEvent::new(seq, "test/n", chrono::DateTime::UNIX_EPOCH, "{}").unwrap())
+            .collect();
+        Request {
+            id: id.to_owned(),
+            host: "h".to_owned(),
+            epoch: 1,
+            durable: 0,
+            batch,
+            reply: oneshot::channel().0,
+        }
+    }
+
+    fn waiting(requests: impl IntoIterator<Item = Request>, writing: usize) -> Waiting {
+        Waiting {
+            queue: requests.into_iter().collect(),
+            running: 1,
+            writing,
+        }
+    }
+
+    fn ids(group: &[Request]) -> Vec<&str> {
+        group.iter().map(|r| r.id.as_str()).collect()
+    }
+
+    #[test]
+    fn two_writers_take_equal_shares_of_what_waits_and_is_being_written() {
+        let mut w = waiting((0..98).map(|i| request(&format!("s{i}"), 100)), 100);
+        let first = take_group(&mut w, 2);
+        assert_eq!((first.len(), w.writing), (50, 5_100));
+        let second = take_group(&mut w, 2);
+        assert_eq!((second.len(), w.writing, w.queue.len()), (48, 9_900, 0));
+        assert!(take_group(&mut w, 2).is_empty());
+    }
+
+    #[test]
+    fn a_group_holds_at_least_a_thousand_events_and_at_most_ten_thousand() {
+        let mut small = waiting((0..10).map(|i| request(&format!("s{i}"), 10)), 0);
+        assert_eq!(take_group(&mut small, 2).len(), 10);
+        let mut large = waiting((0..200).map(|i| request(&format!("s{i}"), 100)), 0);
+        assert_eq!(take_group(&mut large, 1).len(), 100);
+        // A thousand sessions at most, whatever their size.
+        let mut many = waiting((0..1_500).map(|i| request(&format!("s{i}"), 1)), 0);
+        assert_eq!(take_group(&mut many, 1).len(), 1_000);
+        // A flush larger than a group is written alone.
+        let mut huge = waiting([request("big", 20_000), request("next", 1)], 0);
+        assert_eq!(ids(&take_group(&mut huge, 1)), ["big"]);
+        assert_eq!(ids(&take_group(&mut huge, 1)), ["next"]);
+    }
+
+    #[test]
+    fn two_flushes_of_one_session_never_share_a_group() {
+        let mut w = waiting([request("a", 1), request("a", 2), request("b", 1)], 0);
+        assert_eq!(ids(&take_group(&mut w, 1)), ["a", "b"]);
+        assert_eq!(w.queue.len(), 1);
+        assert_eq!(w.queue[0].batch.len(), 2);
+    }
+}
