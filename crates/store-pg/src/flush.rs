@@ -72,6 +72,17 @@ impl Combiner {
         }
     }
 
+    /// Queues a flush; true when the caller is to start a writer (counted as running).
+    fn enqueue(&self, request: Request) -> bool {
+        let mut waiting = lock(&self.state);
+        waiting.queue.push_back(request);
+        let start = waiting.running < self.writers;
+        if start {
+            waiting.running += 1;
+        }
+        start
+    }
+
     /// How many flushes are waiting for a writer.
     pub(crate) fn waiting(&self) -> usize {
         lock(&self.state).queue.len()
@@ -161,13 +172,49 @@ impl CopyRows {
     }
 }
 
-/// Counts a writer out when it stops; a writer that panicked takes the waiting flushes with
-/// it (their callers get an error instead of waiting for ever).
-struct Running<'a>(&'a Combiner);
+/// A writer, counted in `running` until it stops; a writer that panicked takes the waiting
+/// flushes with it (their callers get an error instead of waiting for ever).
+struct Running<'a> {
+    combiner: &'a Combiner,
+    /// Counted out already (it found no flush waiting).
+    stopped: bool,
+}
+
+impl<'a> Running<'a> {
+    fn new(combiner: &'a Combiner) -> Self {
+        Self {
+            combiner,
+            stopped: false,
+        }
+    }
+
+    /// The next group to write, or `None` when no flush waits: then the writer is counted
+    /// out under the same lock, so a flush queued after it finds a writer to start.
+    fn next_group(&mut self) -> Option<Vec<Request>> {
+        let mut waiting = lock(&self.combiner.state);
+        let group = take_group(&mut waiting, self.combiner.writers);
+        if group.is_empty() && !self.stopped {
+            self.stopped = true;
+            waiting.running -= 1;
+            if waiting.running == 0 {
+                waiting.writing = 0;
+            }
+        }
+        (!group.is_empty()).then_some(group)
+    }
+
+    /// Counts a group's events out of those being written.
+    fn written(&mut self, events: usize) {
+        lock(&self.combiner.state).writing -= events;
+    }
+}
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        let mut waiting = lock(&self.0.state);
+        if self.stopped {
+            return;
+        }
+        let mut waiting = lock(&self.combiner.state);
         waiting.running -= 1;
         if waiting.running == 0 {
             // No group is being written (a panicking writer left its count behind).
@@ -203,22 +250,14 @@ impl Db {
                 .map_err(|e| describe(&e));
         }
         let (reply, answer) = oneshot::channel();
-        let start_writer = {
-            let mut waiting = lock(&self.combiner.state);
-            waiting.queue.push_back(Request {
-                id: id.to_owned(),
-                host: host.to_owned(),
-                epoch,
-                durable,
-                batch,
-                reply,
-            });
-            let start = waiting.running < self.combiner.writers;
-            if start {
-                waiting.running += 1;
-            }
-            start
-        };
+        let start_writer = self.combiner.enqueue(Request {
+            id: id.to_owned(),
+            host: host.to_owned(),
+            epoch,
+            durable,
+            batch,
+            reply,
+        });
         if start_writer {
             let db = self.clone();
             tokio::spawn(async move { db.write_waiting().await });
@@ -237,15 +276,11 @@ impl Db {
 
     /// A writer: writes groups of waiting flushes until none is left.
     async fn write_waiting(self) {
-        let _running = Running(&self.combiner);
-        loop {
-            let group = take_group(&mut lock(&self.combiner.state), self.combiner.writers);
-            if group.is_empty() {
-                return;
-            }
+        let mut running = Running::new(&self.combiner);
+        while let Some(group) = running.next_group() {
             let events = group.iter().map(|r| r.batch.len()).sum::<usize>();
             self.write_group(group).await;
-            lock(&self.combiner.state).writing -= events;
+            running.written(events);
         }
     }
 
@@ -519,6 +554,22 @@ mod tests {
         let mut huge = waiting([request("big", 20_000), request("next", 1)], 0);
         assert_eq!(ids(&take_group(&mut huge, 1)), ["big"]);
         assert_eq!(ids(&take_group(&mut huge, 1)), ["next"]);
+    }
+
+    #[test]
+    fn a_flush_queued_as_the_last_writer_stops_gets_a_writer() {
+        let combiner = Combiner::new(1);
+        assert!(combiner.enqueue(request("a", 1)));
+        let mut writer = Running::new(&combiner);
+        let group = writer.next_group().map(|g| ids(&g).join(","));
+        assert_eq!(group.as_deref(), Some("a"));
+        writer.written(1);
+        assert!(writer.next_group().is_none());
+        // Another thread queues a flush before the writer is counted out.
+        let started = combiner.enqueue(request("b", 1));
+        drop(writer);
+        let state = lock(&combiner.state);
+        assert_eq!((state.queue.len(), started || state.running > 0), (1, true));
     }
 
     #[test]
