@@ -50,6 +50,13 @@ pub(crate) fn pool_error(error: &deadpool_postgres::PoolError) -> StoreError {
 /// A log of this many events or more is read in two halves at once (see `Db::load`).
 pub(crate) const SPLIT_AT: i64 = 20_000;
 
+/// A pool checkout that fails at once when no connection is free.
+const NO_WAIT: deadpool_postgres::Timeouts = deadpool_postgres::Timeouts {
+    wait: Some(Duration::ZERO),
+    create: None,
+    recycle: None,
+};
+
 /// Aborts a task when the read waiting for it gives up.
 struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
 
@@ -248,7 +255,8 @@ impl Db {
     ///
     /// The header query and the `COPY` of the log (or of its first half, for a log of
     /// [`SPLIT_AT`] events or more) go out in one round trip, in one snapshot; the second
-    /// half is read at the same time on another connection. Events up to the `last_seq` that
+    /// half is read at the same time on another connection when one is free at once (else
+    /// after the first, in the same snapshot). Events up to the `last_seq` that
     /// snapshot read never change (a flush only adds events past it, and nothing deletes
     /// them), so the halves are one log whatever commits meanwhile. The events stream in as
     /// binary `COPY` data and their payloads are copied into one text per half that every
@@ -311,11 +319,23 @@ impl Db {
         };
         let last: i64 = row.try_get(2).map_err(|e| backend(&e))?;
         let split = if last < SPLIT_AT { last } else { last / 2 };
-        let second = (split < last).then(|| {
+        // The second half takes another connection only when one is free at once: waiting
+        // for one while holding this one could wait for ever (a pool of one, or every
+        // connection held by a read waiting for its second).
+        let other = if split < last {
+            self.pool.timeout_get(&NO_WAIT).await.ok()
+        } else {
+            None
+        };
+        let second = other.map(|other| {
             let db = self.clone();
             let id = id.clone();
             AbortOnDrop(tokio::spawn(async move {
-                db.load_range(&id, split, last).await
+                let data = other
+                    .copy_out(db.range_copy(&id, split, last).as_str())
+                    .await
+                    .map_err(|e| backend(&e))?;
+                db.decode_log(&id, data, split, last).await
             }))
         });
         let mut events = self.decode_log(id, data, 0, split).await?;
@@ -324,6 +344,13 @@ impl Db {
                 message: format!("the read of the log's second half failed: {e}"),
             })??;
             events.extend(rest);
+        } else if split < last {
+            // No connection was free: the second half is read here, in the same snapshot.
+            let data = client
+                .copy_out(self.range_copy(id, split, last).as_str())
+                .await
+                .map_err(|e| backend(&e))?;
+            events.extend(self.decode_log(id, data, split, last).await?);
         }
         if events.len() as i64 != last {
             return Err(StoreError::Malformed {
@@ -335,25 +362,14 @@ impl Db {
         Ok((header, events))
     }
 
-    /// The events `after < seq <= upto` of a log, read on a connection of their own.
-    async fn load_range(
-        &self,
-        id: &SessionId,
-        after: i64,
-        upto: i64,
-    ) -> Result<Vec<RawEvent>, StoreError> {
-        let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
-        let copy = format!(
+    /// The `COPY` of the events `after < seq <= upto` of a log.
+    fn range_copy(&self, id: &SessionId, after: i64, upto: i64) -> String {
+        format!(
             "COPY (SELECT seq, type, time, data FROM {}.events WHERE session_id = {} \
              AND seq > {after} AND seq <= {upto}) TO STDOUT (FORMAT binary)",
             self.quoted,
             literal(id.as_str())
-        );
-        let data = client
-            .copy_out(copy.as_str())
-            .await
-            .map_err(|e| backend(&e))?;
-        self.decode_log(id, data, after, upto).await
+        )
     }
 
     /// Decodes the `COPY` output of the events `after < seq <= upto` of a log, checking that

@@ -381,3 +381,50 @@ async fn a_long_log_read_in_two_halves_is_one_log_and_a_gap_in_either_is_found()
         )
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_log_opens_on_a_store_of_one_pooled_connection() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("onepool");
+    // Exactly the length from which a log is read in two halves, under an id the `COPY`
+    // literal has to escape.
+    let key = r"it's a \long\ 'one'";
+    let a = super::store(&url, &schema, "host-a", TTL);
+    let session = a.create_session(SessionHeader::new(key)).await.unwrap();
+    for n in 1..=20_000_u64 {
+        session.append("test/n", json!(n)).unwrap();
+    }
+    session.flush().await.unwrap();
+    drop(session);
+
+    let b = PgStore::connect(
+        &url,
+        Arc::new(SystemClock),
+        PgOptions {
+            schema: schema.clone(),
+            host: "host-b".to_owned(),
+            lease_ttl: TTL,
+            pool_size: 1,
+            flush_writers: 1,
+        },
+    )
+    .unwrap();
+    // The first half's snapshot holds the only connection: the second half must not wait
+    // for another.
+    let opened = tokio::time::timeout(
+        Duration::from_secs(60),
+        b.open_session(&SessionId::from(key)),
+    )
+    .await
+    .expect("the open finishes within 60 s")
+    .unwrap();
+    let events = opened.raw_events_after(0);
+    let read: Vec<(u64, String)> = events
+        .iter()
+        .map(|e| (e.seq(), e.payload().to_owned()))
+        .collect();
+    let want: Vec<(u64, String)> = (1..=20_000_u64).map(|n| (n, n.to_string())).collect();
+    assert_eq!(read, want);
+}
