@@ -226,6 +226,13 @@ impl Drop for Running<'_> {
     }
 }
 
+/// Whether the server refused a statement (an `ERROR`) and the connection lives on.
+fn refused_statement(error: &tokio_postgres::Error) -> bool {
+    error
+        .as_db_error()
+        .is_some_and(|db| db.parsed_severity() == Some(tokio_postgres::error::Severity::Error))
+}
+
 impl Db {
     /// Writes a session's pending batch: checks owner, epoch and the durable last seq under
     /// the session row's lock, inserts the batch, moves `last_seq`, and updates the
@@ -311,8 +318,10 @@ impl Db {
                     return;
                 }
                 // The server refused the statement, which wrote nothing: each flush is
-                // written alone, so one session's refusal is not another's.
-                Err(error) if error.as_db_error().is_some() => {}
+                // written alone, so one session's refusal is not another's. (An error that
+                // ends the connection, FATAL or PANIC, is every flush's answer: a retry there
+                // would only meet the connection closed.)
+                Err(error) if refused_statement(&error) => {}
                 Err(error) => {
                     let message = describe(&error);
                     for request in group {

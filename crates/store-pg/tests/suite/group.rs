@@ -428,3 +428,100 @@ async fn a_long_log_opens_on_a_store_of_one_pooled_connection() {
     let want: Vec<(u64, String)> = (1..=20_000_u64).map(|n| (n, n.to_string())).collect();
     assert_eq!(read, want);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_whose_connection_is_killed_mid_copy_writes_nothing_and_is_flushed_again() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("killcopy");
+    let a = one_writer(&url, &schema, "host-a");
+    let blocker = a
+        .create_session(SessionHeader::new("blocker"))
+        .await
+        .unwrap();
+    let mut sessions = Vec::new();
+    for i in 0..3 {
+        let session = a
+            .create_session(SessionHeader::new(format!("s{i}")))
+            .await
+            .unwrap();
+        session.append("test/n", json!({"s": i})).unwrap();
+        session.append("test/n", json!({"s": i, "n": 2})).unwrap();
+        sessions.push(session);
+    }
+    // An uncommitted row with the key of s0's first event: the group's COPY waits for it.
+    let holder = super::client(&url).await;
+    holder
+        .batch_execute(&format!(
+            "BEGIN; INSERT INTO \"{schema}\".events (session_id, seq, type, time, data) \
+             VALUES ('s0', 1, 'test/held', now(), '{{}}')"
+        ))
+        .await
+        .unwrap();
+    let (lock, blocked) = block_the_writer(&url, &schema, &a, blocker).await;
+    let mut flushes = Vec::new();
+    for session in sessions.iter().cloned() {
+        flushes.push(tokio::spawn(async move { session.flush().await }));
+    }
+    until("3 flushes wait for the writer", async || {
+        a.waiting_flushes() == 3
+    })
+    .await;
+    lock.batch_execute("ROLLBACK").await.unwrap();
+    blocked.await.unwrap().unwrap();
+    let watch = super::client(&url).await;
+    let copying = format!(
+        "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' \
+         AND query LIKE 'COPY \"{schema}\".events%'"
+    );
+    let mut pid = None;
+    until("the group's COPY waits for the held key", async || {
+        pid = watch
+            .query_opt(&copying, &[])
+            .await
+            .unwrap()
+            .map(|r| r.get::<_, i32>(0));
+        pid.is_some()
+    })
+    .await;
+    watch
+        .execute("SELECT pg_terminate_backend($1)", &[&pid.unwrap()])
+        .await
+        .unwrap();
+    let mut outcomes = Vec::new();
+    for flush in flushes {
+        outcomes.push(flush.await.unwrap().map_err(|e| e.to_string()));
+    }
+    holder.batch_execute("ROLLBACK").await.unwrap();
+    // Each says why: the server's word, not what a retry on the dead connection met.
+    let killed = (0..3)
+        .map(|i| {
+            Err(format!(
+                "i/o error persisting session s{i}: postgres: FATAL: terminating connection due \
+                 to administrator command"
+            ))
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(outcomes, killed);
+    // Nothing of the group is in the database; every batch is still pending.
+    let sql = super::client(&url).await;
+    let query = format!(
+        "SELECT (SELECT count(*) FROM \"{schema}\".events WHERE session_id <> 'blocker'), \
+                (SELECT sum(last_seq) FROM \"{schema}\".sessions WHERE id <> 'blocker')::bigint"
+    );
+    let count = async || {
+        let row = sql.query_one(&query, &[]).await.unwrap();
+        (row.get::<_, i64>(0), row.get::<_, i64>(1))
+    };
+    assert_eq!(count().await, (0, 0));
+    for session in &sessions {
+        assert_eq!((session.durable_len(), session.len()), (0, 2));
+    }
+    // The next flushes write them.
+    for session in &sessions {
+        session.flush().await.unwrap();
+        assert_eq!(session.durable_len(), 2);
+    }
+    assert_eq!(count().await, (6, 6));
+}
