@@ -525,3 +525,116 @@ async fn a_group_whose_connection_is_killed_mid_copy_writes_nothing_and_is_flush
     }
     assert_eq!(count().await, (6, 6));
 }
+
+/// The payloads of a session's log, as a handle holds them.
+fn payloads(session: &PgSession) -> Vec<String> {
+    session
+        .raw_events_after(0)
+        .iter()
+        .map(|e| e.payload().to_owned())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn groups_of_two_hosts_while_leases_move_lose_nothing_and_answer_truly() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("contend");
+    let hosts = [
+        super::store(&url, &schema, "host-a", TTL),
+        super::store(&url, &schema, "host-b", TTL),
+    ];
+    let sql = Arc::new(super::client(&url).await);
+    const SESSIONS: usize = 24;
+    let mut current = Vec::new();
+    let mut on = vec![0_usize; SESSIONS];
+    for i in 0..SESSIONS {
+        current.push(
+            hosts[i % 2]
+                .create_session(SessionHeader::new(format!("s{i:02}")))
+                .await
+                .unwrap(),
+        );
+        on[i] = i % 2;
+    }
+    // What each session's log holds: every batch answered `Ok`, nothing else.
+    let mut acked: Vec<Vec<String>> = vec![Vec::new(); SESSIONS];
+    for round in 0..12_usize {
+        let mut flushes = Vec::new();
+        let mut moves = Vec::new();
+        for (i, session) in current.iter().enumerate() {
+            let batch: Vec<String> = (0..=(i + round) % 4)
+                .map(|k| json!({"s": i, "r": round, "k": k}).to_string())
+                .collect();
+            for payload in &batch {
+                let value: serde_json::Value = serde_json::from_str(payload).unwrap();
+                session.append("test/n", value).unwrap();
+            }
+            let handle = Arc::clone(session);
+            flushes.push((batch, tokio::spawn(async move { handle.flush().await })));
+            // A third of the sessions move to the other host while their flush runs.
+            if (i + round) % 3 == 0 {
+                let sql = Arc::clone(&sql);
+                let other = hosts[1 - on[i]].clone();
+                let table = format!("\"{schema}\".sessions");
+                moves.push((
+                    i,
+                    tokio::spawn(async move {
+                        let id = format!("s{i:02}");
+                        sql.execute(
+                            &format!(
+                                "UPDATE {table} SET lease_expires = now() - interval '1 second' \
+                                 WHERE id = $1"
+                            ),
+                            &[&id],
+                        )
+                        .await
+                        .unwrap();
+                        other.open_session(&SessionId::from(id)).await.unwrap()
+                    }),
+                ));
+            }
+        }
+        let mut outcomes = Vec::new();
+        for (i, (batch, flush)) in flushes.into_iter().enumerate() {
+            let outcome = flush.await.unwrap();
+            match &outcome {
+                Ok(()) => acked[i].extend(batch),
+                Err(PersistenceError::Fenced(id)) => {
+                    assert_eq!(id.as_str(), format!("s{i:02}"));
+                }
+                Err(other) => panic!("round {round}, s{i:02}: {other}"),
+            }
+            outcomes.push(outcome.is_ok());
+        }
+        for (i, opened) in moves {
+            let opened = opened.await.unwrap();
+            // The new owner reads exactly the batches answered `Ok`.
+            assert_eq!(payloads(&opened), acked[i], "round {round}, s{i:02}");
+            assert_eq!(opened.durable_len(), acked[i].len() as u64);
+            current[i] = opened;
+            on[i] = 1 - on[i];
+        }
+        // A session that did not move was never fenced.
+        for (i, ok) in outcomes.iter().enumerate() {
+            assert!(*ok || (i + round) % 3 == 0, "round {round}, s{i:02} fenced");
+        }
+    }
+    // The database holds exactly the batches answered `Ok`, in order, once each.
+    for (i, want) in acked.iter().enumerate() {
+        let rows = sql
+            .query(
+                &format!(
+                    "SELECT seq, data::text FROM \"{schema}\".events WHERE session_id = $1 \
+                     ORDER BY seq"
+                ),
+                &[&format!("s{i:02}")],
+            )
+            .await
+            .unwrap();
+        let got: Vec<(i64, String)> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+        let want: Vec<(i64, String)> = (1_i64..).zip(want.iter().cloned()).collect();
+        assert_eq!(got, want, "s{i:02}");
+    }
+}
