@@ -638,3 +638,54 @@ async fn groups_of_two_hosts_while_leases_move_lose_nothing_and_answer_truly() {
         assert_eq!(got, want, "s{i:02}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_log_read_while_its_owner_flushes_is_a_whole_prefix() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("readwrite");
+    let a = super::store(&url, &schema, "host-a", TTL);
+    let id = SessionId::from("busy");
+    let session = a.create_session(SessionHeader::new("busy")).await.unwrap();
+    for n in 1..=19_999_u64 {
+        session.append("test/n", json!(n)).unwrap();
+    }
+    session.flush().await.unwrap();
+    // From 19,999 (one read) over 20,000 (the first split) on: batches of 7 while another
+    // host reads without a lease.
+    let writer = tokio::spawn({
+        let session = Arc::clone(&session);
+        async move {
+            let mut flushed = vec![19_999];
+            for n in 20_000..20_000 + 7 * 60_u64 {
+                session.append("test/n", json!(n)).unwrap();
+                if n == 20_000 || n % 7 == 0 {
+                    session.flush().await.unwrap();
+                    flushed.push(session.durable_len() as usize);
+                }
+            }
+            session.flush().await.unwrap();
+            flushed.push(session.durable_len() as usize);
+            flushed
+        }
+    });
+    let b = super::store(&url, &schema, "host-b", TTL);
+    let mut lengths = BTreeSet::new();
+    while !writer.is_finished() {
+        let events = b.read_after(&id, 0).await.unwrap();
+        for (event, n) in events.iter().zip(1_u64..) {
+            assert_eq!((event.seq(), event.payload()), (n, n.to_string().as_str()));
+        }
+        lengths.insert(events.len());
+    }
+    let flushed: BTreeSet<usize> = writer.await.unwrap().into_iter().collect();
+    let events = b.read_after(&id, 0).await.unwrap();
+    assert_eq!(events.len(), 19_999 + 7 * 60);
+    // Every read ended where a flush of the owner did.
+    assert!(
+        lengths.is_subset(&flushed),
+        "{lengths:?} not in {flushed:?}"
+    );
+    assert!(lengths.len() > 1, "{lengths:?}");
+}
