@@ -146,7 +146,13 @@ impl CopyRows {
     }
 
     fn push(&mut self, session: &str, event: &RawEvent) {
-        let micros = event.time().timestamp_micros() - PG_EPOCH_MICROS;
+        let time = event.time();
+        let mut micros = time.timestamp_micros() - PG_EPOCH_MICROS;
+        // Rounded toward 2000-01-01 as the single flush's encoding (chrono's) rounds, not
+        // down: a time has one stored value whichever way it was flushed.
+        if micros < 0 && time.timestamp_subsec_nanos() % 1_000 != 0 {
+            micros += 1;
+        }
         self.buffer.put_i16(5);
         self.text(session);
         self.buffer.put_i32(8);
@@ -563,6 +569,31 @@ mod tests {
         let mut huge = waiting([request("big", 20_000), request("next", 1)], 0);
         assert_eq!(ids(&take_group(&mut huge, 1)), ["big"]);
         assert_eq!(ids(&take_group(&mut huge, 1)), ["next"]);
+    }
+
+    #[test]
+    fn a_grouped_event_time_is_the_one_a_single_flush_stores() {
+        use chrono::{DateTime, Utc};
+        use tokio_postgres::types::{ToSql, Type};
+        for text in [
+            "1999-12-31T23:59:59.999999500Z",
+            "1969-07-20T20:17:40.000000999Z",
+            "2026-12-02T14:00:00.123456789Z",
+        ] {
+            let time: DateTime<Utc> = text.parse().unwrap();
+            let mut single = BytesMut::new();
+            time.to_sql(&Type::TIMESTAMPTZ, &mut single).unwrap();
+            let mut rows = CopyRows::new();
+            let start = rows.buffer.len();
+            rows.push("s", &RawEvent::new(1, "t", time, "{}").unwrap());
+            // Field count, session (4 + 1), seq (4 + 8), type (4 + 1), then the time.
+            let at = start + 2 + 5 + 12 + 5;
+            assert_eq!(
+                &rows.buffer[at..at + 12],
+                [&8_i32.to_be_bytes()[..], &single].concat(),
+                "{text}"
+            );
+        }
     }
 
     #[test]
