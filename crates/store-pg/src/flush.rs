@@ -2,9 +2,10 @@
 //! pending batch and notifies followers, with the due-reminder index changes in the same
 //! transaction (docs/event-log.md, "The PostgreSQL store").
 //!
-//! Flushes of different sessions that wait at the same time share a statement (group
-//! commit): each session's check, insert and notification are its own, decided row by row
-//! in one statement, so one transaction and one WAL flush carry them all.
+//! Flushes of different sessions that wait at the same time share a transaction (group
+//! commit): each session's check and notification are its own, decided row by row in one
+//! `UPDATE`, then one `COPY` inserts the batches of the sessions whose check held, so one
+//! transaction and one WAL flush carry them all.
 
 use std::collections::{HashSet, VecDeque};
 
@@ -64,7 +65,7 @@ struct Request {
 }
 
 impl Combiner {
-    /// A combiner running at most `writers` statements at once (at least one).
+    /// A combiner running at most `writers` group transactions at once (at least one).
     pub(crate) fn new(writers: usize) -> Self {
         Self {
             state: std::sync::Mutex::new(Waiting::default()),
@@ -105,7 +106,7 @@ fn take_group(waiting: &mut Waiting, writers: usize) -> Vec<Request> {
     while at < queue.len() && group.len() < GROUP_SESSIONS && events < share && bytes < GROUP_BYTES
     {
         if ids.contains(queue[at].id.as_str()) {
-            // Two flushes of one session never share a statement: the later one waits.
+            // Two flushes of one session never share a group: the later one waits.
             at += 1;
             continue;
         }
@@ -245,7 +246,8 @@ impl Db {
     /// due-reminder index from the batch's `schedule/change` events.
     ///
     /// A batch without `schedule/change` events joins the flushes of other sessions waiting
-    /// at the same time in one statement; one with them is its own transaction.
+    /// at the same time in one transaction; one with them is its own transaction, outside
+    /// the writers' limit.
     pub(crate) async fn flush(
         &self,
         id: &str,

@@ -16,10 +16,13 @@ pub struct PgOptions {
     pub lease_ttl: Duration,
     /// Pooled connections; default 16.
     pub pool_size: usize,
-    /// How many flush statements run at once (each on a pooled connection); default 2.
-    /// Flushes of different sessions that wait meanwhile are written together, one
-    /// transaction for many sessions, so a few writers carry any number of sessions; more
-    /// writers use more of the server's cores for large batches.
+    /// How many flush transactions run at once (each on a pooled connection); default 2,
+    /// and 0 counts as 1. Flushes of different sessions that wait meanwhile are written
+    /// together, one transaction for many sessions, so a few writers carry any number of
+    /// sessions; more writers use more of the server's cores for large batches. A flush
+    /// with `schedule/change` events is its own transaction, outside this limit. Keep it
+    /// below `pool_size`: writers waiting for locked rows hold their connections, and lease
+    /// renewals need one.
     pub flush_writers: usize,
 }
 
