@@ -689,3 +689,76 @@ async fn a_long_log_read_while_its_owner_flushes_is_a_whole_prefix() {
     );
     assert!(lengths.len() > 1, "{lengths:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_past_the_statement_timeout_is_written_flush_by_flush() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("timeout");
+    // The server cancels any statement of the store's connections after 2 s.
+    let sep = if url.contains('?') { '&' } else { '?' };
+    let timed = format!("{url}{sep}options=-c%20statement_timeout%3D2000");
+    let a = one_writer(&timed, &schema, "host-a");
+    let blocker = a
+        .create_session(SessionHeader::new("blocker"))
+        .await
+        .unwrap();
+    let mut sessions = Vec::new();
+    for i in 0..3 {
+        let session = a
+            .create_session(SessionHeader::new(format!("s{i}")))
+            .await
+            .unwrap();
+        session.append("test/n", json!({"s": i})).unwrap();
+        sessions.push(session);
+    }
+    let held = super::client(&url).await;
+    held.batch_execute(&format!(
+        "BEGIN; SELECT 1 FROM \"{schema}\".sessions WHERE id = 's0' FOR UPDATE"
+    ))
+    .await
+    .unwrap();
+    let (lock, blocked) = block_the_writer(&url, &schema, &a, blocker).await;
+    let mut flushes = Vec::new();
+    for session in sessions.iter().cloned() {
+        flushes.push(tokio::spawn(async move { session.flush().await }));
+    }
+    until("3 flushes wait for the writer", async || {
+        a.waiting_flushes() == 3
+    })
+    .await;
+    let cancelled = |id: &str| {
+        format!(
+            "i/o error persisting session {id}: postgres: ERROR: canceling statement due to \
+             statement timeout"
+        )
+    };
+    // The blocker's flush times out; the group of the three waits for s0's row, times out
+    // too, and each flush is then written alone: s0's times out again.
+    assert_eq!(
+        blocked.await.unwrap().map_err(|e| e.to_string()),
+        Err(cancelled("blocker"))
+    );
+    let mut outcomes = Vec::new();
+    for flush in flushes {
+        outcomes.push(flush.await.unwrap().map_err(|e| e.to_string()));
+    }
+    assert_eq!(outcomes, [Err(cancelled("s0")), Ok(()), Ok(())]);
+    let durable: Vec<u64> = sessions.iter().map(|s| s.durable_len()).collect();
+    assert_eq!(durable, [0, 1, 1]);
+    // Once the row is free, the pending batches are written.
+    held.batch_execute("ROLLBACK").await.unwrap();
+    lock.batch_execute("ROLLBACK").await.unwrap();
+    sessions[0].flush().await.unwrap();
+    assert_eq!(sessions[0].durable_len(), 1);
+    let sql = super::client(&url).await;
+    let row = sql
+        .query_one(
+            &format!("SELECT count(*) FROM \"{schema}\".events WHERE session_id LIKE 's_'"),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), 3);
+}
