@@ -762,3 +762,43 @@ async fn a_group_past_the_statement_timeout_is_written_flush_by_flush() {
         .unwrap();
     assert_eq!(row.get::<_, i64>(0), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_flush_whose_caller_stops_waiting_still_counts() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("gaveup");
+    let a = one_writer(&url, &schema, "host-a");
+    let blocker = a
+        .create_session(SessionHeader::new("blocker"))
+        .await
+        .unwrap();
+    let session = a.create_session(SessionHeader::new("s")).await.unwrap();
+    session.append("test/n", json!(1)).unwrap();
+    let (lock, blocked) = block_the_writer(&url, &schema, &a, blocker).await;
+    let flush = tokio::spawn({
+        let session = Arc::clone(&session);
+        async move { session.flush().await }
+    });
+    until("the flush waits for the writer", async || {
+        a.waiting_flushes() == 1
+    })
+    .await;
+    flush.abort();
+    assert!(flush.await.unwrap_err().is_cancelled());
+    lock.batch_execute("ROLLBACK").await.unwrap();
+    blocked.await.unwrap().unwrap();
+    // The flush was written all the same, and the handle knows it: the next batch follows.
+    until("the abandoned flush is durable", async || {
+        session.durable_len() == 1
+    })
+    .await;
+    session.append("test/n", json!(2)).unwrap();
+    session.flush().await.unwrap();
+    assert_eq!(session.durable_len(), 2);
+    drop(session);
+    let b = super::store(&url, &schema, "host-b", TTL);
+    let reopened = b.open_session(&SessionId::from("s")).await.unwrap();
+    assert_eq!(payloads(&reopened), ["1", "2"]);
+}
