@@ -151,7 +151,7 @@ impl CopyRows {
         let mut micros = time.timestamp_micros() - PG_EPOCH_MICROS;
         // Rounded toward 2000-01-01 as the single flush's encoding (chrono's) rounds, not
         // down: a time has one stored value whichever way it was flushed.
-        if micros < 0 && time.timestamp_subsec_nanos() % 1_000 != 0 {
+        if micros < 0 && !time.timestamp_subsec_nanos().is_multiple_of(1_000) {
             micros += 1;
         }
         self.buffer.put_i16(5);

@@ -461,7 +461,7 @@ async fn a_group_whose_connection_is_killed_mid_copy_writes_nothing_and_is_flush
         .unwrap();
     let (lock, blocked) = block_the_writer(&url, &schema, &a, blocker).await;
     let mut flushes = Vec::new();
-    for session in sessions.iter().cloned() {
+    for session in sessions.clone() {
         flushes.push(tokio::spawn(async move { session.flush().await }));
     }
     until("3 flushes wait for the writer", async || {
@@ -548,7 +548,7 @@ async fn groups_of_two_hosts_while_leases_move_lose_nothing_and_answer_truly() {
     let sql = Arc::new(super::client(&url).await);
     const SESSIONS: usize = 24;
     let mut current = Vec::new();
-    let mut on = vec![0_usize; SESSIONS];
+    let mut on = [0_usize; SESSIONS];
     for i in 0..SESSIONS {
         current.push(
             hosts[i % 2]
@@ -721,7 +721,7 @@ async fn a_group_past_the_statement_timeout_is_written_flush_by_flush() {
     .unwrap();
     let (lock, blocked) = block_the_writer(&url, &schema, &a, blocker).await;
     let mut flushes = Vec::new();
-    for session in sessions.iter().cloned() {
+    for session in sessions.clone() {
         flushes.push(tokio::spawn(async move { session.flush().await }));
     }
     until("3 flushes wait for the writer", async || {
