@@ -92,7 +92,17 @@ impl Session for PgSession {
         events[start..].to_vec()
     }
 
+    /// # Errors
+    /// [`AppendError::Rejected`] for an event type holding a NUL character, which PostgreSQL
+    /// text cannot store (the flush would be refused for good, and every event after it with
+    /// it).
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
+        if r#type.contains('\0') {
+            return Err(AppendError::Rejected(format!(
+                "event type {type:?} holds a NUL character, which PostgreSQL text cannot store",
+                type = r#type
+            )));
+        }
         let mut events = write_lock(&self.log);
         let event = SessionEvent {
             seq: events.len() as u64 + 1,

@@ -12,8 +12,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use harness_core::{PersistenceError, Session, SessionHeader, SessionId, StoreError, SystemClock};
+use harness_core::{
+    AppendError, Clock, PersistenceError, Session, SessionHeader, SessionId, StoreError,
+    SystemClock,
+};
 use harness_store_pg::{PgOptions, PgSession, PgStore};
+use harness_testkit::ManualClock;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tokio_postgres::AsyncMessage;
@@ -22,9 +26,13 @@ const TTL: Duration = Duration::from_secs(30);
 
 /// A store whose flushes go through one writer, so flushes queue behind a blocked one.
 fn one_writer(url: &str, schema: &str, host: &str) -> PgStore {
+    one_writer_on(url, schema, host, Arc::new(SystemClock))
+}
+
+fn one_writer_on(url: &str, schema: &str, host: &str, clock: Arc<dyn Clock>) -> PgStore {
     PgStore::connect(
         url,
-        Arc::new(SystemClock),
+        clock,
         PgOptions {
             schema: schema.to_owned(),
             host: host.to_owned(),
@@ -239,7 +247,8 @@ async fn a_batch_the_server_refuses_fails_alone_and_its_group_is_written() {
         return;
     };
     let schema = super::fresh_schema("refuse");
-    let a = one_writer(&url, &schema, "host-a");
+    let clock = ManualClock::at_default();
+    let a = one_writer_on(&url, &schema, "host-a", Arc::new(clock.clone()));
     let blocker = a
         .create_session(SessionHeader::new("blocker"))
         .await
@@ -253,10 +262,14 @@ async fn a_batch_the_server_refuses_fails_alone_and_its_group_is_written() {
         session.append("test/n", json!({"s": i})).unwrap();
         sessions.push(session);
     }
-    // PostgreSQL text cannot hold a NUL character: the server refuses this batch.
+    // A time before 4713 BC is outside PostgreSQL's timestamptz: the server refuses this
+    // batch (a clock that far off is the one input the store cannot refuse at append).
     let bad = a.create_session(SessionHeader::new("bad")).await.unwrap();
     bad.append("test/n", json!({"fine": 1})).unwrap();
-    bad.append("test/\0nul", json!({})).unwrap();
+    let now = clock.now();
+    clock.set(chrono::DateTime::from_timestamp(-220_000_000_000, 0).unwrap());
+    bad.append("test/n", json!({"ancient": true})).unwrap();
+    clock.set(now);
 
     let (lock, blocked) = block_the_writer(&url, &schema, &a, blocker).await;
     let mut flushes = Vec::new();
@@ -273,8 +286,7 @@ async fn a_batch_the_server_refuses_fails_alone_and_its_group_is_written() {
     for flush in flushes {
         outcomes.push(flush.await.unwrap().map_err(|e| e.to_string()));
     }
-    let refused = "i/o error persisting session bad: postgres: ERROR: invalid byte sequence for \
-                   encoding \"UTF8\": 0x00";
+    let refused = "i/o error persisting session bad: postgres: ERROR: timestamp out of range";
     assert_eq!(
         outcomes,
         [Ok(()), Ok(()), Ok(()), Ok(()), Err(refused.to_owned())]
@@ -801,4 +813,40 @@ async fn a_queued_flush_whose_caller_stops_waiting_still_counts() {
     let b = super::store(&url, &schema, "host-b", TTL);
     let reopened = b.open_session(&SessionId::from("s")).await.unwrap();
     assert_eq!(payloads(&reopened), ["1", "2"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_type_with_a_nul_character_is_refused_at_append_and_the_log_goes_on() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("nul");
+    let a = super::store(&url, &schema, "host-a", TTL);
+    let session = a.create_session(SessionHeader::new("s")).await.unwrap();
+    session.append("test/n", json!(1)).unwrap();
+    assert_eq!(
+        session.append("test/\0nul", json!(2)).unwrap_err(),
+        AppendError::Rejected(
+            "event type \"test/\\0nul\" holds a NUL character, which PostgreSQL text cannot \
+             store"
+                .to_owned()
+        )
+    );
+    session.append("test/n", json!(3)).unwrap();
+    session.flush().await.unwrap();
+    drop(session);
+    let b = super::store(&url, &schema, "host-b", TTL);
+    let reopened = b.open_session(&SessionId::from("s")).await.unwrap();
+    let read: Vec<(u64, String, String)> = reopened
+        .raw_events_after(0)
+        .iter()
+        .map(|e| (e.seq(), e.r#type().to_owned(), e.payload().to_owned()))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            (1, "test/n".to_owned(), "1".to_owned()),
+            (2, "test/n".to_owned(), "3".to_owned())
+        ]
+    );
 }
