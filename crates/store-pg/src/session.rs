@@ -98,9 +98,9 @@ impl Session for PgSession {
     /// it).
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
         if r#type.contains('\0') {
+            let kind = r#type;
             return Err(AppendError::Rejected(format!(
-                "event type {type:?} holds a NUL character, which PostgreSQL text cannot store",
-                type = r#type
+                "event type {kind:?} holds a NUL character, which PostgreSQL text cannot store"
             )));
         }
         let mut events = write_lock(&self.log);
