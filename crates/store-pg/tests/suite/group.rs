@@ -89,6 +89,43 @@ async fn block_the_writer(
     (lock, flush)
 }
 
+/// The session whose flush blocks the store's writer (see [`block_the_writer`]).
+async fn blocker(store: &PgStore) -> Arc<PgSession> {
+    store
+        .create_session(SessionHeader::new("blocker"))
+        .await
+        .unwrap()
+}
+
+/// Starts the flushes of `sessions` and waits until `expected()` flushes wait for the
+/// store's writer; answers their tasks.
+async fn queue_flushes(
+    store: &PgStore,
+    sessions: impl IntoIterator<Item = Arc<PgSession>>,
+    expected: impl Fn() -> usize,
+) -> Vec<tokio::task::JoinHandle<Result<(), PersistenceError>>> {
+    let flushes: Vec<_> = sessions
+        .into_iter()
+        .map(|session| tokio::spawn(async move { session.flush().await }))
+        .collect();
+    until("the flushes wait for the writer", async || {
+        store.waiting_flushes() == expected()
+    })
+    .await;
+    flushes
+}
+
+/// What each flush answered, errors as their text.
+async fn outcomes(
+    flushes: Vec<tokio::task::JoinHandle<Result<(), PersistenceError>>>,
+) -> Vec<Result<(), String>> {
+    let mut outcomes = Vec::new();
+    for flush in flushes {
+        outcomes.push(flush.await.unwrap().map_err(|e| e.to_string()));
+    }
+    outcomes
+}
+
 /// The notifications of the schema's channel, as they arrive.
 async fn listen(
     url: &str,
@@ -123,10 +160,7 @@ async fn flushes_waiting_together_commit_in_one_transaction_each_checked_alone()
     };
     let schema = super::fresh_schema("group");
     let a = one_writer(&url, &schema, "host-a");
-    let blocker = a
-        .create_session(SessionHeader::new("blocker"))
-        .await
-        .unwrap();
+    let blocker = blocker(&a).await;
     let mut sessions = Vec::new();
     for i in 0..20 {
         let session = a
@@ -154,26 +188,20 @@ async fn flushes_waiting_together_commit_in_one_transaction_each_checked_alone()
 
     let (_listener, mut notes) = listen(&url, &schema).await;
     let (lock, blocked) = block_the_writer(&url, &schema, &a, blocker).await;
-    let mut flushes = Vec::new();
-    for session in sessions.iter().cloned().chain([stale.clone()]) {
-        flushes.push(tokio::spawn(async move { session.flush().await }));
-    }
     // (The stale session's lease renewal may find the new owner first: then its flush is
     // fenced before it waits.)
-    until("the flushes wait for the writer", async || {
-        a.waiting_flushes() == if stale.lease().is_lost() { 20 } else { 21 }
+    let flushes = queue_flushes(&a, sessions.iter().cloned().chain([stale.clone()]), || {
+        if stale.lease().is_lost() { 20 } else { 21 }
     })
     .await;
     lock.batch_execute("ROLLBACK").await.unwrap();
 
     blocked.await.unwrap().unwrap();
-    let mut outcomes = Vec::new();
-    for flush in flushes {
-        outcomes.push(flush.await.unwrap());
-    }
     let mut expected = vec![Ok(()); 20];
-    expected.push(Err(PersistenceError::Fenced(SessionId::from("stale"))));
-    assert_eq!(outcomes, expected);
+    expected.push(Err(
+        PersistenceError::Fenced(SessionId::from("stale")).to_string()
+    ));
+    assert_eq!(outcomes(flushes).await, expected);
     assert!(stale.lease().is_lost());
     assert_eq!(a.waiting_flushes(), 0);
 
@@ -249,10 +277,7 @@ async fn a_batch_the_server_refuses_fails_alone_and_its_group_is_written() {
     let schema = super::fresh_schema("refuse");
     let clock = ManualClock::at_default();
     let a = one_writer_on(&url, &schema, "host-a", Arc::new(clock.clone()));
-    let blocker = a
-        .create_session(SessionHeader::new("blocker"))
-        .await
-        .unwrap();
+    let blocker = blocker(&a).await;
     let mut sessions = Vec::new();
     for i in 0..4 {
         let session = a
@@ -272,20 +297,10 @@ async fn a_batch_the_server_refuses_fails_alone_and_its_group_is_written() {
     clock.set(now);
 
     let (lock, blocked) = block_the_writer(&url, &schema, &a, blocker).await;
-    let mut flushes = Vec::new();
-    for session in sessions.iter().cloned().chain([bad.clone()]) {
-        flushes.push(tokio::spawn(async move { session.flush().await }));
-    }
-    until("5 flushes wait for the writer", async || {
-        a.waiting_flushes() == 5
-    })
-    .await;
+    let flushes = queue_flushes(&a, sessions.iter().cloned().chain([bad.clone()]), || 5).await;
     lock.batch_execute("ROLLBACK").await.unwrap();
     blocked.await.unwrap().unwrap();
-    let mut outcomes = Vec::new();
-    for flush in flushes {
-        outcomes.push(flush.await.unwrap().map_err(|e| e.to_string()));
-    }
+    let outcomes = outcomes(flushes).await;
     let refused = "i/o error persisting session bad: postgres: ERROR: timestamp out of range";
     assert_eq!(
         outcomes,
@@ -448,10 +463,7 @@ async fn a_group_whose_connection_is_killed_mid_copy_writes_nothing_and_is_flush
     };
     let schema = super::fresh_schema("killcopy");
     let a = one_writer(&url, &schema, "host-a");
-    let blocker = a
-        .create_session(SessionHeader::new("blocker"))
-        .await
-        .unwrap();
+    let blocker = blocker(&a).await;
     let mut sessions = Vec::new();
     for i in 0..3 {
         let session = a
@@ -472,14 +484,7 @@ async fn a_group_whose_connection_is_killed_mid_copy_writes_nothing_and_is_flush
         .await
         .unwrap();
     let (lock, blocked) = block_the_writer(&url, &schema, &a, blocker).await;
-    let mut flushes = Vec::new();
-    for session in sessions.clone() {
-        flushes.push(tokio::spawn(async move { session.flush().await }));
-    }
-    until("3 flushes wait for the writer", async || {
-        a.waiting_flushes() == 3
-    })
-    .await;
+    let flushes = queue_flushes(&a, sessions.clone(), || 3).await;
     lock.batch_execute("ROLLBACK").await.unwrap();
     blocked.await.unwrap().unwrap();
     let watch = super::client(&url).await;
@@ -501,10 +506,7 @@ async fn a_group_whose_connection_is_killed_mid_copy_writes_nothing_and_is_flush
         .execute("SELECT pg_terminate_backend($1)", &[&pid.unwrap()])
         .await
         .unwrap();
-    let mut outcomes = Vec::new();
-    for flush in flushes {
-        outcomes.push(flush.await.unwrap().map_err(|e| e.to_string()));
-    }
+    let outcomes = outcomes(flushes).await;
     holder.batch_execute("ROLLBACK").await.unwrap();
     // Each says why: the server's word, not what a retry on the dead connection met.
     let killed = (0..3)
@@ -712,10 +714,7 @@ async fn a_group_past_the_statement_timeout_is_written_flush_by_flush() {
     let sep = if url.contains('?') { '&' } else { '?' };
     let timed = format!("{url}{sep}options=-c%20statement_timeout%3D2000");
     let a = one_writer(&timed, &schema, "host-a");
-    let blocker = a
-        .create_session(SessionHeader::new("blocker"))
-        .await
-        .unwrap();
+    let blocker = blocker(&a).await;
     let mut sessions = Vec::new();
     for i in 0..3 {
         let session = a
@@ -732,14 +731,7 @@ async fn a_group_past_the_statement_timeout_is_written_flush_by_flush() {
     .await
     .unwrap();
     let (lock, blocked) = block_the_writer(&url, &schema, &a, blocker).await;
-    let mut flushes = Vec::new();
-    for session in sessions.clone() {
-        flushes.push(tokio::spawn(async move { session.flush().await }));
-    }
-    until("3 flushes wait for the writer", async || {
-        a.waiting_flushes() == 3
-    })
-    .await;
+    let flushes = queue_flushes(&a, sessions.clone(), || 3).await;
     let cancelled = |id: &str| {
         format!(
             "i/o error persisting session {id}: postgres: ERROR: canceling statement due to \
@@ -752,11 +744,10 @@ async fn a_group_past_the_statement_timeout_is_written_flush_by_flush() {
         blocked.await.unwrap().map_err(|e| e.to_string()),
         Err(cancelled("blocker"))
     );
-    let mut outcomes = Vec::new();
-    for flush in flushes {
-        outcomes.push(flush.await.unwrap().map_err(|e| e.to_string()));
-    }
-    assert_eq!(outcomes, [Err(cancelled("s0")), Ok(()), Ok(())]);
+    assert_eq!(
+        outcomes(flushes).await,
+        [Err(cancelled("s0")), Ok(()), Ok(())]
+    );
     let durable: Vec<u64> = sessions.iter().map(|s| s.durable_len()).collect();
     assert_eq!(durable, [0, 1, 1]);
     // Once the row is free, the pending batches are written.
@@ -782,10 +773,7 @@ async fn a_queued_flush_whose_caller_stops_waiting_still_counts() {
     };
     let schema = super::fresh_schema("gaveup");
     let a = one_writer(&url, &schema, "host-a");
-    let blocker = a
-        .create_session(SessionHeader::new("blocker"))
-        .await
-        .unwrap();
+    let blocker = blocker(&a).await;
     let session = a.create_session(SessionHeader::new("s")).await.unwrap();
     session.append("test/n", json!(1)).unwrap();
     let (lock, blocked) = block_the_writer(&url, &schema, &a, blocker).await;
