@@ -667,14 +667,18 @@ async fn a_long_log_read_while_its_owner_flushes_is_a_whole_prefix() {
     }
     session.flush().await.unwrap();
     // From 19,999 (one read) over 20,000 (the first split) on: batches of 7 while another
-    // host reads without a lease.
+    // host reads without a lease. Each flush waits for one more read to end, so the next
+    // read runs while it commits, however loaded the machine.
+    let reads = Arc::new(tokio::sync::Semaphore::new(0));
     let writer = tokio::spawn({
         let session = Arc::clone(&session);
+        let reads = Arc::clone(&reads);
         async move {
             let mut flushed = vec![19_999];
             for n in 20_000..20_000 + 7 * 60_u64 {
                 session.append("test/n", json!(n)).unwrap();
                 if n == 20_000 || n % 7 == 0 {
+                    reads.acquire().await.unwrap().forget();
                     session.flush().await.unwrap();
                     flushed.push(session.durable_len() as usize);
                 }
@@ -692,6 +696,7 @@ async fn a_long_log_read_while_its_owner_flushes_is_a_whole_prefix() {
             assert_eq!((event.seq(), event.payload()), (n, n.to_string().as_str()));
         }
         lengths.insert(events.len());
+        reads.add_permits(1);
     }
     let flushed: BTreeSet<usize> = writer.await.unwrap().into_iter().collect();
     let events = b.read_after(&id, 0).await.unwrap();
