@@ -14,6 +14,14 @@ use crate::flush::FlushOutcome;
 use crate::lease::Lease;
 use crate::shared::Inner;
 
+/// `timestamptz`'s earliest value, 4714-11-24 00:00 UTC in the proleptic Gregorian calendar
+/// (4713 BC in the Julian one).
+fn earliest_storable() -> chrono::DateTime<chrono::Utc> {
+    chrono::NaiveDate::from_ymd_opt(-4713, 11, 24)
+        .and_then(|day| day.and_hms_opt(0, 0, 0))
+        .map_or(chrono::DateTime::<chrono::Utc>::MIN_UTC, |t| t.and_utc())
+}
+
 /// A session of a [`crate::PgStore`], written under its [`Lease`].
 ///
 /// `append` commits to the live log only; `flush` sends every event not yet durable in one
@@ -93,9 +101,9 @@ impl Session for PgSession {
     }
 
     /// # Errors
-    /// [`AppendError::Rejected`] for an event type holding a NUL character, which PostgreSQL
-    /// text cannot store (the flush would be refused for good, and every event after it with
-    /// it).
+    /// [`AppendError::Rejected`] for what PostgreSQL cannot store, which every later flush
+    /// would be refused on (and every event after it with it): an event type holding a NUL
+    /// character, or a clock reading before 4713 BC, `timestamptz`'s earliest.
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
         if r#type.contains('\0') {
             let kind = r#type;
@@ -103,11 +111,18 @@ impl Session for PgSession {
                 "event type {kind:?} holds a NUL character, which PostgreSQL text cannot store"
             )));
         }
+        let time = self.inner.clock.now();
+        if time < earliest_storable() {
+            return Err(AppendError::Rejected(format!(
+                "event time {} is before 4713 BC, the earliest PostgreSQL stores",
+                time.to_rfc3339()
+            )));
+        }
         let mut events = write_lock(&self.log);
         let event = SessionEvent {
             seq: events.len() as u64 + 1,
             r#type: r#type.to_owned(),
-            time: self.inner.clock.now(),
+            time,
             data,
         };
         events.push(RawEvent::from_event(&event));
@@ -170,5 +185,14 @@ impl Session for PgSession {
                 message: format!("postgres: {error}"),
             }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_earliest_storable_time_is_timestamptz_s_low_value() {
+        // `SELECT extract(epoch FROM '4714-11-24 00:00:00+00 BC'::timestamptz)`.
+        assert_eq!(super::earliest_storable().timestamp(), -210_866_803_200);
     }
 }

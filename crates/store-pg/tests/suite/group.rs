@@ -275,8 +275,7 @@ async fn a_batch_the_server_refuses_fails_alone_and_its_group_is_written() {
         return;
     };
     let schema = super::fresh_schema("refuse");
-    let clock = ManualClock::at_default();
-    let a = one_writer_on(&url, &schema, "host-a", Arc::new(clock.clone()));
+    let a = one_writer(&url, &schema, "host-a");
     let blocker = blocker(&a).await;
     let mut sessions = Vec::new();
     for i in 0..4 {
@@ -287,21 +286,24 @@ async fn a_batch_the_server_refuses_fails_alone_and_its_group_is_written() {
         session.append("test/n", json!({"s": i})).unwrap();
         sessions.push(session);
     }
-    // A time before 4713 BC is outside PostgreSQL's timestamptz: the server refuses this
-    // batch (a clock that far off is the one input the store cannot refuse at append).
+    // An operator's rule the server holds this session's batch to: it refuses the batch.
     let bad = a.create_session(SessionHeader::new("bad")).await.unwrap();
     bad.append("test/n", json!({"fine": 1})).unwrap();
-    let now = clock.now();
-    clock.set(chrono::DateTime::from_timestamp(-220_000_000_000, 0).unwrap());
-    bad.append("test/n", json!({"ancient": true})).unwrap();
-    clock.set(now);
+    bad.append("test/n", json!({"also": 2})).unwrap();
+    let sql = super::client(&url).await;
+    sql.batch_execute(&format!(
+        "ALTER TABLE \"{schema}\".events ADD CONSTRAINT operator_rule CHECK (session_id <> 'bad')"
+    ))
+    .await
+    .unwrap();
 
     let (lock, blocked) = block_the_writer(&url, &schema, &a, blocker).await;
     let flushes = queue_flushes(&a, sessions.iter().cloned().chain([bad.clone()]), || 5).await;
     lock.batch_execute("ROLLBACK").await.unwrap();
     blocked.await.unwrap().unwrap();
     let outcomes = outcomes(flushes).await;
-    let refused = "i/o error persisting session bad: postgres: ERROR: timestamp out of range";
+    let refused = "i/o error persisting session bad: postgres: ERROR: new row for relation \
+                   \"events\" violates check constraint \"operator_rule\"";
     assert_eq!(
         outcomes,
         [Ok(()), Ok(()), Ok(()), Ok(()), Err(refused.to_owned())]
@@ -310,7 +312,6 @@ async fn a_batch_the_server_refuses_fails_alone_and_its_group_is_written() {
     // the database.
     assert_eq!((bad.durable_len(), bad.len()), (0, 2));
     assert_eq!(bad.flush().await.unwrap_err().to_string(), refused);
-    let sql = super::client(&url).await;
     let rows = sql
         .query(
             &format!(
@@ -842,4 +843,38 @@ async fn an_event_type_with_a_nul_character_is_refused_at_append_and_the_log_goe
             (2, "test/n".to_owned(), "3".to_owned())
         ]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_time_postgresql_cannot_store_is_refused_at_append_and_its_earliest_is_stored() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("ancient");
+    let clock = ManualClock::at_default();
+    let a = one_writer_on(&url, &schema, "host-a", Arc::new(clock.clone()));
+    let session = a.create_session(SessionHeader::new("s")).await.unwrap();
+    // `SELECT extract(epoch FROM '4714-11-24 00:00:00+00 BC'::timestamptz)`.
+    let earliest = chrono::DateTime::from_timestamp(-210_866_803_200, 0).unwrap();
+    clock.set(earliest - chrono::Duration::milliseconds(1));
+    assert_eq!(
+        session.append("test/n", json!(1)).unwrap_err(),
+        AppendError::Rejected(
+            "event time -4713-11-23T23:59:59.999+00:00 is before 4713 BC, the earliest \
+             PostgreSQL stores"
+                .to_owned()
+        )
+    );
+    clock.set(earliest);
+    session.append("test/n", json!(2)).unwrap();
+    session.flush().await.unwrap();
+    drop(session);
+    let b = super::store(&url, &schema, "host-b", TTL);
+    let reopened = b.open_session(&SessionId::from("s")).await.unwrap();
+    let read: Vec<(u64, chrono::DateTime<chrono::Utc>, String)> = reopened
+        .raw_events_after(0)
+        .iter()
+        .map(|e| (e.seq(), e.time(), e.payload().to_owned()))
+        .collect();
+    assert_eq!(read, [(1, earliest, "2".to_owned())]);
 }
