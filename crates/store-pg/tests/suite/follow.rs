@@ -6,10 +6,11 @@
     reason = "helpers of the tests below, where a failure is a test failure"
 )]
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use harness_core::{RawEvent, Session, SessionHeader, SessionId, StoreError};
-use harness_store_pg::{FollowOptions, Follower, PgSession};
+use harness_store_pg::{FollowOptions, Follower, PgSession, PgStore};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -22,6 +23,19 @@ fn no_timer() -> FollowOptions {
         reconnect_delay: Duration::from_millis(300),
         buffer: 4,
     }
+}
+
+/// A fresh schema, a writing host (`host-a`) with session `s` open, and a reading host
+/// (`host-b`).
+async fn two_hosts(url: &str, tag: &str) -> (String, PgStore, PgStore, Arc<PgSession>) {
+    let schema = super::fresh_schema(tag);
+    let writer = super::store(url, &schema, "host-a", TTL);
+    let reader = super::store(url, &schema, "host-b", TTL);
+    let session = writer
+        .create_session(SessionHeader::new("s"))
+        .await
+        .unwrap();
+    (schema, writer, reader, session)
 }
 
 async fn write(session: &PgSession, from: u64, to: u64) {
@@ -82,13 +96,7 @@ async fn a_follower_sees_another_hosts_commits_in_order_exactly_once() {
     let Some(url) = super::server_url() else {
         return;
     };
-    let schema = super::fresh_schema("follow");
-    let writer = super::store(&url, &schema, "host-a", TTL);
-    let reader = super::store(&url, &schema, "host-b", TTL);
-    let session = writer
-        .create_session(SessionHeader::new("s"))
-        .await
-        .unwrap();
+    let (_schema, writer, reader, session) = two_hosts(&url, "follow").await;
     // Another session of the schema: its commits are not the follower's.
     let other = writer
         .create_session(SessionHeader::new("other"))
@@ -115,13 +123,7 @@ async fn events_committed_before_subscribe_come_first() {
     let Some(url) = super::server_url() else {
         return;
     };
-    let schema = super::fresh_schema("backlog");
-    let writer = super::store(&url, &schema, "host-a", TTL);
-    let reader = super::store(&url, &schema, "host-b", TTL);
-    let session = writer
-        .create_session(SessionHeader::new("s"))
-        .await
-        .unwrap();
+    let (_schema, _writer, reader, session) = two_hosts(&url, "backlog").await;
     write(&session, 1, 5).await;
     let mut follower = reader
         .subscribe_with(&SessionId::from("s"), 2, no_timer())
@@ -142,13 +144,7 @@ async fn a_follower_catches_up_after_its_listen_connection_is_killed() {
     let Some(url) = super::server_url() else {
         return;
     };
-    let schema = super::fresh_schema("relisten");
-    let writer = super::store(&url, &schema, "host-a", TTL);
-    let reader = super::store(&url, &schema, "host-b", TTL);
-    let session = writer
-        .create_session(SessionHeader::new("s"))
-        .await
-        .unwrap();
+    let (schema, _writer, reader, session) = two_hosts(&url, "relisten").await;
     let mut follower = reader
         .subscribe_with(&SessionId::from("s"), 0, no_timer())
         .await
@@ -185,13 +181,7 @@ async fn the_slow_timer_delivers_a_commit_that_sent_no_notification() {
     let Some(url) = super::server_url() else {
         return;
     };
-    let schema = super::fresh_schema("timer");
-    let writer = super::store(&url, &schema, "host-a", TTL);
-    let reader = super::store(&url, &schema, "host-b", TTL);
-    let session = writer
-        .create_session(SessionHeader::new("s"))
-        .await
-        .unwrap();
+    let (schema, _writer, reader, session) = two_hosts(&url, "timer").await;
     let mut follower = reader
         .subscribe_with(
             &SessionId::from("s"),
@@ -217,13 +207,7 @@ async fn other_sessions_notifications_do_not_hold_back_the_slow_timer() {
     let Some(url) = super::server_url() else {
         return;
     };
-    let schema = super::fresh_schema("timer_busy");
-    let writer = super::store(&url, &schema, "host-a", TTL);
-    let reader = super::store(&url, &schema, "host-b", TTL);
-    let session = writer
-        .create_session(SessionHeader::new("s"))
-        .await
-        .unwrap();
+    let (schema, writer, reader, session) = two_hosts(&url, "timer_busy").await;
     let other = writer
         .create_session(SessionHeader::new("t"))
         .await
@@ -271,13 +255,7 @@ async fn a_stalled_consumer_through_a_flood_of_notifications_gets_each_event_onc
     let Some(url) = super::server_url() else {
         return;
     };
-    let schema = super::fresh_schema("flood");
-    let writer = super::store(&url, &schema, "host-a", TTL);
-    let reader = super::store(&url, &schema, "host-b", TTL);
-    let session = writer
-        .create_session(SessionHeader::new("s"))
-        .await
-        .unwrap();
+    let (schema, writer, reader, session) = two_hosts(&url, "flood").await;
     let other = writer
         .create_session(SessionHeader::new("t"))
         .await

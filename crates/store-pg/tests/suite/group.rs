@@ -13,8 +13,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use harness_core::{
-    AppendError, Clock, PersistenceError, Session, SessionHeader, SessionId, StoreError,
-    SystemClock,
+    AppendError, Clock, PersistenceError, Session, SessionHeader, SessionId, SystemClock,
 };
 use harness_store_pg::{PgOptions, PgSession, PgStore};
 use harness_testkit::ManualClock;
@@ -95,6 +94,22 @@ async fn blocker(store: &PgStore) -> Arc<PgSession> {
         .create_session(SessionHeader::new("blocker"))
         .await
         .unwrap()
+}
+
+/// Sessions `s0`, `s1`, … of `store`, each with `events` events `{"s": i, "n": k}` pending.
+async fn pending_sessions(store: &PgStore, count: usize, events: usize) -> Vec<Arc<PgSession>> {
+    let mut sessions = Vec::new();
+    for i in 0..count {
+        let session = store
+            .create_session(SessionHeader::new(format!("s{i}")))
+            .await
+            .unwrap();
+        for n in 0..events {
+            session.append("test/n", json!({"s": i, "n": n})).unwrap();
+        }
+        sessions.push(session);
+    }
+    sessions
 }
 
 /// Starts the flushes of `sessions` and waits until `expected()` flushes wait for the
@@ -277,15 +292,7 @@ async fn a_batch_the_server_refuses_fails_alone_and_its_group_is_written() {
     let schema = super::fresh_schema("refuse");
     let a = one_writer(&url, &schema, "host-a");
     let blocker = blocker(&a).await;
-    let mut sessions = Vec::new();
-    for i in 0..4 {
-        let session = a
-            .create_session(SessionHeader::new(format!("s{i}")))
-            .await
-            .unwrap();
-        session.append("test/n", json!({"s": i})).unwrap();
-        sessions.push(session);
-    }
+    let sessions = pending_sessions(&a, 4, 1).await;
     // An operator's rule the server holds this session's batch to: it refuses the batch.
     let bad = a.create_session(SessionHeader::new("bad")).await.unwrap();
     bad.append("test/n", json!({"fine": 1})).unwrap();
@@ -335,13 +342,6 @@ async fn a_batch_the_server_refuses_fails_alone_and_its_group_is_written() {
     );
 }
 
-fn malformed(error: StoreError) -> (usize, String) {
-    match error {
-        StoreError::Malformed { line, message, .. } => (line, message),
-        other => panic!("not Malformed: {other}"),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_log_read_in_two_halves_is_one_log_and_a_gap_in_either_is_found() {
     let Some(url) = super::server_url() else {
@@ -374,14 +374,19 @@ async fn a_long_log_read_in_two_halves_is_one_log_and_a_gap_in_either_is_found()
     // The halves are seqs 1..=10000 and 10001..=20001.
     let sql = super::client(&url).await;
     let reset = format!("UPDATE \"{schema}\".sessions SET owner = NULL WHERE id = 'long'");
+    let place = format!("postgres \"{schema}\".events session long");
     sql.batch_execute(&format!(
         "DELETE FROM \"{schema}\".events WHERE session_id = 'long' AND seq = 15000; {reset}"
     ))
     .await
     .unwrap();
     assert_eq!(
-        malformed(b.open_session(&id).await.unwrap_err()),
-        (15_000, "seq 15001 where 15000 was expected".to_owned())
+        super::malformed(b.open_session(&id).await.unwrap_err()),
+        (
+            place.clone(),
+            15_000,
+            "seq 15001 where 15000 was expected".to_owned()
+        )
     );
     sql.batch_execute(&format!(
         "DELETE FROM \"{schema}\".events WHERE session_id = 'long' AND seq = 7; {reset}"
@@ -389,8 +394,8 @@ async fn a_long_log_read_in_two_halves_is_one_log_and_a_gap_in_either_is_found()
     .await
     .unwrap();
     assert_eq!(
-        malformed(b.open_session(&id).await.unwrap_err()),
-        (7, "seq 8 where 7 was expected".to_owned())
+        super::malformed(b.open_session(&id).await.unwrap_err()),
+        (place.clone(), 7, "seq 8 where 7 was expected".to_owned())
     );
     // The last event missing: the second half is one short.
     sql.batch_execute(&format!(
@@ -402,8 +407,9 @@ async fn a_long_log_read_in_two_halves_is_one_log_and_a_gap_in_either_is_found()
     .await
     .unwrap();
     assert_eq!(
-        malformed(b.open_session(&id).await.unwrap_err()),
+        super::malformed(b.open_session(&id).await.unwrap_err()),
         (
+            place,
             20_001,
             "20000 events, but the session row says 20001".to_owned()
         )
@@ -465,16 +471,7 @@ async fn a_group_whose_connection_is_killed_mid_copy_writes_nothing_and_is_flush
     let schema = super::fresh_schema("killcopy");
     let a = one_writer(&url, &schema, "host-a");
     let blocker = blocker(&a).await;
-    let mut sessions = Vec::new();
-    for i in 0..3 {
-        let session = a
-            .create_session(SessionHeader::new(format!("s{i}")))
-            .await
-            .unwrap();
-        session.append("test/n", json!({"s": i})).unwrap();
-        session.append("test/n", json!({"s": i, "n": 2})).unwrap();
-        sessions.push(session);
-    }
+    let sessions = pending_sessions(&a, 3, 2).await;
     // An uncommitted row with the key of s0's first event: the group's COPY waits for it.
     let holder = super::client(&url).await;
     holder
@@ -721,15 +718,7 @@ async fn a_group_past_the_statement_timeout_is_written_flush_by_flush() {
     let timed = format!("{url}{sep}options=-c%20statement_timeout%3D2000");
     let a = one_writer(&timed, &schema, "host-a");
     let blocker = blocker(&a).await;
-    let mut sessions = Vec::new();
-    for i in 0..3 {
-        let session = a
-            .create_session(SessionHeader::new(format!("s{i}")))
-            .await
-            .unwrap();
-        session.append("test/n", json!({"s": i})).unwrap();
-        sessions.push(session);
-    }
+    let sessions = pending_sessions(&a, 3, 1).await;
     let held = super::client(&url).await;
     held.batch_execute(&format!(
         "BEGIN; SELECT 1 FROM \"{schema}\".sessions WHERE id = 's0' FOR UPDATE"

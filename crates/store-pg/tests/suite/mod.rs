@@ -65,6 +65,18 @@ pub(crate) fn store(url: &str, schema: &str, host: &str, ttl: Duration) -> PgSto
     .unwrap_or_else(|e| panic!("connect to the test server: {e}"))
 }
 
+/// A `Malformed` error's place, line and message (any other error fails the test).
+pub(crate) fn malformed(error: harness_core::StoreError) -> (String, usize, String) {
+    match error {
+        harness_core::StoreError::Malformed {
+            file,
+            line,
+            message,
+        } => (file, line, message),
+        other => panic!("not Malformed: {other}"),
+    }
+}
+
 /// A plain client for the test's own SQL.
 pub(crate) async fn client(url: &str) -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)

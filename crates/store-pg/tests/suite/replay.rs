@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use harness_core::{PersistenceError, Session, SessionHeader, SessionId, StoreError};
+use harness_core::{PersistenceError, Session, SessionHeader, SessionId};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
@@ -80,17 +80,6 @@ async fn payloads_written_in_other_json_forms_replay_as_raw_event_new_reads_them
     assert_eq!(reopened.events()[2].data, json!({"s": "é\n"}));
 }
 
-fn malformed(error: StoreError) -> (String, usize, String) {
-    match error {
-        StoreError::Malformed {
-            file,
-            line,
-            message,
-        } => (file, line, message),
-        other => panic!("not Malformed: {other}"),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gap_or_a_short_log_is_malformed_at_its_line() {
     let Some(url) = super::server_url() else {
@@ -114,7 +103,7 @@ async fn a_gap_or_a_short_log_is_malformed_at_its_line() {
     .await
     .unwrap();
     assert_eq!(
-        malformed(a.open_session(&id).await.unwrap_err()),
+        super::malformed(a.open_session(&id).await.unwrap_err()),
         (
             place.clone(),
             4,
@@ -129,7 +118,7 @@ async fn a_gap_or_a_short_log_is_malformed_at_its_line() {
     .await
     .unwrap();
     assert_eq!(
-        malformed(a.open_session(&id).await.unwrap_err()),
+        super::malformed(a.open_session(&id).await.unwrap_err()),
         (place, 2, "seq 3 where 2 was expected".to_owned())
     );
 }
