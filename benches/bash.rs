@@ -23,12 +23,12 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness::bash::{
+use turnkit::bash::{
     BashConfig, BashJobs, BashProcess, DEFAULT_MAX_OUTPUT_BYTES, ProcessOptions, SpillOptions,
 };
-use harness::core::{Clock, RegistrationScope, SystemClock};
-use harness::jobs::JobRegistry;
-use harness::jobs_local::{JobLimits, LocalJobRegistry};
+use turnkit::core::{Clock, RegistrationScope, SystemClock};
+use turnkit::jobs::JobRegistry;
+use turnkit::jobs_local::{JobLimits, LocalJobRegistry};
 
 const GIB: u64 = 1 << 30;
 const SPAWNS: usize = 200;
@@ -66,7 +66,7 @@ async fn job(bytes: u64, spill_dir: &std::path::Path) -> (Duration, u64, u64) {
         ProcessOptions::new(format!("head -c {bytes} /dev/zero"), Arc::new(SystemClock));
     options.spill = Some(SpillOptions::new(
         spill_dir,
-        harness::bash::DEFAULT_MAX_SPILL_BYTES,
+        turnkit::bash::DEFAULT_MAX_SPILL_BYTES,
     ));
     let started = Instant::now();
     let process = BashProcess::spawn(options).unwrap();

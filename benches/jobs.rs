@@ -27,12 +27,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group};
-use harness::core::{Agent, AgentId, Registration, RegistrationScope, SessionHeader};
-use harness::jobs::{BoxError, JobHooks, JobId, JobKind, JobOutcome, JobRegistry, JobStart};
-use harness::jobs_local::{HarnessAgents, JobLimits, LocalJobRegistry};
-use harness_testkit::{ManualClock, MemoryHarness};
 use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
+use turnkit::core::{Agent, AgentId, Registration, RegistrationScope, SessionHeader};
+use turnkit::jobs::{BoxError, JobHooks, JobId, JobKind, JobOutcome, JobRegistry, JobStart};
+use turnkit::jobs_local::{HarnessAgents, JobLimits, LocalJobRegistry};
+use turnkit_testkit::{ManualClock, MemoryHarness};
 
 const OWNERS: usize = 10;
 const BATCH: usize = 10_000;

@@ -39,12 +39,12 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness::core::{Clock, Harness, JsonlStore, Projection, SessionId, fold_raw_events};
-use harness::schedule::domain::ScheduleFold;
-use harness::todo::TodosProjection;
-use harness_testkit::{ManualClock, MemoryHarness, settle};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use turnkit::core::{Clock, Harness, JsonlStore, Projection, SessionId, fold_raw_events};
+use turnkit::schedule::domain::ScheduleFold;
+use turnkit::todo::TodosProjection;
+use turnkit_testkit::{ManualClock, MemoryHarness, settle};
 
 const SCHEDULE_EVENTS: usize = 1_000_000;
 const TODO_EVENTS: usize = 100_000;
@@ -348,16 +348,16 @@ fn open_once(dir: &Path, pristine: &Path) -> Duration {
         let store = JsonlStore::new(dir, clock.clone()).unwrap();
         let host = MemoryHarness::with_store(Arc::new(store), clock);
         let harness: Arc<dyn Harness> = host.as_dyn();
-        let todo = harness::todo::install(
+        let todo = turnkit::todo::install(
             &harness,
-            harness::todo::TodoConfig::from_json(json!({"allowParallelInProgress": false}))
+            turnkit::todo::TodoConfig::from_json(json!({"allowParallelInProgress": false}))
                 .unwrap(),
         )
         .unwrap();
-        let jobs = harness::jobs_local::install(&harness, Default::default()).unwrap();
+        let jobs = turnkit::jobs_local::install(&harness, Default::default()).unwrap();
         let tool_jobs =
-            harness::tool_jobs::install(&harness, jobs.registry(), Default::default()).unwrap();
-        let schedule = harness::schedule::install(&harness, Default::default()).unwrap();
+            turnkit::tool_jobs::install(&harness, jobs.registry(), Default::default()).unwrap();
+        let schedule = turnkit::schedule::install(&harness, Default::default()).unwrap();
         let id = SessionId::from("open");
         host.resume(&id).unwrap();
         settle().await;
@@ -421,7 +421,7 @@ fn run_child(command: &mut Command) -> Run {
 /// The `log` child: summarizes `path` as `harness log` does, then prints its own peak
 /// resident memory in kB.
 fn log_child(path: &Path) {
-    let summary = harness_scenario::summarize_log_file(path).unwrap();
+    let summary = turnkit_scenario::summarize_log_file(path).unwrap();
     black_box(summary.text.len());
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let peak = status

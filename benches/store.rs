@@ -23,9 +23,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group};
-use harness::core::{JsonlStore, Session, SessionHeader, SessionStore, SystemClock};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
+use turnkit::core::{JsonlStore, Session, SessionHeader, SessionStore, SystemClock};
 
 fn runtime() -> Runtime {
     tokio::runtime::Builder::new_current_thread()

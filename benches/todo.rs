@@ -18,9 +18,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group};
-use harness::core::{Projection, SessionEvent, SessionHeader, SessionId, fold_events};
-use harness::todo::{TodoConfig, TodosProjection, install};
-use harness_testkit::{ManualClock, MemoryHarness};
+use turnkit::core::{Projection, SessionEvent, SessionHeader, SessionId, fold_events};
+use turnkit::todo::{TodoConfig, TodosProjection, install};
+use turnkit_testkit::{ManualClock, MemoryHarness};
 
 #[path = "support/todo_log.rs"]
 mod todo_log;

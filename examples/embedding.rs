@@ -1,4 +1,4 @@
-//! A real host without the testkit: a JSONL store, harness-host's `HostKit` as the `Harness`
+//! A real host without the testkit: a JSONL store, turnkit-host's `HostKit` as the `Harness`
 //! and its production turn loop (`LoopAgent`) as the `Agent`, and an LLM-shaped model step
 //! (here scripted). The user asks for a build; the model writes a plan and starts a
 //! background shell job; the job's completion notice wakes the idle agent; the model then
@@ -9,14 +9,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::{
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use turnkit_core::{
     Agent, JsonlStore, MessageSource, SessionHeader, SessionId, SessionStore, SystemClock,
     UserMessage,
 };
-use harness_host::{HostKit, LoopAgent};
-use harness_testkit::conformance::{self, Candidate};
-use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use turnkit_host::{HostKit, LoopAgent};
+use turnkit_testkit::conformance::{self, Candidate};
 
 // ---- The host: everything a runtime writes to embed harness. ----
 
@@ -33,22 +33,22 @@ type Model = Arc<dyn Fn(&[String]) -> Step + Send + Sync>;
 fn host(dir: &std::path::Path) -> anyhow::Result<(Arc<HostKit>, Arc<JsonlStore>, Families)> {
     let clock = Arc::new(SystemClock);
     let kit = Arc::new(HostKit::new(clock.clone()));
-    let harness: Arc<dyn harness_core::Harness> = kit.clone();
-    let jobs = harness_jobs_local::install(&harness, Default::default())?;
+    let harness: Arc<dyn turnkit_core::Harness> = kit.clone();
+    let jobs = turnkit_jobs_local::install(&harness, Default::default())?;
     let families = Families {
-        _todo: harness_todo::install(&harness, harness_todo::TodoConfig::new(false))?,
-        _tools: harness_tool_jobs::install(&harness, jobs.registry(), Default::default())?,
-        _bash: harness_bash::install(&harness, Some(jobs.registry()), Default::default())?,
+        _todo: turnkit_todo::install(&harness, turnkit_todo::TodoConfig::new(false))?,
+        _tools: turnkit_tool_jobs::install(&harness, jobs.registry(), Default::default())?,
+        _bash: turnkit_bash::install(&harness, Some(jobs.registry()), Default::default())?,
         jobs,
     };
     Ok((kit, Arc::new(JsonlStore::new(dir, clock)?), families))
 }
 
 struct Families {
-    _todo: harness_todo::Installed,
-    _tools: harness_tool_jobs::Installed,
-    _bash: harness_bash::Installed,
-    jobs: harness_jobs_local::Installed,
+    _todo: turnkit_todo::Installed,
+    _tools: turnkit_tool_jobs::Installed,
+    _bash: turnkit_bash::Installed,
+    jobs: turnkit_jobs_local::Installed,
 }
 
 /// One live agent: a session, the production loop, and a driver task running `model`.

@@ -7,10 +7,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::ensure;
-use harness_core::{SessionHeader, SessionId, SystemClock};
-use harness_testkit::{HostRecord, MemoryHarness};
 use serde_json::json;
 use tokio::sync::mpsc;
+use turnkit_core::{SessionHeader, SessionId, SystemClock};
+use turnkit_testkit::{HostRecord, MemoryHarness};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -23,9 +23,9 @@ async fn main() -> anyhow::Result<()> {
         }
     }));
     let harness = host.as_dyn();
-    let jobs = harness_jobs_local::install(&harness, Default::default())?;
-    let _tools = harness_tool_jobs::install(&harness, jobs.registry(), Default::default())?;
-    let _bash = harness_bash::install(&harness, Some(jobs.registry()), Default::default())?;
+    let jobs = turnkit_jobs_local::install(&harness, Default::default())?;
+    let _tools = turnkit_tool_jobs::install(&harness, jobs.registry(), Default::default())?;
+    let _bash = turnkit_bash::install(&harness, Some(jobs.registry()), Default::default())?;
     let _agent = host.create_session(SessionHeader::new("s1"))?;
     let s1 = SessionId::from("s1");
 

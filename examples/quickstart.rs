@@ -6,19 +6,19 @@
 //! gives the same `todos` and no pending reminders.
 //!
 //! `cargo run --example quickstart -- --store postgres://…` runs the same session on a
-//! PostgreSQL store (`harness-store-pg`) instead, under a fresh session id.
+//! PostgreSQL store (`turnkit-store-pg`) instead, under a fresh session id.
 #![expect(clippy::print_stdout, reason = "an example prints its transcript")]
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use harness_core::{
-    Agent, Clock, JsonlStore, SessionHeader, SessionId, SessionStore, SystemClock, fold_events,
-};
-use harness_testkit::{HostRecord, MemoryAgent, MemoryHarness};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use turnkit_core::{
+    Agent, Clock, JsonlStore, SessionHeader, SessionId, SessionStore, SystemClock, fold_events,
+};
+use turnkit_testkit::{HostRecord, MemoryAgent, MemoryHarness};
 
 /// The scripted model: each call prints what the model sends and what the tool returns.
 struct Model {
@@ -106,7 +106,7 @@ async fn next_followup(
 /// PostgreSQL database (`--store postgres://…`).
 enum Store {
     Jsonl(Arc<JsonlStore>),
-    Postgres(Arc<harness_store_pg::PgStore>),
+    Postgres(Arc<turnkit_store_pg::PgStore>),
 }
 
 impl Store {
@@ -127,10 +127,10 @@ impl Store {
                 if flag == "--store"
                     && (url.starts_with("postgres://") || url.starts_with("postgresql://")) =>
             {
-                let store = harness_store_pg::PgStore::connect(
+                let store = turnkit_store_pg::PgStore::connect(
                     url,
                     clock.clone(),
-                    harness_store_pg::PgOptions::default(),
+                    turnkit_store_pg::PgOptions::default(),
                 )
                 .context("connecting to the PostgreSQL store")?;
                 Ok(Self::Postgres(Arc::new(store)))
@@ -152,7 +152,7 @@ impl Store {
             Self::Jsonl(_) => SessionId::from("quickstart"),
             Self::Postgres(_) => SessionId::from(format!(
                 "quickstart-{}",
-                harness_core::epoch_millis(clock.now())
+                turnkit_core::epoch_millis(clock.now())
             )),
         }
     }
@@ -197,19 +197,19 @@ async fn main() -> anyhow::Result<()> {
 
     // Install the families, each with one call.
     let harness = host.as_dyn();
-    let todo = harness_todo::install(&harness, harness_todo::TodoConfig::new(false))?;
-    let jobs = harness_jobs_local::install(&harness, harness_jobs_local::JobsConfig::default())?;
-    let tool_jobs = harness_tool_jobs::install(
+    let todo = turnkit_todo::install(&harness, turnkit_todo::TodoConfig::new(false))?;
+    let jobs = turnkit_jobs_local::install(&harness, turnkit_jobs_local::JobsConfig::default())?;
+    let tool_jobs = turnkit_tool_jobs::install(
         &harness,
         jobs.registry(),
-        harness_tool_jobs::ToolJobsConfig::default(),
+        turnkit_tool_jobs::ToolJobsConfig::default(),
     )?;
     let schedule =
-        harness_schedule::install(&harness, harness_schedule::ScheduleConfig::default())?;
-    let bash = harness_bash::install(
+        turnkit_schedule::install(&harness, turnkit_schedule::ScheduleConfig::default())?;
+    let bash = turnkit_bash::install(
         &harness,
         Some(jobs.registry()),
-        harness_bash::BashConfig::default(),
+        turnkit_bash::BashConfig::default(),
     )?;
 
     let id = kept.session_id(clock.as_ref());
@@ -307,7 +307,7 @@ async fn main() -> anyhow::Result<()> {
 
     let live = host
         .projections()
-        .view(&id, harness_todo::TODOS_KEY)
+        .view(&id, turnkit_todo::TODOS_KEY)
         .map_or(Value::Null, |v| v.value);
 
     // Shut down as a process exit would, then replay the file.
@@ -322,10 +322,10 @@ async fn main() -> anyhow::Result<()> {
     drop(agent);
     let reopened = store.open(&id)?;
     let events = reopened.events();
-    let replayed = harness_todo::TodosProjection;
+    let replayed = turnkit_todo::TodosProjection;
     let state = fold_events(&replayed, &events);
-    let replayed_view = harness_core::Projection::view(&replayed, &state);
-    let reminders = harness_schedule::domain::ScheduleFold::open(&events, None)
+    let replayed_view = turnkit_core::Projection::view(&replayed, &state);
+    let reminders = turnkit_schedule::domain::ScheduleFold::open(&events, None)
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     println!();
     println!("replayed {} events from {}", events.len(), kept.place(&id)?);

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::ensure;
-use harness_core::{SessionHeader, SessionId};
-use harness_testkit::{HostRecord, ManualClock, MemoryHarness};
 use serde_json::json;
+use turnkit_core::{SessionHeader, SessionId};
+use turnkit_testkit::{HostRecord, ManualClock, MemoryHarness};
 
 #[tokio::main(flavor = "current_thread", start_paused = true)]
 async fn main() -> anyhow::Result<()> {
@@ -28,9 +28,9 @@ async fn main() -> anyhow::Result<()> {
             }
         }
     }));
-    let _schedule = harness_schedule::install(&host.as_dyn(), Default::default())?;
+    let _schedule = turnkit_schedule::install(&host.as_dyn(), Default::default())?;
     let _agent = host.create_session(SessionHeader::new("s1"))?;
-    harness_testkit::settle().await;
+    turnkit_testkit::settle().await;
     let s1 = SessionId::from("s1");
     let call = async |tool: &str, args: serde_json::Value| {
         let output = host.execute(tool, args.clone(), Some(&s1)).await;
@@ -79,7 +79,7 @@ async fn main() -> anyhow::Result<()> {
         "schedule_list"
     );
     // Let the delivery runtime arm its timer for the new reminders before time moves.
-    harness_testkit::settle().await;
+    turnkit_testkit::settle().await;
     println!("advancing the clock by 10 minutes…");
     clock.advance(Duration::from_secs(600)).await;
     let listed = call("schedule_list", json!({})).await;

@@ -10,20 +10,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, ensure};
-use harness_core::{
-    Agent, Harness, MemoryStore, SessionHeader, SessionId, SessionStore, SystemClock, UserMessage,
-};
-use harness_host::HostKit;
-use harness_jobs::{JobId, JobStatus};
-use harness_subagent::{ChildContext, ChildModel, ChildStep, SubagentConfig};
 use serde_json::json;
 use tokio::sync::mpsc;
+use turnkit_core::{
+    Agent, Harness, MemoryStore, SessionHeader, SessionId, SessionStore, SystemClock, UserMessage,
+};
+use turnkit_host::HostKit;
+use turnkit_jobs::{JobId, JobStatus};
+use turnkit_subagent::{ChildContext, ChildModel, ChildStep, SubagentConfig};
 
 /// The children's model step: plans with `todo_write`, then answers; a prompt starting with
 /// "watch" never answers (it waits until the child is killed).
 struct Planner;
 
-#[harness_core::async_trait]
+#[turnkit_core::async_trait]
 impl ChildModel for Planner {
     async fn step(&self, child: &ChildContext, input: Vec<UserMessage>) -> ChildStep {
         if child.prompt().starts_with("watch") {
@@ -51,11 +51,11 @@ async fn main() -> anyhow::Result<()> {
     let kit = Arc::new(HostKit::new(clock.clone()));
     let harness: Arc<dyn Harness> = kit.clone();
     let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new(clock));
-    let todo = harness_todo::TodoConfig::from_json(json!({"allowParallelInProgress": false}))?;
-    let _todo = harness_todo::install(&harness, todo)?;
-    let jobs = harness_jobs_local::install(&harness, Default::default())?;
-    let _tool_jobs = harness_tool_jobs::install(&harness, jobs.registry(), Default::default())?;
-    let _subagents = harness_subagent::install(
+    let todo = turnkit_todo::TodoConfig::from_json(json!({"allowParallelInProgress": false}))?;
+    let _todo = turnkit_todo::install(&harness, todo)?;
+    let jobs = turnkit_jobs_local::install(&harness, Default::default())?;
+    let _tool_jobs = turnkit_tool_jobs::install(&harness, jobs.registry(), Default::default())?;
+    let _subagents = turnkit_subagent::install(
         &kit,
         store.clone(),
         jobs.registry(),

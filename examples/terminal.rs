@@ -5,17 +5,17 @@
 
 use std::sync::Arc;
 
-use harness_core::{SessionHeader, SessionId, SystemClock};
-use harness_testkit::MemoryHarness;
 use serde_json::json;
+use turnkit_core::{SessionHeader, SessionId, SystemClock};
+use turnkit_testkit::MemoryHarness;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let host = MemoryHarness::new(Arc::new(SystemClock));
     let harness = host.as_dyn();
-    let jobs = harness_jobs_local::install(&harness, Default::default())?;
-    let _tools = harness_tool_jobs::install(&harness, jobs.registry(), Default::default())?;
-    let terminal = harness_terminal::install(&harness, Some(jobs.registry()), Default::default())?;
+    let jobs = turnkit_jobs_local::install(&harness, Default::default())?;
+    let _tools = turnkit_tool_jobs::install(&harness, jobs.registry(), Default::default())?;
+    let terminal = turnkit_terminal::install(&harness, Some(jobs.registry()), Default::default())?;
     let _agent = host.create_session(SessionHeader::new("s1"))?;
     let s1 = SessionId::from("s1");
 
@@ -81,7 +81,7 @@ async fn main() -> anyhow::Result<()> {
 
     let pid = terminal
         .terminals()
-        .get(Some(&harness_core::AgentId::from(&s1)), "term-1")?
+        .get(Some(&turnkit_core::AgentId::from(&s1)), "term-1")?
         .pid();
     host.dispose_agent(&s1).await;
     println!(

@@ -6,14 +6,14 @@
 use std::sync::Arc;
 
 use anyhow::ensure;
-use harness_core::{Agent, SessionHeader, SessionId, SystemClock};
-use harness_testkit::MemoryHarness;
 use serde_json::json;
+use turnkit_core::{Agent, SessionHeader, SessionId, SystemClock};
+use turnkit_testkit::MemoryHarness;
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let host = MemoryHarness::new(Arc::new(SystemClock));
-    let _todo = harness_todo::install(&host.as_dyn(), harness_todo::TodoConfig::new(false))?;
+    let _todo = turnkit_todo::install(&host.as_dyn(), turnkit_todo::TodoConfig::new(false))?;
     let agent = host.create_session(SessionHeader::new("s1"))?;
     let s1 = SessionId::from("s1");
     for (args, expected) in [

@@ -8,9 +8,9 @@
 
 use std::collections::BTreeSet;
 
-use harness_scenario::{run_scenario, tool_catalog};
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
+use turnkit_scenario::{run_scenario, tool_catalog};
 
 /// One call with nulls, after `setup` scenario lines.
 struct Case {

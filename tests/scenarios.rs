@@ -48,7 +48,7 @@ fn every_scenario_matches_its_expected_transcript() {
             ));
             continue;
         };
-        let actual = harness_scenario::run_scenario(&source).to_text();
+        let actual = turnkit_scenario::run_scenario(&source).to_text();
         if actual != expected {
             failures.push(format!(
                 "{}: transcript differs\n--- expected\n{expected}--- actual\n{actual}",

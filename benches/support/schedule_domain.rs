@@ -1,4 +1,4 @@
-//! Domain benchmark of harness-schedule, included by `benches/schedule.rs`:
+//! Domain benchmark of turnkit-schedule, included by `benches/schedule.rs`:
 //! decode + fold of a 1,000,000-event JSONL session log (mixed creates, deletes, one-shot
 //! and every dispatches, plus other event types) against plain `serde_json` parsing of the
 //! same lines into `serde_json::Value`. The same-run ratio (plain time / decode+fold time,
@@ -8,9 +8,9 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput};
-use harness_core::SessionEvent;
-use harness_schedule::domain::ScheduleFold;
 use serde_json::Value;
+use turnkit_core::SessionEvent;
+use turnkit_schedule::domain::ScheduleFold;
 
 use crate::schedule_log::log_lines;
 

@@ -1,10 +1,10 @@
 //! The schedule benchmarks' session log: JSONL event lines built through the domain itself,
 //! shared by `benches/schedule.rs` and `benches/replay.rs`.
 
-use harness_schedule::domain::{
+use serde_json::{Value, json};
+use turnkit_schedule::domain::{
     SCHEDULE_CHANGE, ScheduleChange, ScheduleFold, Timestamp, create_after, create_at, create_every,
 };
-use serde_json::{Value, json};
 
 /// `2026-08-05T12:00:00.000Z`.
 const T0: i64 = 1_785_931_200_000;

@@ -1,4 +1,4 @@
-//! Tool-path benchmarks of harness-schedule, included by `benches/schedule.rs`:
+//! Tool-path benchmarks of turnkit-schedule, included by `benches/schedule.rs`:
 //!
 //! * `schedule_create` through the host's tool registry with the plugin installed, on a
 //!   session whose log already holds 1,000 vs 100,000 events (target: the second costs at
@@ -9,11 +9,11 @@
 use std::sync::Arc;
 
 use criterion::Criterion;
-use harness_core::{SessionHeader, SessionId};
-use harness_schedule::{Installed, ScheduleConfig, install};
-use harness_testkit::{ManualClock, MemoryAgent, MemoryHarness, settle};
 use serde_json::json;
 use tokio::runtime::Runtime;
+use turnkit_core::{SessionHeader, SessionId};
+use turnkit_schedule::{Installed, ScheduleConfig, install};
+use turnkit_testkit::{ManualClock, MemoryAgent, MemoryHarness, settle};
 
 const SESSION: &str = "bench";
 

@@ -1,8 +1,8 @@
 //! The todo benchmarks' session log: `todo/write` JSONL event lines as a JSONL store writes
 //! them, shared by `benches/todo.rs` and `benches/replay.rs`.
 
-use harness::core::SessionEvent;
 use serde_json::{Value, json};
+use turnkit::core::SessionEvent;
 
 /// `events` `todo/write` event lines; write `i` holds `1 + i % 10` items.
 pub(crate) fn replay_lines(events: usize) -> Vec<String> {

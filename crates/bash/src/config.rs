@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::{Clock, ConfigError, PluginConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use turnkit_core::{Clock, ConfigError, PluginConfig};
 
 use crate::process::private_folder;
 use crate::{
@@ -177,15 +177,15 @@ impl PluginConfig for BashConfig {
             if !(value.is_finite() && value > 0.0) {
                 return invalid(format!(
                     "{key} ({}) must be a positive number of milliseconds",
-                    harness_jobs::format_js_number(value)
+                    turnkit_jobs::format_js_number(value)
                 ));
             }
         }
         if self.default_timeout_ms > self.max_timeout_ms {
             return invalid(format!(
                 "defaultTimeoutMs ({}) exceeds maxTimeoutMs ({})",
-                harness_jobs::format_js_number(self.default_timeout_ms),
-                harness_jobs::format_js_number(self.max_timeout_ms)
+                turnkit_jobs::format_js_number(self.default_timeout_ms),
+                turnkit_jobs::format_js_number(self.max_timeout_ms)
             ));
         }
         Ok(())

@@ -2,9 +2,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::{ConfigError, SystemClock};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::{ConfigError, SystemClock};
 
 use super::*;
 

@@ -387,7 +387,7 @@ mod cgroup {
 
     pub(super) fn create(marker: &str) -> Option<PathBuf> {
         let parent = parent()?;
-        let stale: Vec<PathBuf> = std::mem::take(&mut *harness_core::lock(&STALE));
+        let stale: Vec<PathBuf> = std::mem::take(&mut *turnkit_core::lock(&STALE));
         for dir in stale {
             remove(&dir);
         }
@@ -538,7 +538,7 @@ mod cgroup {
     }
 
     fn stale(dir: PathBuf) {
-        harness_core::lock(&STALE).push(dir);
+        turnkit_core::lock(&STALE).push(dir);
     }
 }
 

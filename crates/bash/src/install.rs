@@ -2,8 +2,8 @@
 
 use std::sync::Arc;
 
-use harness_core::{ConfigError, Harness, PluginConfig, Registration, RegistrationScope};
-use harness_jobs::JobRegistry;
+use turnkit_core::{ConfigError, Harness, PluginConfig, Registration, RegistrationScope};
+use turnkit_jobs::JobRegistry;
 
 use crate::{BashConfig, BashJobs, BashTool};
 

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use harness_core::Agent;
-use harness_jobs::{JobHooks, JobKind, JobOutcome, JobStart};
+use turnkit_core::Agent;
+use turnkit_jobs::{JobHooks, JobKind, JobOutcome, JobStart};
 
 use crate::render::signal_name;
 use crate::{BashProcess, EndStatus, ProcessEnd, ProcessOptions};

@@ -57,7 +57,7 @@ fn outcome_mapping() {
 
 #[test]
 fn start_request_shape() {
-    let options = ProcessOptions::new("pnpm test", Arc::new(harness_core::SystemClock));
+    let options = ProcessOptions::new("pnpm test", Arc::new(turnkit_core::SystemClock));
     let start = bash_job_start(options, None, Some(64));
     assert_eq!(start.kind, JobKind::bash());
     assert_eq!(start.label, "pnpm test");

@@ -1,5 +1,5 @@
 //! [`ProcessKeys`]: the configuration keys bash shares with every plugin that runs its
-//! processes the same way (harness-terminal).
+//! processes the same way (turnkit-terminal).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -29,7 +29,7 @@ pub struct ProcessKeysMut<'a> {
 /// unchanged.
 ///
 /// ```
-/// use harness_bash::{BashConfig, Containment, ProcessKeys};
+/// use turnkit_bash::{BashConfig, Containment, ProcessKeys};
 /// let config = BashConfig::default()
 ///     .with_cwd("/srv")
 ///     .with_kill_grace_ms(30)

@@ -21,13 +21,13 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use harness_core::{Clock, lock};
 use rustix::process::{Pid, Signal};
 use tokio::io::{AsyncRead, AsyncReadExt as _};
 use tokio::process::{Child, Command};
 use tokio::sync::{Notify, watch};
 use tokio::task::{AbortHandle, JoinHandle};
 use tokio_util::sync::CancellationToken;
+use turnkit_core::{Clock, lock};
 
 use crate::buffer::StreamBuffer;
 use crate::contain::{Containment, GATE, Group, MARKER_VAR, Mechanism, Tree, random_hex};

@@ -4,15 +4,15 @@
 use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
-use harness_core::{
+use serde::Deserialize;
+use serde_json::{Value, json};
+use turnkit_core::{
     Agent, Clock, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, async_trait,
 };
-use harness_jobs::{
+use turnkit_jobs::{
     Foreground, JobError, JobId, JobRegistry, JobSnapshot, OnTimeout, format_js_number,
     wait_foreground,
 };
-use serde::Deserialize;
-use serde_json::{Value, json};
 
 use crate::{BashConfig, bash_job_start};
 
@@ -88,7 +88,7 @@ static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
     input_schema: input_schema(),
     output_schema: Some(output_schema()),
     // Runs an arbitrary command: it may change or destroy anything the host user can reach.
-    annotations: Some(harness_core::ToolAnnotations {
+    annotations: Some(turnkit_core::ToolAnnotations {
         read_only: false,
         destructive: true,
         idempotent: false,

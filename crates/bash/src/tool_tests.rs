@@ -1,7 +1,7 @@
 use pretty_assertions::assert_eq;
 
 use super::*;
-use harness_jobs::JobStatus;
+use turnkit_jobs::JobStatus;
 
 fn snapshot(status: JobStatus, detail: Option<&str>) -> JobSnapshot {
     JobSnapshot {

@@ -1,4 +1,4 @@
-//! Integration tests of harness-bash, with real processes and real time.
+//! Integration tests of turnkit-bash, with real processes and real time.
 
 #![expect(
     clippy::unwrap_used,

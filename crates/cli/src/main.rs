@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
-use harness_scenario::LogFileError;
+use turnkit_scenario::LogFileError;
 
 mod mcp;
 
@@ -145,7 +145,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             } else {
                 std::fs::read_to_string(&file).with_context(|| format!("reading {file}"))?
             };
-            let transcript = harness_scenario::run_scenario(&source);
+            let transcript = turnkit_scenario::run_scenario(&source);
             emit(&transcript.to_text())?;
             Ok(if transcript.failed {
                 ExitCode::from(2)
@@ -159,8 +159,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             strict,
             output_schema,
         } => {
-            use harness_core::formats;
-            let definitions = harness_scenario::tool_catalog().map_err(anyhow::Error::msg)?;
+            use turnkit_core::formats;
+            let definitions = turnkit_scenario::tool_catalog().map_err(anyhow::Error::msg)?;
             if strict && !matches!(format, Some(Format::Openai | Format::OpenaiResponses)) {
                 anyhow::bail!("--strict applies to --format openai and openai-responses only");
             }
@@ -169,8 +169,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             }
             if markdown {
                 let definitions =
-                    harness_scenario::host_tool_catalog().map_err(anyhow::Error::msg)?;
-                emit(&harness_scenario::catalog_markdown(&definitions))?;
+                    turnkit_scenario::host_tool_catalog().map_err(anyhow::Error::msg)?;
+                emit(&turnkit_scenario::catalog_markdown(&definitions))?;
                 return Ok(ExitCode::SUCCESS);
             }
             let shaped: Vec<serde_json::Value> = match format {
@@ -199,7 +199,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Log { file } => {
             // Inspection never changes the file: a torn tail is reported, not truncated.
-            let summary = match harness_scenario::summarize_log_file(&file) {
+            let summary = match turnkit_scenario::summarize_log_file(&file) {
                 Ok(summary) => summary,
                 Err(LogFileError::Store(error)) => {
                     return Err(

@@ -5,15 +5,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use harness_core::{
+use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
+use turnkit_core::{
     PersistenceError, RawEvent, Session, SessionHeader, SessionId, SessionStore, StoreError,
     SystemClock,
 };
-use harness_store_pg::{PgOptions, PgSession, PgStore};
-use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::mpsc;
+use turnkit_store_pg::{PgOptions, PgSession, PgStore};
 
-use harness_mcp::{FamilyConfigs, ResultShape, ServeOptions, SessionHost, SessionOptions};
+use turnkit_mcp::{FamilyConfigs, ResultShape, ServeOptions, SessionHost, SessionOptions};
 
 /// Where the served session is kept (`--store`).
 enum Store {
@@ -143,7 +143,7 @@ pub(crate) fn run(
         ..ServeOptions::default()
     };
     // One thread: owed messages are committed when their response is written (see
-    // `harness_mcp::serve`).
+    // `turnkit_mcp::serve`).
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -182,7 +182,7 @@ pub(crate) fn run(
             }
             stop.cancel();
         });
-        harness_mcp::serve_stdio(host, serve).await?;
+        turnkit_mcp::serve_stdio(host, serve).await?;
         anyhow::Ok(ExitCode::SUCCESS)
     })
 }

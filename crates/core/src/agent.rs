@@ -177,7 +177,7 @@ pub trait Agent: Send + Sync {
 ///
 /// ```
 /// # use std::sync::Arc;
-/// # use harness_core::{Agent, same_agent};
+/// # use turnkit_core::{Agent, same_agent};
 /// # fn check(a: &Arc<dyn Agent>) {
 /// assert!(same_agent(a, &Arc::downgrade(a)));
 /// # }

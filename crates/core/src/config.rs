@@ -34,7 +34,7 @@ pub fn decode_config<T: DeserializeOwned>(plugin: &str, value: Value) -> Result<
 /// `<plugin>: <message>` ([`PluginConfig::invalid`]).
 ///
 /// ```
-/// use harness_core::{ConfigError, PluginConfig};
+/// use turnkit_core::{ConfigError, PluginConfig};
 ///
 /// #[derive(serde::Deserialize)]
 /// #[serde(deny_unknown_fields)]

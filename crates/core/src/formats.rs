@@ -230,7 +230,7 @@ fn strictify(schema: &Value, nullable: bool) -> Value {
 /// let schema = json!({"type": "object", "properties": {
 ///     "job_id": {"type": "string"}, "wait": {"type": "boolean"}}, "required": ["job_id"]});
 /// assert_eq!(
-///     harness_core::null_as_absent(&schema, json!({"job_id": "bash-1", "wait": null})),
+///     turnkit_core::null_as_absent(&schema, json!({"job_id": "bash-1", "wait": null})),
 ///     json!({"job_id": "bash-1"})
 /// );
 /// ```

@@ -4,7 +4,7 @@
 /// `Debug` (`Name("value")`), `From` of `&str`, `String`, `&String`, `Box<str>`, `Arc<str>`
 /// and `Cow<str>`, `AsRef<str>`, `Borrow<str>`,
 /// comparisons with `str`, and serde as a plain JSON string. Used for the ids of every crate
-/// (`SessionId` here, `JobId` in harness-jobs) so they behave alike.
+/// (`SessionId` here, `JobId` in turnkit-jobs) so they behave alike.
 ///
 /// The value is a small-string-optimised `SmolStr`: up to 23 UTF-8 bytes are stored inline
 /// (no allocation, no pointer to chase — every generated job id like `bash-12` fits), longer
@@ -12,7 +12,7 @@
 /// a job free of id allocations.
 ///
 /// ```
-/// harness_core::string_newtype!(
+/// turnkit_core::string_newtype!(
 ///     /// A widget name.
 ///     WidgetName
 /// );

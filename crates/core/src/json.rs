@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 /// should hold the compact form `serde_json::value::to_raw_value` writes).
 ///
 /// ```
-/// use harness_core::JsonText;
+/// use turnkit_core::JsonText;
 /// #[derive(serde::Serialize)]
 /// #[serde(rename_all = "camelCase")]
 /// struct Start<'a> {

@@ -14,8 +14,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError, RwLock, RwLockReadGuard, RwLockW
 /// ```
 /// use std::sync::Mutex;
 /// let count = Mutex::new(1);
-/// *harness_core::lock(&count) += 1;
-/// assert_eq!(*harness_core::lock(&count), 2);
+/// *turnkit_core::lock(&count) += 1;
+/// assert_eq!(*turnkit_core::lock(&count), 2);
 /// ```
 pub fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
@@ -26,8 +26,8 @@ pub fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// ```
 /// use std::sync::RwLock;
 /// let events = RwLock::new(vec![1]);
-/// harness_core::write_lock(&events).push(2);
-/// assert_eq!(*harness_core::read_lock(&events), [1, 2]);
+/// turnkit_core::write_lock(&events).push(2);
+/// assert_eq!(*turnkit_core::read_lock(&events), [1, 2]);
 /// ```
 pub fn read_lock<T: ?Sized>(rwlock: &RwLock<T>) -> RwLockReadGuard<'_, T> {
     rwlock.read().unwrap_or_else(PoisonError::into_inner)
@@ -44,7 +44,7 @@ pub fn write_lock<T: ?Sized>(rwlock: &RwLock<T>) -> RwLockWriteGuard<'_, T> {
 ///
 /// ```
 /// use std::sync::{Arc, Mutex};
-/// use harness_core::{Registered, Registration, lock};
+/// use turnkit_core::{Registered, Registration, lock};
 ///
 /// let names: Arc<Mutex<Registered<&str>>> = Arc::default();
 /// let id = lock(&names).insert("a");

@@ -16,7 +16,7 @@ pub fn is_js_whitespace(c: char) -> bool {
 /// `String.prototype.trim`: strips [`is_js_whitespace`] characters from both ends.
 ///
 /// ```
-/// use harness_core::js_trim;
+/// use turnkit_core::js_trim;
 /// assert_eq!(js_trim("\u{FEFF} task \u{3000}"), "task");
 /// assert_eq!(js_trim("\u{0085}x\u{200B}"), "\u{0085}x\u{200B}");
 /// ```
@@ -53,8 +53,8 @@ pub fn as_safe_integer(value: &Value) -> Option<i64> {
 /// boundary (a trailing partial code point is dropped, so the result can be shorter).
 ///
 /// ```
-/// assert_eq!(harness_core::truncate_utf8("界a", 2), "");
-/// assert_eq!(harness_core::truncate_utf8("界a", 3), "界");
+/// assert_eq!(turnkit_core::truncate_utf8("界a", 2), "");
+/// assert_eq!(turnkit_core::truncate_utf8("界a", 3), "界");
 /// ```
 pub fn truncate_utf8(text: &str, max_bytes: usize) -> &str {
     &text[..text.floor_char_boundary(max_bytes)]
@@ -64,8 +64,8 @@ pub fn truncate_utf8(text: &str, max_bytes: usize) -> &str {
 /// boundary (a leading partial code point is dropped, so the result can be shorter).
 ///
 /// ```
-/// assert_eq!(harness_core::tail_utf8("a界", 2), "");
-/// assert_eq!(harness_core::tail_utf8("a界", 3), "界");
+/// assert_eq!(turnkit_core::tail_utf8("a界", 2), "");
+/// assert_eq!(turnkit_core::tail_utf8("a界", 3), "界");
 /// ```
 pub fn tail_utf8(text: &str, max_bytes: usize) -> &str {
     if text.len() <= max_bytes {

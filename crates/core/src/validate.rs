@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 /// use serde_json::json;
 /// let schema = json!({"type":"object","properties":{"n":{"type":"number"}},"required":["n"]});
 /// assert_eq!(
-///     harness_core::validate_arguments(&schema, &json!({})).unwrap_err().to_string(),
+///     turnkit_core::validate_arguments(&schema, &json!({})).unwrap_err().to_string(),
 ///     "invalid arguments: missing required property \"n\""
 /// );
 /// ```
@@ -61,7 +61,7 @@ impl InvalidArguments {
 /// ```
 /// #[derive(Debug, serde::Deserialize)]
 /// struct Args { n: f64 }
-/// let error = harness_core::decode_arguments::<Args>(&serde_json::json!({})).unwrap_err();
+/// let error = turnkit_core::decode_arguments::<Args>(&serde_json::json!({})).unwrap_err();
 /// assert_eq!(error.to_string(), "invalid arguments: missing field `n`");
 /// ```
 pub fn decode_arguments<'de, T: serde::Deserialize<'de>>(

@@ -1,4 +1,4 @@
-//! Integration tests of harness-core.
+//! Integration tests of turnkit-core.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

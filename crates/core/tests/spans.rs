@@ -11,9 +11,9 @@
 
 use std::sync::Arc;
 
-use harness_core::{RegistrationScope, ToolRegistry};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::{RegistrationScope, ToolRegistry};
 
 #[path = "suite/echo.rs"]
 mod echo;

@@ -5,12 +5,12 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, Weak};
 
 use async_trait::async_trait;
-use harness_core::{
+use serde_json::json;
+use tokio::sync::Notify;
+use turnkit_core::{
     Agent, AgentError, AgentEvent, AgentId, AgentListener, AgentStatus, Busy, DisposeHook, HookId,
     MaintenanceGuard, Registered, Registration, ScopeKey, Session, UserMessage, lock,
 };
-use serde_json::json;
-use tokio::sync::Notify;
 
 /// What a host hears from a [`LoopAgent`], each call made after the state it reports is
 /// already true and without any lock of the agent held (so a callback may call back into the
@@ -211,8 +211,8 @@ pub const TURN_END: &str = "turn/end";
 ///
 /// ```
 /// # use std::sync::Arc;
-/// # use harness_core::{Agent, MemoryStore, MessageSource, SessionHeader, SessionStore, SystemClock, UserMessage};
-/// # use harness_host::LoopAgent;
+/// # use turnkit_core::{Agent, MemoryStore, MessageSource, SessionHeader, SessionStore, SystemClock, UserMessage};
+/// # use turnkit_host::LoopAgent;
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let store = MemoryStore::new(Arc::new(SystemClock));

@@ -1,15 +1,15 @@
-//! [`HostKit`]: a complete [`Harness`] assembled from harness-core's building blocks, with
+//! [`HostKit`]: a complete [`Harness`] assembled from turnkit-core's building blocks, with
 //! agents published into it and their projections kept current by pulling the log.
 
 use std::sync::{Arc, Weak};
 
-use harness_core::{
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use turnkit_core::{
     Agent, AgentDirectory, AgentId, Clock, Harness, LifecycleListener, Projection, ProjectionSet,
     ProjectionView, PromptSection, PromptSections, RegisterError, Registration, RegistrationScope,
     Session, SessionId, Tool, ToolDefinition, ToolOutput, ToolRegistry,
 };
-use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 
 use crate::agent::{LoopAgent, TurnObserver};
 

@@ -1,2 +1,2 @@
-//! Integration tests of harness-host.
+//! Integration tests of turnkit-host.
 mod suite;

@@ -3,9 +3,9 @@
 
 use std::borrow::Borrow;
 
-use harness_core::{ConfigError, MAX_SAFE_INTEGER, PluginConfig};
 use serde::Deserialize;
 use serde_json::Value;
+use turnkit_core::{ConfigError, MAX_SAFE_INTEGER, PluginConfig};
 
 /// The default `maxConcurrentJobsPerOwner`.
 pub const DEFAULT_MAX_CONCURRENT_JOBS_PER_OWNER: u64 = 10;
@@ -16,7 +16,7 @@ pub const DEFAULT_OUTPUT_HISTORY_BYTES: u64 = 1024 * 1024;
 /// The registry's configuration with the spec's key names. Unknown keys are rejected.
 ///
 /// ```
-/// use harness_jobs_local::JobsConfig;
+/// use turnkit_jobs_local::JobsConfig;
 /// let config = JobsConfig::from_json(serde_json::json!({"maxConcurrentJobsPerOwner": 2})).unwrap();
 /// let limits = config.limits().unwrap();
 /// assert_eq!(limits.max_concurrent_jobs_per_owner, 2);
@@ -193,7 +193,7 @@ fn whole(value: f64, min: u64) -> Option<u64> {
 fn invalid(key: &str, min: u64, value: f64) -> ConfigError {
     JobsConfig::invalid(format_args!(
         "{key} must be an integer from {min} to {MAX_SAFE_INTEGER}, got {}",
-        harness_jobs::format_js_number(value)
+        turnkit_jobs::format_js_number(value)
     ))
 }
 

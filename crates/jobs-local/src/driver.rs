@@ -19,8 +19,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::task::{Context, Poll, Wake, Waker};
 
 use futures::task::AtomicWaker;
-use harness_core::lock;
-use harness_jobs::{BoxError, DoneFuture, JobId, JobOutcome};
+use turnkit_core::lock;
+use turnkit_jobs::{BoxError, DoneFuture, JobId, JobOutcome};
 
 use tokio::runtime::Handle;
 

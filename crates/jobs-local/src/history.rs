@@ -40,7 +40,7 @@ impl History {
         }
         if text.len() >= self.budget {
             // Keep only the tail of `text` itself.
-            let tail = harness_core::tail_utf8(text, self.budget);
+            let tail = turnkit_core::tail_utf8(text, self.budget);
             self.base = self.end() + (text.len() - tail.len()) as u64;
             self.bytes.clear();
             self.bytes.extend(tail.as_bytes());

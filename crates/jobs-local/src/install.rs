@@ -2,8 +2,8 @@
 
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 
-use harness_core::{ConfigError, Harness, LifecycleEvent, RegisterError, Registration, lock};
-use harness_jobs::JobRegistry;
+use turnkit_core::{ConfigError, Harness, LifecycleEvent, RegisterError, Registration, lock};
+use turnkit_jobs::JobRegistry;
 
 use crate::{HarnessAgents, JobsConfig, LocalJobRegistry};
 

@@ -5,10 +5,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use harness_core::{JsonText, RawEvent, Session, SessionId};
-use harness_jobs::{JobId, JobKind, JobLabel, JobSnapshot, JobStatus, LOST_DETAIL};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use turnkit_core::{JsonText, RawEvent, Session, SessionId};
+use turnkit_jobs::{JobId, JobKind, JobLabel, JobSnapshot, JobStatus, LOST_DETAIL};
 
 use crate::state::split_id;
 

@@ -1,7 +1,7 @@
-use harness_core::RawEvent;
-use harness_jobs::JobSnapshot;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
+use turnkit_core::RawEvent;
+use turnkit_jobs::JobSnapshot;
 
 use super::*;
 
@@ -68,7 +68,7 @@ fn settled(detail: Option<&str>) -> JobSnapshot {
         label: JobLabel::new("summarize"),
         output_limit_bytes: None,
         owner_session: None,
-        status: harness_jobs::JobStatus::Killed,
+        status: turnkit_jobs::JobStatus::Killed,
         detail: detail.map(Into::into),
         started_at: 4,
         finished_at: Some(9),
@@ -194,8 +194,8 @@ fn lost_events_are_decoded_strictly() {
 /// A memory session holding `events` (type, data), forked after the first `seed` of them
 /// when `seed` is given.
 fn session_with(events: &[(&str, Value)], seed: Option<usize>) -> std::sync::Arc<dyn Session> {
-    use harness_core::{MemoryStore, SessionHeader, SessionStore};
-    let store = MemoryStore::new(std::sync::Arc::new(harness_core::SystemClock));
+    use turnkit_core::{MemoryStore, SessionHeader, SessionStore};
+    let store = MemoryStore::new(std::sync::Arc::new(turnkit_core::SystemClock));
     let parent = store.create(SessionHeader::new("parent")).unwrap();
     let (inherited, own) = events.split_at(seed.unwrap_or(0));
     for (r#type, data) in inherited {

@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Weak};
 
-use harness_core::{Agent, AgentDirectory, AgentId, Harness};
+use turnkit_core::{Agent, AgentDirectory, AgentId, Harness};
 
 /// The agent registry as the job registry sees it: the instance currently registered under
 /// an id. Owned starts require one (§4.3 step 5).
@@ -21,7 +21,7 @@ pub trait AgentLookup: Send + Sync {
     /// A counter of changes to what [`AgentLookup::live_agent`] answers, or `None` (the
     /// default) when the lookup keeps none. While it stays the same, the registry reuses an
     /// owner's last successful liveness check instead of calling `live_agent` on every start.
-    /// It must keep the promises of [`harness_core::Harness::agents_generation`]: it only
+    /// It must keep the promises of [`turnkit_core::Harness::agents_generation`]: it only
     /// ever increases (at least once per change), and a reader of a new value sees the
     /// change through `live_agent`.
     fn generation(&self) -> Option<u64> {

@@ -6,12 +6,12 @@ use std::num::NonZeroU64;
 use std::sync::{Arc, Mutex};
 
 use futures::channel::oneshot;
-use harness_core::{Agent, AgentId, HookId, Registered, RegistrationScope, ScopeKey, SessionId};
-use harness_jobs::{
+use tokio_util::sync::CancellationToken;
+use turnkit_core::{Agent, AgentId, HookId, Registered, RegistrationScope, ScopeKey, SessionId};
+use turnkit_jobs::{
     BoxError, CancelHook, JobDoneListener, JobError, JobId, JobKind, JobLabel, JobProgress,
     JobSnapshot, JobStatus, JobsChangedListener, JobsLostListener, ReadOutputHook,
 };
-use tokio_util::sync::CancellationToken;
 
 use crate::history::History;
 

@@ -1,4 +1,4 @@
-//! Integration tests of harness-jobs-local: cases-todo-jobs sections B and C, decision 8,
+//! Integration tests of turnkit-jobs-local: cases-todo-jobs sections B and C, decision 8,
 //! a model-based property test and a multi-threaded stress test.
 
 mod suite;

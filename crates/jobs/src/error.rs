@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use harness_core::{AgentError, AgentId};
+use turnkit_core::{AgentError, AgentId};
 
 use crate::{BoxError, JobId};
 
@@ -90,7 +90,7 @@ impl JobError {
     ///
     /// ```
     /// use std::time::Duration;
-    /// use harness_jobs::JobError;
+    /// use turnkit_jobs::JobError;
     /// assert_eq!(JobError::wait_timeout(1.5).unwrap(), Duration::from_micros(1500));
     /// assert_eq!(JobError::wait_timeout(1e300).unwrap(), Duration::MAX);
     /// assert_eq!(

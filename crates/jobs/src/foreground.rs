@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use harness_core::{AgentId, ToolCall, ToolError};
+use turnkit_core::{AgentId, ToolCall, ToolError};
 
 use crate::{JobError, JobId, JobRead, JobRegistry};
 

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use harness_core::{AgentId, MAX_SAFE_INTEGER, Registration, RegistrationScope};
+use turnkit_core::{AgentId, MAX_SAFE_INTEGER, Registration, RegistrationScope};
 
 use crate::{JobDoneListener, JobRegistry, JobSnapshot};
 

@@ -1,7 +1,7 @@
 //! C-034 / C-035: the invariant companion's checks.
 
-use harness_core::{AgentId, SessionId};
 use pretty_assertions::assert_eq;
+use turnkit_core::{AgentId, SessionId};
 
 use super::*;
 use crate::JobStatus;

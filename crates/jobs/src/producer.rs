@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use harness_core::{Agent, lock};
+use turnkit_core::{Agent, lock};
 
 use crate::{JobKind, JobLabel, JobOutcome};
 
@@ -36,7 +36,7 @@ pub type RunHook = Box<dyn FnOnce() -> Result<JobHooks, BoxError> + Send>;
 /// A producer's request to start a background job (todo-jobs §3.1 `JobStart`).
 ///
 /// ```
-/// use harness_jobs::{JobHooks, JobKind, JobOutcome, JobStart};
+/// use turnkit_jobs::{JobHooks, JobKind, JobOutcome, JobStart};
 /// let start = JobStart::new(JobKind::bash(), "sleep 60", || {
 ///     Ok(JobHooks::new(|_reason| Ok(()), async { Ok(JobOutcome::completed()) }))
 /// })
@@ -188,7 +188,7 @@ struct ProgressState {
 /// to notify its change observers); it is called after each change, without any lock held.
 ///
 /// ```
-/// use harness_jobs::JobProgress;
+/// use turnkit_jobs::JobProgress;
 /// let progress = JobProgress::new();
 /// progress.set("3/10 files");
 /// assert_eq!(progress.current().as_deref(), Some("3/10 files"));

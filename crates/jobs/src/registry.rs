@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
-use harness_core::{Agent, AgentId, Registration, RegistrationScope};
 use tokio_util::sync::CancellationToken;
+use turnkit_core::{Agent, AgentId, Registration, RegistrationScope};
 
 use crate::{BoxError, JobError, JobId, JobRead, JobReadAt, JobSnapshot, JobStart, KillOutcome};
 
@@ -52,7 +52,7 @@ pub type JobsLostListener =
     Arc<dyn Fn(&[JobSnapshot], &Arc<dyn Agent>) -> Result<Option<String>, BoxError> + Send + Sync>;
 
 /// The background-job registry seam (todo-jobs §3, decision 8), shared as
-/// `Arc<dyn JobRegistry>`. harness-jobs-local provides the implementation.
+/// `Arc<dyn JobRegistry>`. turnkit-jobs-local provides the implementation.
 ///
 /// **Callers.** Operations take the calling agent's id (`None` for a call without an agent).
 /// An owned job is accessible only to a caller with the owner's id; unowned jobs are open to

@@ -4,8 +4,8 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use harness_core::SessionId;
 use serde::{Deserialize, Serialize};
+use turnkit_core::SessionId;
 
 use crate::{JobId, JobKind, JobLabel, JobStatus};
 
@@ -48,7 +48,7 @@ impl JobSnapshot {
     /// `[status: <status>, <detail>]` when a detail is present.
     ///
     /// ```
-    /// use harness_jobs::{JobSnapshot, JobStatus};
+    /// use turnkit_jobs::{JobSnapshot, JobStatus};
     /// let mut snapshot = JobSnapshot {
     ///     id: "bash-1".into(),
     ///     kind: "bash".into(),

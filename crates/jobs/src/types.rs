@@ -5,7 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-harness_core::string_newtype!(
+turnkit_core::string_newtype!(
     /// An opaque job id (todo-jobs §3.1, §4.4). The local registry issues `<kind>-<N>` with a
     /// per-kind counter starting at 1 (`bash-1`, `subagent-1`, `pty-send-100`); lookups match
     /// the string exactly and never parse it. Ids are predictable: authorization, not secrecy,
@@ -19,7 +19,7 @@ impl JobId {
     /// (23 bytes: every ordinary kind).
     ///
     /// ```
-    /// use harness_jobs::{JobId, JobKind};
+    /// use turnkit_jobs::{JobId, JobKind};
     /// assert_eq!(JobId::issued(&JobKind::new("pty-send"), 100), "pty-send-100");
     /// assert_eq!(JobId::issued(&JobKind::bash(), 0), "bash-0");
     /// let long = JobKind::new("a-kind-name-longer-than-23-bytes");
@@ -58,14 +58,14 @@ impl JobId {
     }
 }
 
-harness_core::string_newtype!(
+turnkit_core::string_newtype!(
     /// A job kind: an open set of strings used as an id namespace (`bash`, `subagent`,
     /// `pty-send`, `workflow`). The registry rejects an empty kind at `start` with
     /// `invalid job kind: expected a non-empty string`.
     JobKind
 );
 
-harness_core::string_newtype!(
+turnkit_core::string_newtype!(
     /// A job's one-line, model-facing label (the command, the delegation description;
     /// todo-jobs §3.1). The registry rejects an empty label at `start` with
     /// `invalid job label: expected a non-empty string`; whitespace-only is accepted. Labels
@@ -74,7 +74,7 @@ harness_core::string_newtype!(
 );
 
 impl JobKind {
-    /// The kind of background shell commands (harness-bash).
+    /// The kind of background shell commands (turnkit-bash).
     pub fn bash() -> Self {
         Self::new("bash")
     }
@@ -168,7 +168,7 @@ impl From<TerminalStatus> for JobStatus {
 /// (todo-jobs §3.1).
 ///
 /// ```
-/// use harness_jobs::{JobOutcome, TerminalStatus};
+/// use turnkit_jobs::{JobOutcome, TerminalStatus};
 /// let outcome = JobOutcome::completed().with_detail("exit code: 0");
 /// assert_eq!(outcome.status, TerminalStatus::Completed);
 /// assert_eq!(outcome.detail.as_deref(), Some("exit code: 0"));

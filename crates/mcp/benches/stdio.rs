@@ -19,11 +19,11 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use harness_mcp::{FamilyConfigs, SessionHost, SessionOptions};
 use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
+use turnkit_mcp::{FamilyConfigs, SessionHost, SessionOptions};
 
 const CALLS: usize = 10_000;
 const WARM_UP: usize = 200;
@@ -68,7 +68,7 @@ fn release_harness() -> PathBuf {
             "--quiet",
             "--release",
             "-p",
-            "harness-cli",
+            "turnkit-cli",
             "--bin",
             "harness",
         ])

@@ -15,19 +15,19 @@ use crate::ServeError;
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct FamilyConfigs {
-    /// `harness-todo` (`{"allowParallelInProgress": bool}`).
+    /// `turnkit-todo` (`{"allowParallelInProgress": bool}`).
     #[serde(default)]
     pub todo: Option<Map<String, Value>>,
-    /// `harness-jobs-local`.
+    /// `turnkit-jobs-local`.
     #[serde(default)]
     pub jobs: Option<Map<String, Value>>,
-    /// `harness-tool-jobs`.
+    /// `turnkit-tool-jobs`.
     #[serde(default)]
     pub tool_jobs: Option<Map<String, Value>>,
-    /// `harness-schedule`.
+    /// `turnkit-schedule`.
     #[serde(default)]
     pub schedule: Option<Map<String, Value>>,
-    /// `harness-bash`.
+    /// `turnkit-bash`.
     #[serde(default)]
     pub bash: Option<Map<String, Value>>,
 }
@@ -42,7 +42,7 @@ impl FamilyConfigs {
     pub fn from_json(value: &Value) -> Result<Self, ServeError> {
         let configs: FamilyConfigs = serde_json::from_value(value.clone())
             .map_err(|e| ServeError::Config(format!("config: {e}")))?;
-        harness_todo::TodoConfig::from_json(configs.todo_value())
+        turnkit_todo::TodoConfig::from_json(configs.todo_value())
             .map_err(|e| ServeError::Config(e.to_string()))?;
         Ok(configs)
     }

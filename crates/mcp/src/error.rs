@@ -1,6 +1,6 @@
 //! [`ServeError`]: why a session could not be served.
 
-use harness_core::StoreError;
+use turnkit_core::StoreError;
 
 use crate::InboxLogError;
 

@@ -1,17 +1,17 @@
 //! The host behind the server's own parts: the served session (appends feed the change hook)
-//! and the one agent, harness-host's [`LoopAgent`] with no turn loop, whose followups and
-//! injected messages go to the pull [`Inbox`]. The `Harness` itself is harness-host's
+//! and the one agent, turnkit-host's [`LoopAgent`] with no turn loop, whose followups and
+//! injected messages go to the pull [`Inbox`]. The `Harness` itself is turnkit-host's
 //! `HostKit`, whose projections pull the session's log.
 
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use harness_core::{
+use serde_json::Value;
+use turnkit_core::{
     AgentId, AppendError, JsonText, PersistenceError, RawEvent, Session, SessionEvent,
     SessionHeader, SessionId, UserMessage,
 };
-use harness_host::{InputSink, LoopAgent, TurnObserver};
-use serde_json::Value;
+use turnkit_host::{InputSink, LoopAgent, TurnObserver};
 
 use crate::inbox::{Inbox, Lane};
 
@@ -37,7 +37,7 @@ impl HostSession {
     }
 
     pub(crate) fn set_hook(&self, hook: AppendHook) {
-        *harness_core::lock(&self.hook) = Some(hook);
+        *turnkit_core::lock(&self.hook) = Some(hook);
     }
 }
 
@@ -61,7 +61,7 @@ impl Session for HostSession {
 
     fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
         let event = self.inner.append(r#type, data)?;
-        let hook = harness_core::lock(&self.hook).clone();
+        let hook = turnkit_core::lock(&self.hook).clone();
         if let Some(hook) = hook {
             hook(r#type);
         }
@@ -70,7 +70,7 @@ impl Session for HostSession {
 
     fn append_raw(&self, r#type: &str, payload: JsonText) -> Result<RawEvent, AppendError> {
         let event = self.inner.append_raw(r#type, payload)?;
-        let hook = harness_core::lock(&self.hook).clone();
+        let hook = turnkit_core::lock(&self.hook).clone();
         if let Some(hook) = hook {
             hook(r#type);
         }

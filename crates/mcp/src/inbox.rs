@@ -8,8 +8,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use harness_core::{ContentBlock, MessageSource, Session, SessionEvent, UserMessage, lock};
 use serde::{Deserialize, Serialize};
+use turnkit_core::{ContentBlock, MessageSource, Session, SessionEvent, UserMessage, lock};
 
 /// Event type of a queued delivery.
 pub const QUEUED_EVENT: &str = "mcp/queued";
@@ -21,9 +21,9 @@ pub const CLAIMED_EVENT: &str = "mcp/claimed";
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub(crate) enum Lane {
-    /// [`harness_core::Agent::followup`].
+    /// [`turnkit_core::Agent::followup`].
     Followup,
-    /// [`harness_core::Agent::inject`].
+    /// [`turnkit_core::Agent::inject`].
     Inject,
 }
 

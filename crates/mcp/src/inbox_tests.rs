@@ -1,10 +1,10 @@
 use std::sync::Arc;
 
-use harness_core::{
-    MemoryStore, MessageSource, SessionHeader, SessionStore, SystemClock, UserMessage,
-};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::{
+    MemoryStore, MessageSource, SessionHeader, SessionStore, SystemClock, UserMessage,
+};
 
 use super::*;
 

@@ -6,7 +6,6 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use harness_core::{ToolDefinition, ToolOutput, lock};
 use rmcp::model::RequestParamsMeta;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
@@ -18,6 +17,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use turnkit_core::{ToolDefinition, ToolOutput, lock};
 
 use crate::session::{INBOX_URI, JOB_URI_PREFIX, JOBS_URI, REMINDERS_URI, SessionHost, TODOS_URI};
 

@@ -4,17 +4,17 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, OnceLock};
 
-use harness_core::{
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use turnkit_core::{
     Agent, Clock, ContentBlock, JsonlStore, PersistenceError, RegistrationScope, Session,
     SessionHeader, SessionId, SessionStore, StoreError, SystemClock, ToolDefinition, ToolOutput,
     UserMessage,
 };
-use harness_jobs::{JobRegistry, JobsChangedListener};
-use serde_json::Value;
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+use turnkit_jobs::{JobRegistry, JobsChangedListener};
 
-use harness_host::{HostKit, LoopAgent};
+use turnkit_host::{HostKit, LoopAgent};
 
 use crate::host::{HostSession, pull_agent};
 use crate::inbox::{CLAIMED_EVENT, Inbox, Pending, QUEUED_EVENT};
@@ -53,12 +53,12 @@ pub(crate) enum Change {
 }
 
 struct Families {
-    bash: harness_bash::Installed,
-    jobs: harness_jobs_local::Installed,
-    tool_jobs: harness_tool_jobs::Installed,
-    schedule: harness_schedule::Installed,
-    todo: harness_todo::Installed,
-    _jobs_changed: harness_core::Registration,
+    bash: turnkit_bash::Installed,
+    jobs: turnkit_jobs_local::Installed,
+    tool_jobs: turnkit_tool_jobs::Installed,
+    schedule: turnkit_schedule::Installed,
+    todo: turnkit_todo::Installed,
+    _jobs_changed: turnkit_core::Registration,
 }
 
 /// A tool result ready to be sent: the tool's output with the owed messages appended, and
@@ -99,7 +99,7 @@ impl std::fmt::Debug for SessionHost {
 }
 
 fn fresh_id(clock: &dyn Clock) -> String {
-    let millis = harness_core::epoch_millis(clock.now());
+    let millis = turnkit_core::epoch_millis(clock.now());
     format!("mcp-{millis}-{}", std::process::id())
 }
 
@@ -146,7 +146,7 @@ impl SessionHost {
             ),
         };
         let host = Arc::new(HostKit::new(clock));
-        let harness: Arc<dyn harness_core::Harness> = host.clone();
+        let harness: Arc<dyn turnkit_core::Harness> = host.clone();
         let (changes, changes_rx) = mpsc::unbounded_channel();
         let tx = changes.clone();
         let families = install(
@@ -215,11 +215,11 @@ impl SessionHost {
     }
 
     pub(crate) fn take_changes(&self) -> Option<mpsc::UnboundedReceiver<Change>> {
-        harness_core::lock(&self.changes_rx).take()
+        turnkit_core::lock(&self.changes_rx).take()
     }
 
     pub(crate) fn clock(&self) -> Arc<dyn Clock> {
-        harness_core::Harness::clock(self.host.as_ref())
+        turnkit_core::Harness::clock(self.host.as_ref())
     }
 
     pub(crate) fn is_tool(&self, name: &str) -> bool {
@@ -328,7 +328,7 @@ impl SessionHost {
     pub(crate) fn todos_value(&self) -> Value {
         self.host
             .projections()
-            .view(self.session.id(), harness_todo::TODOS_KEY)
+            .view(self.session.id(), turnkit_todo::TODOS_KEY)
             .map_or(Value::Null, |view| view.value)
     }
 
@@ -338,23 +338,23 @@ impl SessionHost {
             self.jobs
                 .list(Some(self.agent.id()))
                 .iter()
-                .map(|s| harness_tool_jobs::PublicJob::from_snapshot(s).to_value())
+                .map(|s| turnkit_tool_jobs::PublicJob::from_snapshot(s).to_value())
                 .collect(),
         )
     }
 
     /// One job as the tools show it, if the session may see it.
     pub(crate) fn job_value(&self, id: &str) -> Option<Value> {
-        let id = harness_jobs::JobId::from(id);
+        let id = turnkit_jobs::JobId::from(id);
         self.jobs
             .get(&id, Some(self.agent.id()))
             .ok()
-            .map(|s| harness_tool_jobs::PublicJob::from_snapshot(&s).to_value())
+            .map(|s| turnkit_tool_jobs::PublicJob::from_snapshot(&s).to_value())
     }
 
     /// A running job's live progress line, if it has one.
     pub(crate) fn job_progress(&self, id: &str) -> Option<String> {
-        let id = harness_jobs::JobId::from(id);
+        let id = turnkit_jobs::JobId::from(id);
         let snapshot = self.jobs.get(&id, Some(self.agent.id())).ok()?;
         if snapshot.status.is_terminal() {
             return None;
@@ -418,7 +418,7 @@ impl SessionHost {
         let agent: Arc<dyn Agent> = self.agent.clone();
         self.agent.dispose().await;
         self.host.remove(&agent);
-        let families = harness_core::lock(&self.families).take();
+        let families = turnkit_core::lock(&self.families).take();
         if let Some(families) = families {
             families.bash.dispose();
             families.schedule.dispose().await;
@@ -440,28 +440,28 @@ fn append_owed(output: &mut ToolOutput, owed: &[Pending]) {
 /// Installs every family; `jobs_changed` observes every job list change (todo-jobs §4.7) for as long
 /// as the families are installed.
 fn install(
-    harness: &Arc<dyn harness_core::Harness>,
+    harness: &Arc<dyn turnkit_core::Harness>,
     configs: &FamilyConfigs,
     jobs_changed: JobsChangedListener,
 ) -> Result<Families, ServeError> {
-    let config = |e: harness_core::ConfigError| ServeError::Config(e.to_string());
-    let todo = harness_todo::TodoConfig::from_json(configs.todo_value())
-        .and_then(|c| harness_todo::install(harness, c))
+    let config = |e: turnkit_core::ConfigError| ServeError::Config(e.to_string());
+    let todo = turnkit_todo::TodoConfig::from_json(configs.todo_value())
+        .and_then(|c| turnkit_todo::install(harness, c))
         .map_err(config)?;
-    let jobs = harness_jobs_local::JobsConfig::from_json(configs.jobs_value())
-        .and_then(|c| harness_jobs_local::install(harness, c))
+    let jobs = turnkit_jobs_local::JobsConfig::from_json(configs.jobs_value())
+        .and_then(|c| turnkit_jobs_local::install(harness, c))
         .map_err(config)?;
     let jobs_changed = jobs
         .registry()
         .on_jobs_changed(RegistrationScope::Global, jobs_changed);
-    let tool_jobs = harness_tool_jobs::ToolJobsConfig::from_json(configs.tool_jobs_value())
-        .and_then(|c| harness_tool_jobs::install(harness, jobs.registry(), c))
+    let tool_jobs = turnkit_tool_jobs::ToolJobsConfig::from_json(configs.tool_jobs_value())
+        .and_then(|c| turnkit_tool_jobs::install(harness, jobs.registry(), c))
         .map_err(config)?;
-    let schedule = harness_schedule::ScheduleConfig::from_json(configs.schedule_value())
-        .and_then(|c| harness_schedule::install(harness, c))
+    let schedule = turnkit_schedule::ScheduleConfig::from_json(configs.schedule_value())
+        .and_then(|c| turnkit_schedule::install(harness, c))
         .map_err(config)?;
-    let bash = harness_bash::BashConfig::from_json(configs.bash_value())
-        .and_then(|c| harness_bash::install(harness, Some(jobs.registry()), c))
+    let bash = turnkit_bash::BashConfig::from_json(configs.bash_value())
+        .and_then(|c| turnkit_bash::install(harness, Some(jobs.registry()), c))
         .map_err(config)?;
     Ok(Families {
         bash,

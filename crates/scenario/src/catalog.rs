@@ -4,14 +4,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
-use harness_core::{
+use serde_json::{Value, json};
+use turnkit_core::{
     Agent, JsonlStore, Projection, ProjectionState, RawEvent, Session, SessionHeader, StoreError,
     ToolDefinition, TornTail,
 };
-use harness_schedule::domain::{ScheduleFold, ScheduleLogError};
-use serde_json::{Value, json};
+use turnkit_schedule::domain::{ScheduleFold, ScheduleLogError};
 
-use harness_testkit::{ManualClock, MemoryHarness};
+use turnkit_testkit::{ManualClock, MemoryHarness};
 
 use crate::plugins::{self, FamilyConfigs};
 use crate::runtime::{RunFailure, block_on_paused};
@@ -38,7 +38,7 @@ fn with_default_host<T: Send>(
 
 /// Every tool definition the families register with default configuration, as a root agent
 /// sees them (global tools first, then per-agent tools), in registration order: the tools
-/// `harness mcp` serves. The tools that need the host's own model step (harness-subagent's
+/// `harness mcp` serves. The tools that need the host's own model step (turnkit-subagent's
 /// `agent`) are left out; [`host_tool_catalog`] includes them.
 ///
 /// # Errors
@@ -47,11 +47,11 @@ fn with_default_host<T: Send>(
 pub fn tool_catalog() -> Result<Vec<ToolDefinition>, SetupError> {
     Ok(host_tool_catalog()?
         .into_iter()
-        .filter(|d| d.name != harness_subagent::TOOL_NAME)
+        .filter(|d| d.name != turnkit_subagent::TOOL_NAME)
         .collect())
 }
 
-/// [`tool_catalog`] plus the tools a host with a model step adds (harness-subagent's
+/// [`tool_catalog`] plus the tools a host with a model step adds (turnkit-subagent's
 /// `agent`, after `bash`), as a root agent of such a host sees them: the catalog of
 /// `docs/tool-catalog.md` ([`crate::catalog_markdown`] renders it).
 ///
@@ -62,7 +62,7 @@ pub fn host_tool_catalog() -> Result<Vec<ToolDefinition>, SetupError> {
         let agent = host
             .create_session(SessionHeader::new("catalog"))
             .map_err(|e| e.to_string())?;
-        harness_testkit::settle().await;
+        turnkit_testkit::settle().await;
         Ok(host.tools().definitions(Some(&agent.scope_chain())))
     })
     .map_err(SetupError)
@@ -135,7 +135,7 @@ impl LogSummary {
                 *state = next;
             }
         }
-        if let Err(violation) = harness_todo::check_raw_event(event) {
+        if let Err(violation) = turnkit_todo::check_raw_event(event) {
             self.todo_problems.push(violation.to_string());
         }
         if let Err(error) = self.schedule.apply_raw(event)

@@ -261,25 +261,25 @@ impl Step {
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Config {
-    /// harness-todo's configuration (`allowParallelInProgress` defaults to false here).
+    /// turnkit-todo's configuration (`allowParallelInProgress` defaults to false here).
     #[serde(default, deserialize_with = "present")]
     pub todo: Option<Map<String, Value>>,
-    /// harness-jobs-local's configuration.
+    /// turnkit-jobs-local's configuration.
     #[serde(default, deserialize_with = "present")]
     pub jobs: Option<Map<String, Value>>,
-    /// harness-tool-jobs' configuration.
+    /// turnkit-tool-jobs' configuration.
     #[serde(default, deserialize_with = "present")]
     pub tool_jobs: Option<Map<String, Value>>,
-    /// harness-schedule's configuration.
+    /// turnkit-schedule's configuration.
     #[serde(default, deserialize_with = "present")]
     pub schedule: Option<Map<String, Value>>,
-    /// harness-bash's configuration.
+    /// turnkit-bash's configuration.
     #[serde(default, deserialize_with = "present")]
     pub bash: Option<Map<String, Value>>,
-    /// harness-terminal's configuration; the terminal plugin is installed only with one.
+    /// turnkit-terminal's configuration; the terminal plugin is installed only with one.
     #[serde(default, deserialize_with = "present")]
     pub terminal: Option<Map<String, Value>>,
-    /// harness-subagent's configuration.
+    /// turnkit-subagent's configuration.
     #[serde(default, deserialize_with = "present")]
     pub subagent: Option<Map<String, Value>>,
     /// The scenario clock (default: manual, at `2026-08-05T12:00:00.000Z`).

@@ -13,5 +13,5 @@ pub use catalog::{
 pub use grammar::{
     CancelMode, ClockKind, ClockSpec, Config, FaultMode, Phase, SettleStatus, Step, StoreKind,
 };
-pub use harness_testkit::catalog_markdown;
 pub use runner::{Transcript, run_scenario, run_scenario_in_runtime};
+pub use turnkit_testkit::catalog_markdown;

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use harness_testkit::MemoryHarness;
+use turnkit_testkit::MemoryHarness;
 
 /// The `config` step's family objects (spec key names), each defaulting to `{}`.
 #[derive(Clone, Debug, Default)]
@@ -17,7 +17,7 @@ pub(crate) struct FamilyConfigs {
     pub(crate) terminal: Option<Value>,
     pub(crate) subagent: Option<Value>,
     /// The children's scripted model (`child_script` steps add scripts; kept over restarts).
-    pub(crate) children: Arc<harness_subagent::ScriptedChild>,
+    pub(crate) children: Arc<turnkit_subagent::ScriptedChild>,
 }
 
 impl FamilyConfigs {
@@ -35,20 +35,20 @@ impl FamilyConfigs {
 
 /// What the families installed; disposed on restart and at the end, in reverse order.
 pub(crate) struct Installed {
-    subagent: harness_subagent::Installed,
-    pub(crate) bash: harness_bash::Installed,
+    subagent: turnkit_subagent::Installed,
+    pub(crate) bash: turnkit_bash::Installed,
     /// Only when the `config` step has a `terminal` object: the default catalog stays the
     /// families every host gets.
-    pub(crate) terminal: Option<harness_terminal::Installed>,
-    pub(crate) jobs: harness_jobs_local::Installed,
-    tool_jobs: harness_tool_jobs::Installed,
-    schedule: harness_schedule::Installed,
-    todo: harness_todo::Installed,
+    pub(crate) terminal: Option<turnkit_terminal::Installed>,
+    pub(crate) jobs: turnkit_jobs_local::Installed,
+    tool_jobs: turnkit_tool_jobs::Installed,
+    schedule: turnkit_schedule::Installed,
+    todo: turnkit_todo::Installed,
 }
 
 impl Installed {
     /// The job registry the `fake_job` and `bash` steps start jobs in.
-    pub(crate) fn registry(&self) -> Arc<dyn harness_jobs::JobRegistry> {
+    pub(crate) fn registry(&self) -> Arc<dyn turnkit_jobs::JobRegistry> {
         self.jobs.registry()
     }
 
@@ -75,42 +75,42 @@ pub(crate) fn install(
     configs: &FamilyConfigs,
 ) -> Result<Installed, String> {
     let harness = host.as_dyn();
-    let todo = harness_todo::TodoConfig::from_json(configs.todo_config())
-        .and_then(|config| harness_todo::install(&harness, config))
+    let todo = turnkit_todo::TodoConfig::from_json(configs.todo_config())
+        .and_then(|config| turnkit_todo::install(&harness, config))
         .map_err(|e| e.to_string())?;
-    let jobs = harness_core::decode_config::<harness_jobs_local::JobsConfig>(
+    let jobs = turnkit_core::decode_config::<turnkit_jobs_local::JobsConfig>(
         "jobs-local",
         object_or_empty(configs.jobs.as_ref()),
     )
-    .and_then(|config| harness_jobs_local::install(&harness, config))
+    .and_then(|config| turnkit_jobs_local::install(&harness, config))
     .map_err(|e| e.to_string())?;
     let tool_jobs =
-        harness_tool_jobs::ToolJobsConfig::from_json(object_or_empty(configs.tool_jobs.as_ref()))
-            .and_then(|config| harness_tool_jobs::install(&harness, jobs.registry(), config))
+        turnkit_tool_jobs::ToolJobsConfig::from_json(object_or_empty(configs.tool_jobs.as_ref()))
+            .and_then(|config| turnkit_tool_jobs::install(&harness, jobs.registry(), config))
             .map_err(|e| e.to_string())?;
-    let schedule = harness_core::decode_config::<harness_schedule::ScheduleConfig>(
+    let schedule = turnkit_core::decode_config::<turnkit_schedule::ScheduleConfig>(
         "schedule",
         object_or_empty(configs.schedule.as_ref()),
     )
-    .and_then(|config| harness_schedule::install(&harness, config))
+    .and_then(|config| turnkit_schedule::install(&harness, config))
     .map_err(|e| e.to_string())?;
-    let bash = harness_bash::BashConfig::from_json(object_or_empty(configs.bash.as_ref()))
-        .and_then(|config| harness_bash::install(&harness, Some(jobs.registry()), config))
+    let bash = turnkit_bash::BashConfig::from_json(object_or_empty(configs.bash.as_ref()))
+        .and_then(|config| turnkit_bash::install(&harness, Some(jobs.registry()), config))
         .map_err(|e| e.to_string())?;
     let terminal = match &configs.terminal {
         None => None,
         Some(config) => Some(
-            harness_terminal::TerminalConfig::from_json(config)
+            turnkit_terminal::TerminalConfig::from_json(config)
                 .and_then(|config| {
-                    harness_terminal::install(&harness, Some(jobs.registry()), config)
+                    turnkit_terminal::install(&harness, Some(jobs.registry()), config)
                 })
                 .map_err(|e| e.to_string())?,
         ),
     };
     let subagent =
-        harness_subagent::SubagentConfig::from_json(object_or_empty(configs.subagent.as_ref()))
+        turnkit_subagent::SubagentConfig::from_json(object_or_empty(configs.subagent.as_ref()))
             .and_then(|config| {
-                harness_subagent::install(
+                turnkit_subagent::install(
                     host.kit(),
                     host.store().clone(),
                     jobs.registry(),

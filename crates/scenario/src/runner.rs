@@ -6,17 +6,17 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use harness_core::{
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use turnkit_core::{
     Agent, Clock, JsonlStore, MemoryStore, SessionHeader, SessionId, SessionStore, SystemClock,
     ToolOutput,
 };
-use serde_json::{Value, json};
-use tokio::task::JoinHandle;
 
-use harness_jobs::{JobOutcome, TerminalStatus};
+use turnkit_jobs::{JobOutcome, TerminalStatus};
 
-use harness_subagent::ChildAction;
-use harness_testkit::{
+use turnkit_subagent::ChildAction;
+use turnkit_testkit::{
     FakeJob, FakeProducer, HostRecord, ManualClock, MemoryAgent, MemoryHarness, OnCancel, Recorder,
     settle,
 };
@@ -90,7 +90,7 @@ pub async fn run_scenario_in_runtime(source: &str) -> Transcript {
 }
 
 fn take_lines(lines: &Mutex<Vec<String>>) -> Vec<String> {
-    std::mem::take(&mut *harness_core::lock(lines))
+    std::mem::take(&mut *turnkit_core::lock(lines))
 }
 
 /// Runs the steps, appending transcript lines to `lines`; returns whether a scenario
@@ -133,7 +133,7 @@ fn error_line(line: usize, message: &str) -> String {
 }
 
 fn push(lines: &Mutex<Vec<String>>, line: String) {
-    harness_core::lock(lines).push(line);
+    turnkit_core::lock(lines).push(line);
 }
 
 fn record_line(record: &HostRecord) -> String {
@@ -190,7 +190,7 @@ struct Runner {
     calls: HashMap<String, JoinHandle<()>>,
     jobs: HashMap<String, FakeJob>,
     /// The owner of every job a step started, for fenced lookups.
-    owners: HashMap<String, Option<harness_core::AgentId>>,
+    owners: HashMap<String, Option<turnkit_core::AgentId>>,
     /// Sessions with a live agent, in publication order (restart republishes these).
     live: Vec<SessionId>,
 }
@@ -520,7 +520,7 @@ impl Runner {
         Ok(())
     }
 
-    fn registry(&mut self) -> Result<Arc<dyn harness_jobs::JobRegistry>, String> {
+    fn registry(&mut self) -> Result<Arc<dyn turnkit_jobs::JobRegistry>, String> {
         self.setup()?
             .installed
             .as_ref()
@@ -542,13 +542,13 @@ impl Runner {
     fn insert_job_line(&self, mark: usize, id: &str, owner: Option<&Arc<MemoryAgent>>) {
         let session = owner.map_or(Value::Null, |a| json!(a.id().as_str()));
         let line = json!({"kind": "job", "id": id, "session": session}).to_string();
-        let mut lines = harness_core::lock(&self.lines);
+        let mut lines = turnkit_core::lock(&self.lines);
         let at = mark.min(lines.len());
         lines.insert(at, line);
     }
 
     fn mark(&self) -> usize {
-        harness_core::lock(&self.lines).len()
+        turnkit_core::lock(&self.lines).len()
     }
 
     fn bash(
@@ -608,17 +608,17 @@ impl Runner {
     /// out.
     async fn await_job(&mut self, id: String, limit: Duration) -> Result<(), String> {
         let registry = self.registry()?;
-        let job_id = harness_jobs::JobId::from(id.as_str());
+        let job_id = turnkit_jobs::JobId::from(id.as_str());
         // Jobs started by a step have a known owner; one started by a tool call (`bash` with
         // `run_in_background`) belongs to whichever live session can see it.
         let caller = match self.owners.get(&id) {
             Some(owner) => owner.clone(),
             None => {
-                let live: Vec<Option<harness_core::AgentId>> = std::iter::once(None)
+                let live: Vec<Option<turnkit_core::AgentId>> = std::iter::once(None)
                     .chain(
                         self.live
                             .iter()
-                            .map(|s| Some(harness_core::AgentId::from(s))),
+                            .map(|s| Some(turnkit_core::AgentId::from(s))),
                     )
                     .collect();
                 live.into_iter()
@@ -658,7 +658,7 @@ impl Runner {
     /// scenario error naming `what`, with `hint` saying how to write the step instead.
     async fn until_done<T>(
         &mut self,
-        registry: Option<Arc<dyn harness_jobs::JobRegistry>>,
+        registry: Option<Arc<dyn turnkit_jobs::JobRegistry>>,
         what: &str,
         blocked: String,
         work: impl Future<Output = T>,
@@ -677,18 +677,18 @@ impl Runner {
             let Some(registry) = registry.clone() else {
                 return Err(blocked);
             };
-            let fakes: Vec<harness_jobs::JobId> = self
+            let fakes: Vec<turnkit_jobs::JobId> = self
                 .jobs
                 .keys()
-                .map(|id| harness_jobs::JobId::from(id.as_str()))
+                .map(|id| turnkit_jobs::JobId::from(id.as_str()))
                 .collect();
-            let real = move |id: &harness_jobs::JobId| !fakes.contains(id);
+            let real = move |id: &turnkit_jobs::JobId| !fakes.contains(id);
             // Listen before looking, so a settlement between the two is not missed.
             let settlement = Settlement::watch(registry.as_ref(), real.clone());
             let callers = std::iter::once(None).chain(
                 self.live
                     .iter()
-                    .map(|s| Some(harness_core::AgentId::from(s))),
+                    .map(|s| Some(turnkit_core::AgentId::from(s))),
             );
             let running = callers
                 .flat_map(|caller| registry.list(caller.as_ref()))
@@ -759,7 +759,7 @@ impl Runner {
             self.calls.insert(id, handle);
             return Ok(());
         }
-        let mark = harness_core::lock(&self.lines).len();
+        let mark = turnkit_core::lock(&self.lines).len();
         let what = format!("call {id:?} ({tool})");
         let stuck = blocked(
             &what,
@@ -774,7 +774,7 @@ impl Runner {
                 host.execute(&tool, args, session.as_ref()),
             )
             .await?;
-        let mut lines = harness_core::lock(&self.lines);
+        let mut lines = turnkit_core::lock(&self.lines);
         let at = mark.min(lines.len());
         lines.insert(at, result_line(&id, &tool, &output));
         Ok(())
@@ -849,18 +849,18 @@ fn blocked(what: &str, hint: &str) -> String {
 /// thread, since tokio's clock is paused under the runner.
 struct Settlement {
     settled: Arc<tokio::sync::Notify>,
-    _listener: harness_core::Registration,
+    _listener: turnkit_core::Registration,
 }
 
 impl Settlement {
     fn watch(
-        registry: &dyn harness_jobs::JobRegistry,
-        matches: impl Fn(&harness_jobs::JobId) -> bool + Send + Sync + 'static,
+        registry: &dyn turnkit_jobs::JobRegistry,
+        matches: impl Fn(&turnkit_jobs::JobId) -> bool + Send + Sync + 'static,
     ) -> Self {
         let settled = Arc::new(tokio::sync::Notify::new());
         let signal = settled.clone();
         let listener = registry.on_job_done(
-            harness_core::RegistrationScope::Global,
+            turnkit_core::RegistrationScope::Global,
             Arc::new(move |snapshot, _| {
                 if matches(&snapshot.id) {
                     signal.notify_one();

@@ -10,8 +10,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use harness_core::{PersistenceError, Session};
 use tokio::sync::{Mutex as AsyncMutex, MutexGuard};
+use turnkit_core::{PersistenceError, Session};
 
 use crate::domain::{SCHEDULE_CHANGE, ScheduleFold, ScheduleLogError};
 
@@ -60,7 +60,7 @@ impl Ledger {
     /// Whether the whole log (inherited prefix included) holds a `schedule/change` event.
     /// Incremental: each call reads only the events appended since the previous one.
     pub(crate) fn has_schedule_events(&self) -> bool {
-        let mut scan = harness_core::lock(&self.scan);
+        let mut scan = turnkit_core::lock(&self.scan);
         if scan.1 {
             return true;
         }

@@ -7,12 +7,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use futures::FutureExt;
-use harness_core::{
+use serde::Deserialize;
+use serde_json::Value;
+use turnkit_core::{
     Agent, AgentEvent, AgentStatus, ConfigError, Harness, HookId, LifecycleEvent, PluginConfig,
     Registration, lock,
 };
-use serde::Deserialize;
-use serde_json::Value;
 
 use crate::PLUGIN_NAME;
 use crate::ledger::Ledger;
@@ -66,9 +66,9 @@ struct PluginInner {
     adopted: Mutex<HashMap<usize, Adopted>>,
 }
 
-/// The adoption key: the agent's identity ([`harness_core::same_agent`]'s address).
+/// The adoption key: the agent's identity ([`turnkit_core::same_agent`]'s address).
 fn key_of(agent: &Arc<dyn Agent>) -> usize {
-    harness_core::AgentHandle::address(agent) as usize
+    turnkit_core::AgentHandle::address(agent) as usize
 }
 
 impl PluginInner {

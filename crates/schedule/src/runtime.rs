@@ -15,12 +15,12 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use harness_core::{
-    Agent, Clock, Harness, MessageSource, Session, UserMessage, epoch_millis, same_agent,
-};
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use turnkit_core::{
+    Agent, Clock, Harness, MessageSource, Session, UserMessage, epoch_millis, same_agent,
+};
 
 use crate::PLUGIN_NAME;
 use crate::domain::{Decision, SCHEDULE_CHANGE, Timestamp};
@@ -126,7 +126,7 @@ impl DeliveryRuntime {
 
     /// Spawns the task and requests the first pass (a start always preflights, §12.1).
     pub(crate) fn start(&self) {
-        let mut task = harness_core::lock(&self.task);
+        let mut task = turnkit_core::lock(&self.task);
         if task.is_some() || self.shared.stopping.load(Ordering::SeqCst) {
             return;
         }
@@ -163,7 +163,7 @@ impl DeliveryRuntime {
     /// a barrier). Idempotent.
     pub(crate) async fn dispose(&self) {
         self.stop();
-        let task = harness_core::lock(&self.task).take();
+        let task = turnkit_core::lock(&self.task).take();
         if let Some(task) = task {
             // A panicked or cancelled task has nothing left to clean up.
             let _ = task.await;

@@ -1,4 +1,4 @@
-//! Integration tests of harness-schedule: tools, runtime, plugin and restart cases of
+//! Integration tests of turnkit-schedule: tools, runtime, plugin and restart cases of
 //! `spec/cases-schedule.md`, on the testkit's in-memory host.
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ use fixture::{Host, create_after, create_every, settled};
 
 #[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn each_delivered_reminder_is_a_span_with_its_id_occurrence_and_session() {
-    let capture = harness_testkit::LogCapture::start();
+    let capture = turnkit_testkit::LogCapture::start();
 
     let h = Host::new();
     let _installed = h.install();

@@ -23,9 +23,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use harness_core::{JsonlStore, Session, SessionHeader, SessionId, SessionStore, SystemClock};
-use harness_store_pg::{PgOptions, PgSession, PgStore, ReminderScanner, Resume, ScanOptions};
 use serde_json::{Value, json};
+use turnkit_core::{JsonlStore, Session, SessionHeader, SessionId, SessionStore, SystemClock};
+use turnkit_store_pg::{PgOptions, PgSession, PgStore, ReminderScanner, Resume, ScanOptions};
 
 fn payload(n: u64) -> Value {
     json!({"n": n, "text": "x".repeat(150)})

@@ -6,8 +6,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
 use futures::TryStreamExt;
-use harness_core::{RawEvent, SessionHeader, SessionId, StoreError};
 use tokio_postgres::types::ToSql;
+use turnkit_core::{RawEvent, SessionHeader, SessionId, StoreError};
 
 use crate::copy::LogReader;
 use crate::flush::Combiner;

@@ -11,9 +11,9 @@ use std::collections::{HashSet, VecDeque};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures::SinkExt;
-use harness_core::{RawEvent, lock};
 use tokio::sync::oneshot;
 use tokio_postgres::types::ToSql;
+use turnkit_core::{RawEvent, lock};
 
 use crate::copy::{COPY_SIGNATURE, PG_EPOCH_MICROS};
 use crate::db::{Db, columns, describe, seq_i64};

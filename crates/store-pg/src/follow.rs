@@ -21,10 +21,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use futures::Stream;
-use harness_core::{RawEvent, SessionId, StoreError};
 use tokio::sync::{Notify, mpsc};
 use tokio_postgres::{AsyncMessage, NoTls};
 use tokio_util::sync::{CancellationToken, DropGuard};
+use turnkit_core::{RawEvent, SessionId, StoreError};
 
 use crate::db::{Db, backend, pool_error};
 use crate::notify::channel;

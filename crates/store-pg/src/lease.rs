@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::SessionId;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use turnkit_core::SessionId;
 
 use crate::db::Db;
 use crate::shared::Bridge;

@@ -3,8 +3,8 @@
 //! store").
 
 use chrono::{DateTime, Utc};
-use harness_core::RawEvent;
 use serde::Deserialize;
+use turnkit_core::RawEvent;
 
 use crate::db::Db;
 

@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
-use harness_core::{SessionId, StoreError, lock};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use turnkit_core::{SessionId, StoreError, lock};
 
 use crate::db::{backend, pool_error};
 use crate::session::PgSession;

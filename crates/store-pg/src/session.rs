@@ -4,11 +4,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use async_trait::async_trait;
-use harness_core::{
+use serde_json::Value;
+use turnkit_core::{
     AppendError, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader, SessionId,
     read_lock, write_lock,
 };
-use serde_json::Value;
 
 use crate::flush::FlushOutcome;
 use crate::lease::Lease;

@@ -5,8 +5,8 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::{Clock, StoreError};
 use tokio::runtime::{Handle, Runtime};
+use turnkit_core::{Clock, StoreError};
 
 use crate::db::Db;
 use crate::options::PgOptions;

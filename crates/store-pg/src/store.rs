@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
-use harness_core::{Clock, RawEvent, Session, SessionHeader, SessionId, SessionStore, StoreError};
 use tokio_postgres::NoTls;
+use turnkit_core::{Clock, RawEvent, Session, SessionHeader, SessionId, SessionStore, StoreError};
 
 use crate::db::{Db, describe};
 use crate::flush::Combiner;
@@ -77,7 +77,7 @@ impl PgStore {
                 })?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
-            .thread_name("harness-store-pg")
+            .thread_name("turnkit-store-pg")
             .on_thread_start(|| ON_STORE_RUNTIME.with(|on| on.set(true)))
             .enable_all()
             .build()

@@ -4,14 +4,14 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 
-use harness_core::{
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+use turnkit_core::{
     Agent, AgentId, MessageSource, SessionHeader, SessionId, SessionStore, StoreError, UserMessage,
     lock,
 };
-use harness_host::{HostKit, LoopAgent, TurnObserver};
-use harness_jobs::{JobError, JobHooks, JobId, JobKind, JobOutcome, JobRegistry, JobStart};
-use serde_json::{Map, Value, json};
-use tokio_util::sync::CancellationToken;
+use turnkit_host::{HostKit, LoopAgent, TurnObserver};
+use turnkit_jobs::{JobError, JobHooks, JobId, JobKind, JobOutcome, JobRegistry, JobStart};
 
 use crate::{ChildContext, ChildModel, ChildStep, SubagentConfig};
 
@@ -202,7 +202,7 @@ impl Subagents {
         description: Option<&str>,
     ) -> Result<Spawned, SpawnError> {
         let caller = caller.ok_or(SpawnError::NoCaller)?;
-        if harness_core::js_trim(prompt).is_empty() {
+        if turnkit_core::js_trim(prompt).is_empty() {
             return Err(SpawnError::EmptyPrompt);
         }
         let shared = &self.shared;
@@ -239,7 +239,7 @@ impl Subagents {
             agent: parent,
         };
         let label = description
-            .filter(|d| !harness_core::js_trim(d).is_empty())
+            .filter(|d| !turnkit_core::js_trim(d).is_empty())
             .map_or_else(|| first_line(prompt), str::to_owned);
         let created: Arc<Mutex<Option<SessionId>>> = Arc::default();
         let run_shared = shared.clone();
@@ -271,7 +271,7 @@ impl Subagents {
 }
 
 fn first_line(text: &str) -> String {
-    let line = harness_core::js_trim(text).lines().next().unwrap_or("");
+    let line = turnkit_core::js_trim(text).lines().next().unwrap_or("");
     line.to_owned()
 }
 
@@ -285,7 +285,7 @@ fn create_session(
     store: &dyn SessionStore,
     parent: &SessionId,
     mut number: u32,
-) -> Result<Arc<dyn harness_core::Session>, CreateFailed> {
+) -> Result<Arc<dyn turnkit_core::Session>, CreateFailed> {
     // A resumed parent starts numbering again; skip the ids its earlier children hold.
     loop {
         let id = format!("{parent}.agent-{number}");
@@ -312,7 +312,7 @@ fn start_child(
     prompt: String,
     description: Option<String>,
     running: Running,
-) -> Result<Started, harness_jobs::BoxError> {
+) -> Result<Started, turnkit_jobs::BoxError> {
     let parent = SessionId::from(caller.session().id().as_str());
     let session = create_session(shared.store.as_ref(), &parent, numbered.number)?;
     let mut start = Map::new();

@@ -2,9 +2,9 @@
 
 use std::borrow::Borrow;
 
-use harness_core::{ConfigError, PluginConfig};
 use serde::Deserialize;
 use serde_json::Value;
+use turnkit_core::{ConfigError, PluginConfig};
 
 /// The plugin name, the prefix of its configuration errors.
 pub const PLUGIN_NAME: &str = "subagent";
@@ -21,11 +21,11 @@ pub const DEFAULT_MAX_DEPTH: u32 = 1;
 /// The configuration of the subagent plugin (JSON keys in camelCase, unknown keys rejected).
 ///
 /// ```
-/// use harness_subagent::SubagentConfig;
+/// use turnkit_subagent::SubagentConfig;
 /// let config = SubagentConfig::from_json(&serde_json::json!({"maxConcurrentPerAgent": 2}))?;
 /// assert_eq!(config.max_concurrent_per_agent, 2);
 /// assert_eq!(config.max_spawns_per_session, 32);
-/// # Ok::<(), harness_core::ConfigError>(())
+/// # Ok::<(), turnkit_core::ConfigError>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use harness_core::{
+use turnkit_core::{
     ConfigError, Harness, PluginConfig, Registration, RegistrationScope, SessionStore,
 };
-use harness_host::HostKit;
-use harness_jobs::JobRegistry;
+use turnkit_host::HostKit;
+use turnkit_jobs::JobRegistry;
 
 use crate::{AgentTool, ChildModel, SubagentConfig, Subagents};
 
@@ -42,7 +42,7 @@ impl Installed {
 /// Loads the subagent plugin: validates `config` and registers the `agent` tool globally in
 /// `kit`. Children are published in `kit` (so tool routing, todo ownership and schedule's
 /// roots-only rule apply to them), their sessions are created in `store`, their jobs are
-/// registered in `jobs` (normally harness-jobs-local's registry, with harness-tool-jobs
+/// registered in `jobs` (normally turnkit-jobs-local's registry, with turnkit-tool-jobs
 /// installed for `job_output` / `job_kill` and the notices), and `model` runs their steps.
 ///
 /// # Errors

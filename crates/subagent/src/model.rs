@@ -4,10 +4,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use harness_core::{Agent, AgentId, SessionId, ToolDefinition, ToolOutput, UserMessage};
-use harness_host::{HostKit, LoopAgent};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use turnkit_core::{Agent, AgentId, SessionId, ToolDefinition, ToolOutput, UserMessage};
+use turnkit_host::{HostKit, LoopAgent};
 
 /// What one model step of a child decided.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -26,7 +26,7 @@ pub enum ChildStep {
 /// The host's model step for children: the one piece of a subagent this crate does not own.
 ///
 /// The production turn loop calls [`ChildModel::step`] repeatedly inside the child's single
-/// turn: first with the child's input (the prompt, as a [`harness_core::MessageSource::User`]
+/// turn: first with the child's input (the prompt, as a [`turnkit_core::MessageSource::User`]
 /// message), then with the messages injected since the previous step, until it returns
 /// [`ChildStep::Answer`] or [`ChildStep::Stop`]. The model keeps its own conversation state
 /// (the context it sends to its LLM) across steps of one child; [`ChildContext::id`] tells

@@ -1,12 +1,12 @@
 //! [`ScriptedChild`]: a scripted [`ChildModel`] for tests and the scenario runner's
-//! `child_script` step (harness-scenario), so they need no model.
+//! `child_script` step (turnkit-scenario), so they need no model.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::{ChildContext, ChildModel, ChildStep};
-use harness_core::{SessionId, UserMessage, async_trait};
 use serde_json::Value;
+use turnkit_core::{SessionId, UserMessage, async_trait};
 
 /// One model step of a scripted child.
 #[derive(Clone, Debug, PartialEq)]
@@ -106,7 +106,7 @@ impl ScriptedChild {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        harness_core::lock(&self.state)
+        turnkit_core::lock(&self.state)
     }
 
     /// Sets the script of children started on `prompt` (replacing an earlier one).

@@ -4,10 +4,10 @@
 use std::sync::LazyLock;
 use std::time::Duration;
 
-use harness_core::{Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, async_trait};
-use harness_jobs::{JobSnapshot, OnTimeout, wait_foreground};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use turnkit_core::{Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, async_trait};
+use turnkit_jobs::{JobSnapshot, OnTimeout, wait_foreground};
 
 use crate::Subagents;
 
@@ -76,7 +76,7 @@ static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
     input_schema: input_schema(),
     output_schema: Some(output_schema()),
     // The child may call every tool its parent can (bash included).
-    annotations: Some(harness_core::ToolAnnotations {
+    annotations: Some(turnkit_core::ToolAnnotations {
         read_only: false,
         destructive: true,
         idempotent: false,
@@ -85,7 +85,7 @@ static DEFINITION: LazyLock<ToolDefinition> = LazyLock::new(|| ToolDefinition {
 });
 
 /// The arguments of `agent`. The root object is open (todo-jobs §1.4): other keys are
-/// ignored. Decoded the way harness-bash decodes its arguments.
+/// ignored. Decoded the way turnkit-bash decodes its arguments.
 #[derive(Debug, Deserialize)]
 struct AgentArgs {
     prompt: String,

@@ -1,4 +1,4 @@
-//! Integration tests of harness-subagent: one binary, cases in `suite/`.
+//! Integration tests of turnkit-subagent: one binary, cases in `suite/`.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,

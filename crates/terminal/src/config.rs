@@ -4,10 +4,10 @@ use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use harness_bash::{Containment, DEFAULT_KILL_GRACE_MS, ProcessKeys, ProcessKeysMut};
-use harness_core::{ConfigError, PluginConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use turnkit_bash::{Containment, DEFAULT_KILL_GRACE_MS, ProcessKeys, ProcessKeysMut};
+use turnkit_core::{ConfigError, PluginConfig};
 
 /// The plugin name, used as the prefix of configuration errors.
 pub const PLUGIN_NAME: &str = "tool-terminal";

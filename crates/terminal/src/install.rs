@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use harness_core::{
+use turnkit_core::{
     ConfigError, Harness, LifecycleEvent, PluginConfig, Registration, RegistrationScope,
 };
-use harness_jobs::JobRegistry;
+use turnkit_jobs::JobRegistry;
 
 use crate::{KillTool, SendTool, StartTool, TerminalConfig, Terminals};
 
@@ -68,7 +68,7 @@ pub fn install(
     let terminals = Terminals::new(config, harness.clock(), jobs);
     let mut tools = Vec::with_capacity(3);
     for tool in [
-        Arc::new(StartTool::new(terminals.clone())) as Arc<dyn harness_core::Tool>,
+        Arc::new(StartTool::new(terminals.clone())) as Arc<dyn turnkit_core::Tool>,
         Arc::new(SendTool::new(terminals.clone())),
         Arc::new(KillTool::new(terminals.clone())),
     ] {

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::{Agent, Clock};
-use harness_jobs::{CancellationToken, JobHooks, JobKind, JobOutcome, JobStart};
+use turnkit_core::{Agent, Clock};
+use turnkit_jobs::{CancellationToken, JobHooks, JobKind, JobOutcome, JobStart};
 
 use crate::terminal::Capture;
 use crate::{Terminal, TerminalId};

@@ -13,14 +13,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use harness_bash::{Containment, Group, JobTree, MARKER_VAR, Mechanism, Signal, TTY_GATE};
-use harness_core::{Clock, lock};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::watch;
+use turnkit_bash::{Containment, Group, JobTree, MARKER_VAR, Mechanism, Signal, TTY_GATE};
+use turnkit_core::{Clock, lock};
 
 use crate::Screen;
 
-harness_core::string_newtype!(
+turnkit_core::string_newtype!(
     /// A terminal's id, `term-<N>` (one counter per plugin instance, never reused).
     TerminalId
 );
@@ -167,7 +167,7 @@ impl Capture {
                 matcher.matched = true;
                 matcher.window.clear();
             } else {
-                let keep = harness_core::tail_utf8(&matcher.window, matcher.pattern.len());
+                let keep = turnkit_core::tail_utf8(&matcher.window, matcher.pattern.len());
                 matcher.window = keep.to_owned();
             }
         }
@@ -190,7 +190,7 @@ impl Capture {
         let mut text = state.reader.feed(&unread.bytes);
         if unread.dropped {
             // `\n[output truncated]`, without doubling a line end the text already has.
-            let marker = harness_tool_jobs::OUTPUT_MARKER;
+            let marker = turnkit_tool_jobs::OUTPUT_MARKER;
             text.push_str(if text.ends_with('\n') {
                 &marker[1..]
             } else {
@@ -504,7 +504,7 @@ async fn supervise(mut child: tokio::process::Child, shared: Arc<Shared>) {
     let exit = match child.wait().await {
         Ok(status) => match (status.code(), status.signal()) {
             (Some(code), _) => format!("exit code: {code}"),
-            (None, Some(signal)) => format!("signal: {}", harness_bash::signal_name(signal)),
+            (None, Some(signal)) => format!("signal: {}", turnkit_bash::signal_name(signal)),
             (None, None) => format!("unrecognised exit status {status}"),
         },
         Err(error) => format!("waiting for the terminal failed: {error}"),

@@ -4,13 +4,13 @@
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use harness_core::{
+use serde::Deserialize;
+use serde_json::{Value, json};
+use turnkit_core::{
     Agent, AgentId, Clock, Tool, ToolAnnotations, ToolCall, ToolDefinition, ToolError, ToolOutput,
     async_trait, lock,
 };
-use harness_jobs::{JobError, JobId, JobRegistry, JobSnapshot, OnTimeout, wait_foreground};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use turnkit_jobs::{JobError, JobId, JobRegistry, JobSnapshot, OnTimeout, wait_foreground};
 
 use crate::send::{Send, SendEnd, send_job_start};
 use crate::{Terminal, TerminalId};
@@ -24,7 +24,7 @@ pub const SEND_TOOL: &str = "terminal_send";
 pub const KILL_TOOL: &str = "terminal_kill";
 
 /// The error of a send without a job registry (exact; the same text as the bash tool's).
-pub const JOBS_UNAVAILABLE: &str = harness_bash::JOBS_UNAVAILABLE;
+pub const JOBS_UNAVAILABLE: &str = turnkit_bash::JOBS_UNAVAILABLE;
 
 /// Slack added to a send's timeout (or to twice the kill grace) when waiting for it to
 /// settle.
@@ -556,7 +556,7 @@ fn positive_ms(name: &str, value: Option<f64>, default: u64, max: u64) -> Result
         Some(ms) if ms.is_finite() && ms > 0.0 => Ok((ms.ceil() as u64).clamp(1, max)),
         Some(ms) => Err(ToolError::msg(format!(
             "invalid {name}: expected a positive number of milliseconds, got {}",
-            harness_jobs::format_js_number(ms)
+            turnkit_jobs::format_js_number(ms)
         ))),
     }
 }
@@ -629,11 +629,11 @@ fn render_foreground(
     };
     let content = body.strip_suffix('\n').unwrap_or(body);
     let suffix = format!("\n{}", snapshot.status_line());
-    let text = harness_tool_jobs::fit_with_suffix(
+    let text = turnkit_tool_jobs::fit_with_suffix(
         content,
         &suffix,
         limit,
-        harness_tool_jobs::OUTPUT_MARKER,
+        turnkit_tool_jobs::OUTPUT_MARKER,
     );
     let shown = if output.is_empty() {
         String::new()

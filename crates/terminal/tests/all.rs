@@ -1,4 +1,4 @@
-//! Integration tests of harness-terminal, with real PTYs, real processes and real time.
+//! Integration tests of turnkit-terminal, with real PTYs, real processes and real time.
 
 #![expect(
     clippy::unwrap_used,

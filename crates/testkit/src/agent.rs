@@ -4,11 +4,11 @@
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use async_trait::async_trait;
-use harness_core::{
+use turnkit_core::{
     Agent, AgentError, AgentId, AgentListener, AgentStatus, Busy, DisposeHook, HookId,
     MaintenanceGuard, MessageSource, Registration, ScopeKey, Session, UserMessage,
 };
-use harness_host::{LoopAgent, Turn, TurnObserver, TurnSource};
+use turnkit_host::{LoopAgent, Turn, TurnObserver, TurnSource};
 
 use crate::faults::HostSession;
 
@@ -58,11 +58,11 @@ pub(crate) struct RecorderSlot {
 
 impl RecorderSlot {
     pub(crate) fn set(&self, recorder: Recorder) {
-        *harness_core::lock(&self.recorder) = Some(recorder);
+        *turnkit_core::lock(&self.recorder) = Some(recorder);
     }
 
     fn record(&self, record: HostRecord) {
-        let recorder = harness_core::lock(&self.recorder).clone();
+        let recorder = turnkit_core::lock(&self.recorder).clone();
         if let Some(recorder) = recorder {
             recorder(record);
         }
@@ -115,10 +115,10 @@ impl TurnObserver for Observer {
             session: agent.to_string(),
             phase: "end",
         });
-        let hook = harness_core::lock(&self.pre_idle).take();
+        let hook = turnkit_core::lock(&self.pre_idle).take();
         if let Some(mut hook) = hook {
             hook();
-            let mut slot = harness_core::lock(&self.pre_idle);
+            let mut slot = turnkit_core::lock(&self.pre_idle);
             if slot.is_none() {
                 *slot = Some(hook);
             }
@@ -210,7 +210,7 @@ impl MemoryAgent {
     }
 
     fn manual(&self) -> MutexGuard<'_, Option<Turn>> {
-        harness_core::lock(&self.manual)
+        turnkit_core::lock(&self.manual)
     }
 
     /// Turns automatic turns on (`true`) or off.
@@ -272,7 +272,7 @@ impl MemoryAgent {
     /// Installs a hook that runs after `turn/end` is appended but before the agent reports
     /// idle — the window of decision 12, reproduced deterministically.
     pub fn set_pre_idle_hook(&self, hook: impl FnMut() + Send + 'static) {
-        *harness_core::lock(&self.observer.pre_idle) = Some(Box::new(hook));
+        *turnkit_core::lock(&self.observer.pre_idle) = Some(Box::new(hook));
     }
 
     /// Sets the ancestors reported after the agent's own key in [`Agent::scope_chain`]
@@ -312,7 +312,7 @@ impl MemoryAgent {
 
     /// Disposes the agent through the production loop ([`LoopAgent::dispose`]): refuses new
     /// input, runs and awaits every disposal hook, flushes the store (bypassing fault
-    /// injection), emits [`harness_core::AgentEvent::Disposed`], then removes it from the
+    /// injection), emits [`turnkit_core::AgentEvent::Disposed`], then removes it from the
     /// host's directory and, once no live agent holds the session, from its projections.
     /// Idempotent.
     pub async fn dispose(&self) {

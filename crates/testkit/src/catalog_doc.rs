@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use harness_core::ToolDefinition;
+use turnkit_core::ToolDefinition;
 
 /// Renders definitions as the Markdown catalog of `docs/tool-catalog.md`.
 pub fn catalog_markdown(definitions: &[ToolDefinition]) -> String {

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
 use futures::future::BoxFuture;
-use harness_core::{Clock, ClockError, truncate_to_millis};
 use tokio::sync::oneshot;
+use turnkit_core::{Clock, ClockError, truncate_to_millis};
 
 struct Inner {
     /// Monotonic time since the clock was made.
@@ -136,7 +136,7 @@ impl ManualClock {
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
-        harness_core::lock(&self.inner)
+        turnkit_core::lock(&self.inner)
     }
 
     /// Moves both clocks forward by `by`, firing due sleeps in order and settling after each.

@@ -5,9 +5,9 @@
 //! ```
 //! # use std::sync::Arc;
 //! # use futures::FutureExt;
-//! # use harness_core::{MemoryStore, SessionHeader, SessionStore, SystemClock};
-//! # use harness_host::LoopAgent;
-//! # use harness_testkit::conformance::{self, Candidate};
+//! # use turnkit_core::{MemoryStore, SessionHeader, SessionStore, SystemClock};
+//! # use turnkit_host::LoopAgent;
+//! # use turnkit_testkit::conformance::{self, Candidate};
 //! # #[tokio::main(flavor = "current_thread", start_paused = true)]
 //! # async fn main() {
 //! let store = Arc::new(MemoryStore::new(Arc::new(SystemClock)));
@@ -38,10 +38,10 @@ use std::fmt;
 use std::sync::{Arc, Mutex, Weak};
 
 use futures::future::BoxFuture;
-use harness_core::{
+use serde_json::Value;
+use turnkit_core::{
     Agent, AgentError, AgentEvent, AgentStatus, MessageSource, Registration, UserMessage,
 };
-use serde_json::Value;
 
 use crate::settle;
 
@@ -195,11 +195,11 @@ fn describe(event: &AgentEvent) -> String {
 type Log = Arc<Mutex<Vec<String>>>;
 
 fn push(log: &Log, line: String) {
-    harness_core::lock(log).push(line);
+    turnkit_core::lock(log).push(line);
 }
 
 fn lines(log: &Log) -> Vec<String> {
-    harness_core::lock(log).clone()
+    turnkit_core::lock(log).clone()
 }
 
 /// Records every event of `agent` (described) until the registration drops.
@@ -397,7 +397,7 @@ async fn turn_drains_inbox_before_ending(c: &Candidate) -> Result<(), String> {
     let _inject = agent.subscribe(Arc::new(move |event: &AgentEvent| {
         if let AgentEvent::InboxClaimed { message: m, .. } = event
             && m.joined_text() == "f1"
-            && std::mem::take(&mut *harness_core::lock(&once))
+            && std::mem::take(&mut *turnkit_core::lock(&once))
             && let Some(agent) = weak.upgrade()
         {
             let _ = agent.inject(message("n1"));
@@ -464,7 +464,7 @@ async fn idle_listener_followup_runs(c: &Candidate) -> Result<(), String> {
     let once = Mutex::new(true);
     let _wake = agent.subscribe(Arc::new(move |event: &AgentEvent| {
         if let AgentEvent::Status(AgentStatus::Idle) = event
-            && std::mem::take(&mut *harness_core::lock(&once))
+            && std::mem::take(&mut *turnkit_core::lock(&once))
             && let Some(agent) = weak.upgrade()
         {
             let _ = agent.followup(message("f2"));
@@ -571,13 +571,13 @@ async fn when_idle_waits_for_maintenance(c: &Candidate) -> Result<(), String> {
     let waiter = agent.clone();
     let task = tokio::spawn(async move {
         waiter.when_idle().await;
-        *harness_core::lock(&flag) = true;
+        *turnkit_core::lock(&flag) = true;
     });
     quiet().await;
-    let early = *harness_core::lock(&done);
+    let early = *turnkit_core::lock(&done);
     drop(guard);
     let finished = wait_until("when_idle complete after the guard dropped", || {
-        *harness_core::lock(&done)
+        *turnkit_core::lock(&done)
     })
     .await;
     task.abort();
@@ -641,7 +641,7 @@ async fn removed_hook_does_not_run(c: &mut Candidate) -> Result<(), String> {
     let id = agent
         .add_dispose_hook(Box::new(move || {
             Box::pin(async move {
-                *harness_core::lock(&flag) = true;
+                *turnkit_core::lock(&flag) = true;
             })
         }))
         .map_err(|e| format!("add_dispose_hook refused: {e}"))?;
@@ -652,11 +652,11 @@ async fn removed_hook_does_not_run(c: &mut Candidate) -> Result<(), String> {
         return Err("a removed hook was handed back twice".to_owned());
     }
     c.dispose().await;
-    if *harness_core::lock(&ran) {
+    if *turnkit_core::lock(&ran) {
         return Err("disposal ran a removed hook".to_owned());
     }
     hook().await;
-    if *harness_core::lock(&ran) {
+    if *turnkit_core::lock(&ran) {
         Ok(())
     } else {
         Err("the handed-back hook did nothing".to_owned())

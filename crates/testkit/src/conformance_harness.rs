@@ -4,12 +4,12 @@
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
-use harness_core::{
+use serde_json::{Value, json};
+use turnkit_core::{
     Agent, Harness, LifecycleEvent, Projection, ProjectionState, ProjectionView, PromptSection,
     RegisterError, RegistrationScope, ScopeKey, SessionEvent, SessionId, Tool, ToolCall,
     ToolDefinition, ToolError, ToolOutput, same_agent,
 };
-use serde_json::{Value, json};
 
 use super::{Check, Report};
 
@@ -114,7 +114,7 @@ impl Tool for Echo {
     }
 
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
-        *harness_core::lock(&self.calls) += 1;
+        *turnkit_core::lock(&self.calls) += 1;
         let caller = call.caller.as_ref().map_or("none", |a| a.id().as_str());
         Ok(ToolOutput::success(
             Value::Null,
@@ -176,7 +176,7 @@ async fn tool_arguments_validated(h: &dyn HostCandidate) -> Result<(), String> {
         .register_tool(tool, RegistrationScope::Global)
         .map_err(|e| format!("registration refused: {e}"))?;
     let output = h.call("conformance_echo", json!({ "word": 7 }), None).await;
-    let ran = *harness_core::lock(&calls);
+    let ran = *turnkit_core::lock(&calls);
     if !output.is_error || !output.text().starts_with("Error: ") || ran != 0 {
         return Err(format!(
             "invalid arguments gave {:?} (is_error {}), the tool ran {ran} times",
@@ -370,21 +370,21 @@ async fn lifecycle_reports_after_the_change(h: &dyn HostCandidate) -> Result<(),
                 "disposed {} live {} hook ran {}",
                 a.id(),
                 harness.agent(a.id()).is_some(),
-                *harness_core::lock(&ran)
+                *turnkit_core::lock(&ran)
             ),
         };
-        harness_core::lock(&sink).push(line);
+        turnkit_core::lock(&sink).push(line);
     }));
     let a = h.start_agent("a");
     let ran = hook_ran.clone();
     a.add_dispose_hook(Box::new(move || {
         Box::pin(async move {
-            *harness_core::lock(&ran) = true;
+            *turnkit_core::lock(&ran) = true;
         })
     }))
     .map_err(|e| format!("hook refused: {e}"))?;
     h.dispose_agent(a).await;
-    let seen = harness_core::lock(&log).clone();
+    let seen = turnkit_core::lock(&log).clone();
     let expected = ["created a live true", "disposed a live false hook ran true"];
     if seen == expected {
         Ok(())

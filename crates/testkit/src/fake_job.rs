@@ -9,8 +9,8 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use futures::channel::oneshot;
-use harness_core::Agent;
-use harness_jobs::{BoxError, JobHooks, JobKind, JobOutcome, JobProgress, JobStart};
+use turnkit_core::Agent;
+use turnkit_jobs::{BoxError, JobHooks, JobKind, JobOutcome, JobProgress, JobStart};
 
 /// What a fake job does when the registry cancels it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -41,8 +41,8 @@ struct FakeState {
 /// its controlling [`FakeJob`].
 ///
 /// ```
-/// use harness_jobs::JobOutcome;
-/// use harness_testkit::{FakeProducer, OnCancel};
+/// use turnkit_jobs::JobOutcome;
+/// use turnkit_testkit::{FakeProducer, OnCancel};
 /// let (start, job) = FakeProducer::new("bash", "sleep 60")
 ///     .on_cancel(OnCancel::Hang)
 ///     .build();
@@ -195,7 +195,7 @@ impl std::fmt::Debug for FakeJob {
 
 impl FakeJob {
     fn lock(&self) -> MutexGuard<'_, FakeState> {
-        harness_core::lock(&self.state)
+        turnkit_core::lock(&self.state)
     }
 
     fn cancelled(&self, reason: Option<&str>) -> Result<(), BoxError> {

@@ -5,12 +5,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use harness_core::{
+use serde_json::Value;
+use tokio::sync::watch;
+use turnkit_core::{
     AppendError, JsonText, PersistenceError, ProjectionSet, RawEvent, Session, SessionEvent,
     SessionHeader, SessionId,
 };
-use serde_json::Value;
-use tokio::sync::watch;
 
 /// Switches that make one session's appends or flushes fail, and counters of what happened.
 /// Shared by every [`HostSession`] of that session id, so they survive resume and restart.
@@ -50,7 +50,7 @@ impl SessionFaults {
     /// Queues outcomes for the next flushes (`true` = succeed), used before the
     /// [`SessionFaults::set_flush_fail`] switch.
     pub fn script_flushes(&self, outcomes: impl IntoIterator<Item = bool>) {
-        harness_core::lock(&self.scripted).extend(outcomes);
+        turnkit_core::lock(&self.scripted).extend(outcomes);
     }
 
     /// Makes flushes wait (`true`) until released with `false`.
@@ -72,7 +72,7 @@ impl SessionFaults {
         let mut held = self.held.subscribe();
         // Err only if the sender is gone, which cannot happen while `self` lives.
         let _ = held.wait_for(|h| !*h).await;
-        let scripted = harness_core::lock(&self.scripted).pop_front();
+        let scripted = turnkit_core::lock(&self.scripted).pop_front();
         scripted.unwrap_or_else(|| !self.flush_fail.load(Ordering::SeqCst))
     }
 }

@@ -4,19 +4,19 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use harness_core::{
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use turnkit_core::{
     Agent, AgentId, Clock, Harness, LifecycleListener, MemoryStore, Projection, ProjectionSet,
     PromptSection, PromptSections, RegisterError, Registration, RegistrationScope, SessionHeader,
     SessionId, SessionStore, StoreError, Tool, ToolOutput, ToolRegistry,
 };
-use harness_host::HostKit;
-use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+use turnkit_host::HostKit;
 
 use crate::agent::{MemoryAgent, Recorder, RecorderSlot};
 use crate::faults::{HostSession, SessionFaults};
 
-/// An in-memory host: harness-host's [`HostKit`] (harness-core's [`ToolRegistry`],
+/// An in-memory host: turnkit-host's [`HostKit`] (turnkit-core's [`ToolRegistry`],
 /// [`ProjectionSet`], [`PromptSections`] and agent directory) over any [`SessionStore`],
 /// with [`MemoryAgent`]s (the production turn loop and a scripted model) as its agents.
 ///
@@ -69,11 +69,11 @@ impl MemoryHarness {
     }
 
     fn faults_map(&self) -> MutexGuard<'_, HashMap<SessionId, Arc<SessionFaults>>> {
-        harness_core::lock(&self.faults)
+        turnkit_core::lock(&self.faults)
     }
 
     fn agents_list(&self) -> MutexGuard<'_, Vec<Arc<MemoryAgent>>> {
-        harness_core::lock(&self.agents)
+        turnkit_core::lock(&self.agents)
     }
 
     /// The fault switches of session `id` (created on first use).
@@ -123,7 +123,7 @@ impl MemoryHarness {
 
     /// Publishes a live agent; its turn loop runs as a task on the caller's tokio runtime,
     /// which [`runtime_present`] checked.
-    fn publish(&self, session: Arc<dyn harness_core::Session>) -> Arc<MemoryAgent> {
+    fn publish(&self, session: Arc<dyn turnkit_core::Session>) -> Arc<MemoryAgent> {
         let faults = self.faults(session.id());
         let host_session = Arc::new(HostSession::new(
             session,

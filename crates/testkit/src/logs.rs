@@ -56,7 +56,7 @@ impl LogCapture {
 
     /// Everything captured so far, as text (invalid UTF-8 replaced).
     pub fn text(&self) -> String {
-        String::from_utf8_lossy(&harness_core::lock(&self.buffer)).into_owned()
+        String::from_utf8_lossy(&turnkit_core::lock(&self.buffer)).into_owned()
     }
 }
 
@@ -90,7 +90,7 @@ impl Write for ThreadSink {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         SINK.with(|sink| {
             if let Some(buffer) = sink.borrow().as_ref() {
-                harness_core::lock(buffer).extend_from_slice(buf);
+                turnkit_core::lock(buffer).extend_from_slice(buf);
             }
         });
         Ok(buf.len())

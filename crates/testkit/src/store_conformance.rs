@@ -4,8 +4,8 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use harness_core::{MemoryStore, SessionId, SessionStore, SystemClock};
-//! use harness_testkit::store_conformance::{self, StoreFixture};
+//! use turnkit_core::{MemoryStore, SessionId, SessionStore, SystemClock};
+//! use turnkit_testkit::store_conformance::{self, StoreFixture};
 //!
 //! struct Memory(Arc<MemoryStore>);
 //!
@@ -30,10 +30,10 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use harness_core::{
+use serde_json::json;
+use turnkit_core::{
     PersistenceError, Session, SessionEvent, SessionHeader, SessionId, SessionStore, StoreError,
 };
-use serde_json::json;
 
 /// A store under test, as the suite drives it. Each [`run`] needs a fixture over empty
 /// storage (a fresh folder, a fresh database schema).

@@ -2,9 +2,9 @@
 
 use std::borrow::Borrow;
 
-use harness_core::{ConfigError, PluginConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use turnkit_core::{ConfigError, PluginConfig};
 
 /// The plugin name, used as the prefix of configuration errors.
 pub const PLUGIN_NAME: &str = "tool-todo";

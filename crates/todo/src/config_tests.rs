@@ -1,8 +1,8 @@
 //! Unit tests of the configuration (C-021).
 
-use harness_core::ConfigError;
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::ConfigError;
 
 use super::*;
 

@@ -106,14 +106,14 @@ pub fn output_schema() -> Value {
 }
 
 /// The full definition of `todo_write` for a policy.
-pub fn definition(policy: InProgressPolicy) -> harness_core::ToolDefinition {
-    harness_core::ToolDefinition {
+pub fn definition(policy: InProgressPolicy) -> turnkit_core::ToolDefinition {
+    turnkit_core::ToolDefinition {
         name: TOOL_NAME.to_owned(),
         description: description(policy),
         input_schema: input_schema(),
         output_schema: Some(output_schema()),
         // Replaces the model's own checklist; the same list again leaves the same state.
-        annotations: Some(harness_core::ToolAnnotations {
+        annotations: Some(turnkit_core::ToolAnnotations {
             read_only: false,
             destructive: false,
             idempotent: true,

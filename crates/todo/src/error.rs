@@ -1,6 +1,6 @@
 //! [`TodoError`]: every way a `todo_write` call can fail (todo-jobs §2.3).
 
-use harness_core::{AppendError, InvalidArguments};
+use turnkit_core::{AppendError, InvalidArguments};
 
 /// Why `todo_write` refused a call. Nothing was appended in any case. The `Display` text is
 /// the spec's exact message; the host renders it as `Error: <message>`.

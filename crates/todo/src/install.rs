@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use harness_core::{ConfigError, Harness, Registration, RegistrationScope};
+use turnkit_core::{ConfigError, Harness, Registration, RegistrationScope};
 
 use crate::{TodoConfig, TodoWriteTool, TodosProjection};
 

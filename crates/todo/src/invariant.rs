@@ -7,9 +7,9 @@
 
 use std::collections::HashSet;
 
-use harness_core::{RawEvent, SessionEvent, js_trim};
 use serde::Deserialize;
 use serde_json::Value;
+use turnkit_core::{RawEvent, SessionEvent, js_trim};
 
 use crate::TodoStatus;
 use crate::error::json_quote;

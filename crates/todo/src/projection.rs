@@ -2,9 +2,9 @@
 
 use std::sync::{Arc, OnceLock};
 
-use harness_core::{Projection, ProjectionState, RawEvent, SessionEvent};
 use serde::Deserialize;
 use serde_json::Value;
+use turnkit_core::{Projection, ProjectionState, RawEvent, SessionEvent};
 
 use crate::write::TodoWriteEvent;
 use crate::write::{TODO_WRITE_EVENT, todos_json};

@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use harness_core::{
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use turnkit_core::{
     MemoryStore, Projection, ProjectionSet, ProjectionState, SessionEvent, SessionHeader,
     SessionStore, SystemClock, fold_events,
 };
-use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
 
 use super::*;
 use crate::{TodoItem, TodoStatus};
@@ -217,7 +217,7 @@ fn through_a_projection_set() {
 fn a_replay_decodes_only_the_list_it_ends_with_once() {
     let raw = |seq: u64, content: &str| {
         let data = json!({"todos": [{"content": content, "status": "pending"}]});
-        harness_core::RawEvent::new(
+        turnkit_core::RawEvent::new(
             seq,
             "todo/write",
             event(seq, "t", Value::Null).time,
@@ -226,7 +226,7 @@ fn a_replay_decodes_only_the_list_it_ends_with_once() {
         .unwrap()
     };
     let events = [raw(1, "a"), raw(2, "b"), raw(3, "c")];
-    let state = harness_core::fold_raw_events(&TodosProjection, &events);
+    let state = turnkit_core::fold_raw_events(&TodosProjection, &events);
     let list = stored(&state).unwrap();
     assert!(
         list.items.get().is_none(),

@@ -24,7 +24,7 @@ fn canonical_todos(text: &str) -> Option<Vec<TodoItem>> {
     .unwrap()
     .time;
     is_canonical(text).then(|| {
-        let event = harness_core::RawEvent::new(1, "todo/write", time, text).unwrap();
+        let event = turnkit_core::RawEvent::new(1, "todo/write", time, text).unwrap();
         TodoList::checked(&event).items().to_vec()
     })
 }
@@ -90,7 +90,7 @@ fn raw_invariant_check_agrees_with_the_decoded_check() {
         r#"[{"todos":[]}]"#,
         r#"{"todos":{}}"#,
     ]) {
-        let event = harness_core::RawEvent::new(7, "todo/write", time, payload).unwrap();
+        let event = turnkit_core::RawEvent::new(7, "todo/write", time, payload).unwrap();
         assert_eq!(
             crate::check_raw_event(&event),
             crate::check_event(&event.to_event()),

@@ -5,11 +5,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use harness_core::{
-    Session, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, decode_arguments, js_trim,
-};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use turnkit_core::{
+    Session, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, decode_arguments, js_trim,
+};
 
 use crate::item::only_map;
 use crate::{InProgressPolicy, TodoError, TodoItem, TodoStatus, TodoWriteValue};
@@ -92,7 +92,7 @@ pub(crate) fn validate_todos(
 }
 
 /// The `todo_write` tool (todo-jobs §2.2–§2.4). Register it with
-/// [`harness_core::Harness::register_tool`] (or let [`crate::install`] do it).
+/// [`turnkit_core::Harness::register_tool`] (or let [`crate::install`] do it).
 #[derive(Clone, Debug)]
 pub struct TodoWriteTool {
     policy: InProgressPolicy,

@@ -2,13 +2,13 @@
 
 use std::sync::Arc;
 
-use harness_core::{
-    CancellationToken, MemoryStore, RegistrationScope, Session, SessionHeader, SessionStore,
-    SystemClock, ToolRegistry, validate_arguments,
-};
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use serde_json::{Value, json};
+use turnkit_core::{
+    CancellationToken, MemoryStore, RegistrationScope, Session, SessionHeader, SessionStore,
+    SystemClock, ToolRegistry, validate_arguments,
+};
 
 use super::*;
 use crate::{
@@ -64,7 +64,7 @@ fn call(
     session: Option<&dyn Session>,
 ) -> (bool, Value, String) {
     let output = match validate_arguments(&tool.definition().input_schema, args) {
-        Err(message) => harness_core::ToolOutput::error(message),
+        Err(message) => turnkit_core::ToolOutput::error(message),
         Ok(()) => tool.run(args, session),
     };
     (output.is_error, output.value.clone(), output.text())
@@ -394,7 +394,7 @@ fn error_messages_are_exact() {
             "todo_write requires an owning agent session",
         ),
         (
-            TodoError::InvalidArguments(harness_core::InvalidArguments::new("x")),
+            TodoError::InvalidArguments(turnkit_core::InvalidArguments::new("x")),
             "invalid arguments: x",
         ),
     ];
@@ -485,7 +485,7 @@ async fn through_the_core_tool_registry() {
 
 /// Random JSON, biased towards the argument shape so every path is exercised.
 fn arb_json() -> impl Strategy<Value = Value> {
-    harness_testkit::strategies::arb_json(
+    turnkit_testkit::strategies::arb_json(
         &["content", "status", "todos"],
         &["pending", "in_progress", "completed", "doing"],
     )

@@ -1,4 +1,4 @@
-//! Host-level tests of harness-todo on the testkit's in-memory host.
+//! Host-level tests of turnkit-todo on the testkit's in-memory host.
 
 #![expect(
     clippy::unwrap_used,

@@ -5,9 +5,9 @@
 //! layers (pre-execute denials, around-wrappers, post-execute replacements) can apply the same
 //! finalize step to whatever outcome those layers produce.
 
-use harness_core::{AgentId, ContentBlock, ToolOutput};
-use harness_jobs::{JobId, JobRegistry};
 use serde_json::Value;
+use turnkit_core::{AgentId, ContentBlock, ToolOutput};
+use turnkit_jobs::{JobId, JobRegistry};
 
 use crate::fit::{OUTPUT_MARKER, RESULT_MARKER, fit_with_suffix};
 use crate::text::{JOB_KILL, JOB_OUTPUT, output_body, render_output, status_line};

@@ -1,6 +1,6 @@
-use harness_core::{ContentBlock, ToolOutput};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::{ContentBlock, ToolOutput};
 
 use super::*;
 

@@ -2,9 +2,9 @@
 
 use std::borrow::Borrow;
 
-use harness_core::{ConfigError, MAX_SAFE_INTEGER, PluginConfig};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use turnkit_core::{ConfigError, MAX_SAFE_INTEGER, PluginConfig};
 
 use crate::text::PLUGIN_NAME;
 

@@ -8,10 +8,10 @@
 
 use std::sync::{Arc, Mutex, Weak};
 
-use harness_core::{
+use turnkit_core::{
     Agent, AgentEvent, AgentStatus, MessageSource, Registration, UserMessage, lock, same_agent,
 };
-use harness_jobs::{BoxError, JobDoneListener, JobSnapshot, JobsLostListener, ListenerFuture};
+use turnkit_jobs::{BoxError, JobDoneListener, JobSnapshot, JobsLostListener, ListenerFuture};
 
 use crate::config::CompletionDelivery;
 use crate::fit::{NoticeParts, fit_notice};
@@ -64,7 +64,7 @@ pub fn lost_notice_message(lost: &[JobSnapshot]) -> UserMessage {
         MessageSource::Plugin {
             plugin: PLUGIN_NAME.to_owned(),
             form: Some("notice".to_owned()),
-            summary: Some(harness_core::summarize_chars(
+            summary: Some(turnkit_core::summarize_chars(
                 &summary,
                 crate::text::SUMMARY_MAX_CHARS,
             )),

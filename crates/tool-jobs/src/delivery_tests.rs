@@ -3,10 +3,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use harness_core::{Agent, SessionHeader};
-use harness_jobs::{JobSnapshot, JobStatus};
-use harness_testkit::{HostRecord, ManualClock, MemoryAgent, MemoryHarness, settle};
 use pretty_assertions::assert_eq;
+use turnkit_core::{Agent, SessionHeader};
+use turnkit_jobs::{JobSnapshot, JobStatus};
+use turnkit_testkit::{HostRecord, ManualClock, MemoryAgent, MemoryHarness, settle};
 
 use super::*;
 
@@ -306,7 +306,7 @@ async fn a_notice_stranded_by_the_idle_transition_becomes_a_followup() {
         }
         fired = true;
         if let Some(agent) = hook_agent.upgrade() {
-            assert_eq!(agent.status(), harness_core::AgentStatus::Running);
+            assert_eq!(agent.status(), turnkit_core::AgentStatus::Running);
             deliver(&hook_reporter, &done("bash-1"), &agent);
         }
     });
@@ -429,7 +429,7 @@ fn lost_notice_message_names_every_job_in_one_message() {
             id,
             label,
             JobStatus::Failed,
-            Some(harness_jobs::LOST_DETAIL),
+            Some(turnkit_jobs::LOST_DETAIL),
         )
     };
     let message = lost_notice_message(&[lost("bash-2", "sleep 600"), lost("subagent-1", "draft")]);
@@ -452,10 +452,10 @@ fn lost_notice_message_names_every_job_in_one_message() {
 
 #[tokio::test(start_paused = true)]
 async fn the_lost_notice_wakes_an_idle_owner_within_the_budget_and_is_injected_after() {
-    let clock = harness_testkit::ManualClock::at_default();
+    let clock = turnkit_testkit::ManualClock::at_default();
     let host = MemoryHarness::new(Arc::new(clock));
     let owner = host
-        .create_session(harness_core::SessionHeader::new("s1"))
+        .create_session(turnkit_core::SessionHeader::new("s1"))
         .unwrap();
     host.set_auto_turns(false);
     let reporter = Reporter::new(CompletionDelivery::Wakeup, 1);
@@ -464,7 +464,7 @@ async fn the_lost_notice_wakes_an_idle_owner_within_the_budget_and_is_injected_a
         "bash-1",
         "sleep 600",
         JobStatus::Failed,
-        Some(harness_jobs::LOST_DETAIL),
+        Some(turnkit_jobs::LOST_DETAIL),
     )];
     let records = Arc::new(std::sync::Mutex::new(Vec::new()));
     let sink = records.clone();

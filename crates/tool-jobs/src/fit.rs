@@ -15,7 +15,7 @@ pub(crate) const NOTICE_MARKER: &str = "\n[notice truncated]";
 /// The short collection instruction that ends a cut completion notice (§5.7).
 pub(crate) const NOTICE_ACTION: &str = "\nDone; job_output.";
 
-pub(crate) use harness_core::{tail_utf8, truncate_utf8 as head_utf8};
+pub(crate) use turnkit_core::{tail_utf8, truncate_utf8 as head_utf8};
 
 /// Fit-with-suffix (todo-jobs §5.5): bounds `content + suffix` to `limit` bytes, keeping the
 /// suffix and the **tail** of the content.
@@ -33,7 +33,7 @@ pub(crate) use harness_core::{tail_utf8, truncate_utf8 as head_utf8};
 /// never longer.
 ///
 /// ```
-/// use harness_tool_jobs::{OUTPUT_MARKER, fit_with_suffix};
+/// use turnkit_tool_jobs::{OUTPUT_MARKER, fit_with_suffix};
 /// let text = fit_with_suffix(&"a".repeat(1000), "\n[status: running]", 64, OUTPUT_MARKER);
 /// assert_eq!(text, format!("{}\n[output truncated]\n[status: running]", "a".repeat(27)));
 /// ```
@@ -100,7 +100,7 @@ impl NoticeParts<'_> {
 /// job id and the collection instruction therefore survive ahead of kind, label and status.
 ///
 /// ```
-/// use harness_tool_jobs::{NoticeParts, fit_notice};
+/// use turnkit_tool_jobs::{NoticeParts, fit_notice};
 /// let label = "x".repeat(1000);
 /// let status = format!("[status: completed, {}]", "d".repeat(1000));
 /// let parts = NoticeParts { id: "pty-send-100", kind: "pty-send", label: &label, status_line: &status };

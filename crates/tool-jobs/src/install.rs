@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use harness_core::{
+use turnkit_core::{
     ConfigError, Harness, PluginConfig, PromptSection, RegisterError, Registration,
     RegistrationScope,
 };
-use harness_jobs::JobRegistry;
+use turnkit_jobs::JobRegistry;
 
 use crate::config::ToolJobsConfig;
 use crate::delivery::Reporter;
@@ -115,7 +115,7 @@ pub fn install_scoped(
     installed
         .registrations
         .push(registry.on_jobs_lost(installed.scope.clone(), reporter.lost_listener()));
-    let tools: [Arc<dyn harness_core::Tool>; 3] = [
+    let tools: [Arc<dyn turnkit_core::Tool>; 3] = [
         Arc::new(JobOutputTool::new(registry.clone(), &config)),
         Arc::new(JobListTool::new(registry.clone())),
         Arc::new(JobKillTool::new(registry)),

@@ -1,7 +1,7 @@
 //! [`PublicJob`]: the job snapshot the model sees (todo-jobs §5.3).
 
-use harness_jobs::{JobSnapshot, JobStatus};
 use serde::{Deserialize, Serialize};
+use turnkit_jobs::{JobSnapshot, JobStatus};
 
 use crate::text::status_line;
 

@@ -4,8 +4,8 @@
 //! the status line, the `job_output` / `job_list` / `job_kill` renderings, and the notice
 //! summary. Everything here is pure.
 
-use harness_core::summarize_chars;
 use serde_json::{Value, json};
+use turnkit_core::summarize_chars;
 
 /// Name of the read tool.
 pub const JOB_OUTPUT: &str = "job_output";
@@ -125,9 +125,9 @@ pub(crate) fn job_kill_value_schema() -> Value {
 /// `[status: <status>, <detail>]` when a detail is present.
 ///
 /// ```
-/// assert_eq!(harness_tool_jobs::status_line("running", None), "[status: running]");
+/// assert_eq!(turnkit_tool_jobs::status_line("running", None), "[status: running]");
 /// assert_eq!(
-///     harness_tool_jobs::status_line("completed", Some("exit code: 0")),
+///     turnkit_tool_jobs::status_line("completed", Some("exit code: 0")),
 ///     "[status: completed, exit code: 0]"
 /// );
 /// ```

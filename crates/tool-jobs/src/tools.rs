@@ -9,10 +9,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use harness_core::{AgentId, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput};
-use harness_jobs::{JobError, JobId, JobRegistry, KillOutcome};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use turnkit_core::{AgentId, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput};
+use turnkit_jobs::{JobError, JobId, JobRegistry, KillOutcome};
 
 use crate::cap::{cap_result, limit_of};
 use crate::config::ToolJobsConfig;
@@ -66,7 +66,7 @@ impl JobOutputTool {
                 input_schema: job_output_schema(),
                 output_schema: Some(job_output_value_schema()),
                 // Reads consume the job's unread output: not read-only, not idempotent.
-                annotations: Some(harness_core::ToolAnnotations {
+                annotations: Some(turnkit_core::ToolAnnotations {
                     read_only: false,
                     destructive: false,
                     idempotent: false,
@@ -157,7 +157,7 @@ impl JobListTool {
                 description: JOB_LIST_DESCRIPTION.to_owned(),
                 input_schema: job_list_schema(),
                 output_schema: Some(job_list_value_schema()),
-                annotations: Some(harness_core::ToolAnnotations::READ_ONLY),
+                annotations: Some(turnkit_core::ToolAnnotations::READ_ONLY),
             },
             registry,
         }
@@ -222,7 +222,7 @@ impl JobKillTool {
                 input_schema: job_kill_schema(),
                 output_schema: Some(job_kill_value_schema()),
                 // Stops a job's work; killing a terminal job changes nothing.
-                annotations: Some(harness_core::ToolAnnotations {
+                annotations: Some(turnkit_core::ToolAnnotations {
                     read_only: false,
                     destructive: true,
                     idempotent: true,

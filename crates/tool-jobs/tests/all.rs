@@ -1,4 +1,4 @@
-//! Integration tests of harness-tool-jobs over the testkit host and the local registry.
+//! Integration tests of turnkit-tool-jobs over the testkit host and the local registry.
 
 #![expect(
     clippy::unwrap_used,

@@ -6,12 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_bash::{BashProcess, Containment, Mechanism};
-use harness_core::SessionId;
-use harness_jobs::JobStatus;
-use harness_testkit::ManualClock;
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_bash::{BashProcess, Containment, Mechanism};
+use turnkit_core::SessionId;
+use turnkit_jobs::JobStatus;
+use turnkit_testkit::ManualClock;
 
 use super::support::{Host, LIMIT, finish, options};
 
@@ -257,7 +257,7 @@ async fn leftover_ignoring_sigterm_is_killed_after_the_grace(test: &str, mode: C
     let process = BashProcess::spawn(options).unwrap();
     assert_eq!(
         finish(&process).await.status,
-        harness_bash::EndStatus::Exited(0)
+        turnkit_bash::EndStatus::Exited(0)
     );
     assert_eq!(process.read(), "done\n");
     assert_eq!(settle_count(&marker, 1).await, 1);
@@ -296,7 +296,7 @@ async fn cancel_kills_sigterm_ignoring_leftovers_after_the_grace() {
     assert_eq!(settle_count(&marker, 1).await, 1);
     process.cancel();
     let end = finish(&process).await;
-    assert_eq!(end.status, harness_bash::EndStatus::Signaled(15));
+    assert_eq!(end.status, turnkit_bash::EndStatus::Signaled(15));
     assert_eq!(survivors(&marker), 1);
     clock.advance(Duration::from_secs(2)).await;
     assert_eq!(settle_count(&marker, 0).await, 0);
@@ -418,7 +418,7 @@ async fn the_start_gate_is_invisible_to_the_command() {
         let process = BashProcess::spawn(options).unwrap();
         assert_eq!(
             finish(&process).await.status,
-            harness_bash::EndStatus::Exited(0)
+            turnkit_bash::EndStatus::Exited(0)
         );
         outputs.push(process.read());
         // `BASH_ENV` ran once, in the command's shell.
@@ -467,7 +467,7 @@ async fn a_leftover_in_a_nested_cgroup_is_stopped_and_the_folders_removed() {
     .unwrap();
     assert_eq!(
         finish(&process).await.status,
-        harness_bash::EndStatus::Exited(0)
+        turnkit_bash::EndStatus::Exited(0)
     );
     let own = process.read().trim_end().to_owned();
     let folder = std::path::PathBuf::from(format!("{mount}{own}"));

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness_bash::{BashError, BashProcess, EndStatus, ProcessEnd, SpillOptions, StreamStats};
-use harness_testkit::ManualClock;
 use pretty_assertions::assert_eq;
+use turnkit_bash::{BashError, BashProcess, EndStatus, ProcessEnd, SpillOptions, StreamStats};
+use turnkit_testkit::ManualClock;
 
 use super::support::{
     assert_group_gone, finish, live_group_members, options, read_until, wait_until,

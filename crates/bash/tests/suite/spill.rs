@@ -5,10 +5,10 @@
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 
-use harness_bash::{BashProcess, SpillOptions};
-use harness_core::SessionId;
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_bash::{BashProcess, SpillOptions};
+use turnkit_core::SessionId;
 
 use super::support::{Host, LIMIT, finish, options};
 

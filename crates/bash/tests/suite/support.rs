@@ -3,13 +3,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use harness_bash::{BashConfig, BashProcess, ProcessEnd, ProcessOptions};
-use harness_core::{AgentId, Harness, SessionHeader, SessionId, SystemClock, ToolOutput};
-use harness_jobs::{JobId, JobSnapshot};
-use harness_jobs_local::JobsConfig;
-use harness_testkit::{HostRecord, MemoryAgent, MemoryHarness};
-use harness_tool_jobs::ToolJobsConfig;
 use serde_json::{Value, json};
+use turnkit_bash::{BashConfig, BashProcess, ProcessEnd, ProcessOptions};
+use turnkit_core::{AgentId, Harness, SessionHeader, SessionId, SystemClock, ToolOutput};
+use turnkit_jobs::{JobId, JobSnapshot};
+use turnkit_jobs_local::JobsConfig;
+use turnkit_testkit::{HostRecord, MemoryAgent, MemoryHarness};
+use turnkit_tool_jobs::ToolJobsConfig;
 
 /// A generous real-time bound for anything a test awaits.
 pub(crate) const LIMIT: Duration = Duration::from_secs(30);
@@ -143,9 +143,9 @@ pub(crate) fn marker(test: &str) -> String {
 /// An in-memory host (real time) with the local job registry, tool-jobs and the bash tool.
 pub(crate) struct Host {
     pub(crate) harness: Arc<MemoryHarness>,
-    pub(crate) jobs: harness_jobs_local::Installed,
-    pub(crate) bash: harness_bash::Installed,
-    _tool_jobs: harness_tool_jobs::Installed,
+    pub(crate) jobs: turnkit_jobs_local::Installed,
+    pub(crate) bash: turnkit_bash::Installed,
+    _tool_jobs: turnkit_tool_jobs::Installed,
     records: Arc<Mutex<Vec<HostRecord>>>,
     pub(crate) spill: tempfile::TempDir,
 }
@@ -160,15 +160,15 @@ impl Host {
         harness.set_recorder(Arc::new(move |record| sink.lock().unwrap().push(record)));
         let host: Arc<dyn Harness> = harness.as_dyn();
         let jobs_config: JobsConfig = serde_json::from_value(jobs).unwrap();
-        let jobs = harness_jobs_local::install(&host, jobs_config).unwrap();
+        let jobs = turnkit_jobs_local::install(&host, jobs_config).unwrap();
         let tool_jobs =
-            harness_tool_jobs::install(&host, jobs.registry(), ToolJobsConfig::default()).unwrap();
+            turnkit_tool_jobs::install(&host, jobs.registry(), ToolJobsConfig::default()).unwrap();
         let spill = tempfile::tempdir().unwrap();
         let mut bash_config = BashConfig::from_json(bash).unwrap();
         if bash_config.spill_dir.is_none() {
             bash_config.spill_dir = Some(spill.path().to_path_buf());
         }
-        let bash = harness_bash::install(&host, Some(jobs.registry()), bash_config).unwrap();
+        let bash = turnkit_bash::install(&host, Some(jobs.registry()), bash_config).unwrap();
         Self {
             harness,
             jobs,

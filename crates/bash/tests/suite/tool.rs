@@ -3,13 +3,13 @@
 
 use std::sync::{Arc, Mutex};
 
-use harness_bash::{BashConfig, JOBS_UNAVAILABLE};
-use harness_core::{Harness, RegistrationScope, SessionId, SystemClock};
-use harness_jobs::{JobId, JobStatus};
-use harness_testkit::MemoryHarness;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
+use turnkit_bash::{BashConfig, JOBS_UNAVAILABLE};
+use turnkit_core::{Harness, RegistrationScope, SessionId, SystemClock};
+use turnkit_jobs::{JobId, JobStatus};
+use turnkit_testkit::MemoryHarness;
 
 use super::support::{Host, assert_group_gone, find_shell, live_group_members, marker, wait_until};
 
@@ -326,7 +326,7 @@ async fn an_already_aborted_call_starts_nothing() {
 async fn without_a_registry_the_tool_fails_clearly() {
     let harness = MemoryHarness::new(Arc::new(SystemClock));
     let host: Arc<dyn Harness> = harness.as_dyn();
-    let _bash = harness_bash::install(&host, None, BashConfig::default()).unwrap();
+    let _bash = turnkit_bash::install(&host, None, BashConfig::default()).unwrap();
     for args in [
         json!({"command": "echo x", "run_in_background": true}),
         json!({"command": "echo x"}),

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use harness_core::{Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, ToolRegistry};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use turnkit_core::{Tool, ToolCall, ToolDefinition, ToolError, ToolOutput, ToolRegistry};
 
 pub(crate) struct Echo(ToolDefinition);
 

@@ -1,7 +1,7 @@
-use harness_core::{RegisterError, RegistrationScope, ScopeKey, ToolOutput, ToolRegistry};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use turnkit_core::{RegisterError, RegistrationScope, ScopeKey, ToolOutput, ToolRegistry};
 
 use super::echo::{echo, run};
 

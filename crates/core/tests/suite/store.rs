@@ -2,11 +2,11 @@ use std::io::Write;
 use std::sync::Arc;
 
 use chrono::{TimeZone, Utc};
-use harness_core::{
-    Clock, JsonlStore, MemoryStore, SessionHeader, SessionId, SessionStore, StoreError,
-};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::{
+    Clock, JsonlStore, MemoryStore, SessionHeader, SessionId, SessionStore, StoreError,
+};
 
 /// A clock frozen at 2026-08-05T12:00:00.000Z (core cannot use the testkit's ManualClock).
 pub(super) struct Frozen;
@@ -426,8 +426,8 @@ fn create_leaves_only_the_session_file() {
 }
 
 /// A payload as `append_raw` takes it: the compact text `serde_json` writes.
-fn raw(value: &serde_json::Value) -> harness_core::JsonText {
-    harness_core::JsonText::serialize(value).unwrap()
+fn raw(value: &serde_json::Value) -> turnkit_core::JsonText {
+    turnkit_core::JsonText::serialize(value).unwrap()
 }
 
 /// The in-memory store keeps a raw payload's text and numbers it in seq order with `append`.

@@ -15,11 +15,11 @@ use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use harness_core::{
-    Clock, JsonlStore, SessionEvent, SessionHeader, SessionId, SessionStore, StoreError,
-};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
+use turnkit_core::{
+    Clock, JsonlStore, SessionEvent, SessionHeader, SessionId, SessionStore, StoreError,
+};
 
 use super::store::{Frozen, names_in};
 
@@ -550,7 +550,7 @@ fn crash_torture_3000_kills_lose_no_acknowledged_event() {
 #[test]
 fn a_lock_held_for_a_moment_by_another_process_is_waited_for() {
     let dir = tempfile::tempdir().unwrap();
-    let store = JsonlStore::new(dir.path(), Arc::new(harness_core::SystemClock)).unwrap();
+    let store = JsonlStore::new(dir.path(), Arc::new(turnkit_core::SystemClock)).unwrap();
     drop(store.create(SessionHeader::new("s1")).unwrap());
     let path = dir.path().join("s1.jsonl");
     let hold = |seconds: &str| {

@@ -2,13 +2,13 @@
 
 use std::sync::Arc;
 
-use harness_core::{
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+use turnkit_core::{
     Agent, Harness, LifecycleEvent, MemoryStore, MessageSource, Projection, ProjectionState,
     SessionEvent, SessionHeader, SessionId, SessionStore, SystemClock, UserMessage,
 };
-use harness_host::HostKit;
-use pretty_assertions::assert_eq;
-use serde_json::{Value, json};
+use turnkit_host::HostKit;
 
 /// Counts events by type.
 struct Types;

@@ -2,12 +2,12 @@
 
 use std::sync::Arc;
 
-use harness_core::{
+use pretty_assertions::assert_eq;
+use turnkit_core::{
     Agent, MemoryStore, MessageSource, Session, SessionHeader, SessionStore, StoreError,
     SystemClock, UserMessage,
 };
-use harness_host::LoopAgent;
-use pretty_assertions::assert_eq;
+use turnkit_host::LoopAgent;
 
 fn session() -> Result<Arc<dyn Session>, StoreError> {
     MemoryStore::new(Arc::new(SystemClock)).create(SessionHeader::new("s1"))

@@ -6,9 +6,9 @@ use std::{
     sync::Arc, sync::Mutex,
 };
 
-use harness_core::{Agent, AgentError, MAX_SAFE_INTEGER, ScopeKey, lock, same_agent};
-use harness_jobs::{JobError, JobHooks, JobId, JobKind, JobLabel, JobStart, JobStatus};
 use tokio::runtime::Handle;
+use turnkit_core::{Agent, AgentError, MAX_SAFE_INTEGER, ScopeKey, lock, same_agent};
+use turnkit_jobs::{JobError, JobHooks, JobId, JobKind, JobLabel, JobStart, JobStatus};
 
 use super::Shared;
 use crate::journal;

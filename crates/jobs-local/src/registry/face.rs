@@ -4,12 +4,12 @@
 use std::{sync::Arc, time::Duration};
 
 use async_trait::async_trait;
-use harness_core::{AgentId, Registration, RegistrationScope, lock};
-use harness_jobs::{
+use tokio_util::sync::CancellationToken;
+use turnkit_core::{AgentId, Registration, RegistrationScope, lock};
+use turnkit_jobs::{
     JobDoneListener, JobError, JobId, JobRead, JobReadAt, JobRegistry, JobSnapshot, JobStart,
     JobsChangedListener, JobsLostListener, KillOutcome,
 };
-use tokio_util::sync::CancellationToken;
 
 use super::{LocalJobRegistry, Shared};
 use crate::{state::Layered, state::Layers, state::State};

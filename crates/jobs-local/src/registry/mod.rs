@@ -1,4 +1,4 @@
-//! [`LocalJobRegistry`]: the in-process [`JobRegistry`](harness_jobs::JobRegistry) (todo-jobs §4).
+//! [`LocalJobRegistry`]: the in-process [`JobRegistry`](turnkit_jobs::JobRegistry) (todo-jobs §4).
 //!
 //! This file holds the registry's handle and shared core; each topic has its own room:
 //! `admission` (§4.3: preflight, owner checks, `start`), `settlement` (§4.6, the change
@@ -17,9 +17,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
-use harness_core::{Clock, lock};
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
+use turnkit_core::{Clock, lock};
 
 use crate::driver::Hub;
 use crate::state::State;
@@ -45,7 +45,7 @@ const MAX_WAIT: Duration = Duration::from_millis(2_147_483_647);
 /// at `start` (or at construction), so `start` must be called with a runtime available; jobs
 /// started while a driver is running join it (one task drives them all, see `driver.rs`).
 ///
-/// Beyond [`JobRegistry`](harness_jobs::JobRegistry) it offers [`LocalJobRegistry::dispose`] (service disposal, §4.9).
+/// Beyond [`JobRegistry`](turnkit_jobs::JobRegistry) it offers [`LocalJobRegistry::dispose`] (service disposal, §4.9).
 #[derive(Clone)]
 pub struct LocalJobRegistry {
     shared: Arc<Shared>,
@@ -136,13 +136,13 @@ impl LocalJobRegistry {
 
     /// The job journal (`journal: true`) at the (re)opening of `owner`'s session: the
     /// finished and lost jobs its log records become terminal records of this registry (read
-    /// by `list`, `get`, `read`; [`JobRegistry::is_from_earlier_run`](harness_jobs::JobRegistry::is_from_earlier_run)
+    /// by `list`, `get`, `read`; [`JobRegistry::is_from_earlier_run`](turnkit_jobs::JobRegistry::is_from_earlier_run)
     /// says which), and jobs still running when the previous host stopped — a `job/start`
     /// without `job/settle`, or settled by a teardown — are handed once to the lost-jobs
     /// listeners on the runtime, the delivery recorded as `job/lost`. A fork reports none of
     /// its parent's jobs. [`crate::install`] calls this for every agent the host publishes;
     /// with the journal off it does nothing.
-    pub fn session_opened(&self, owner: &Arc<dyn harness_core::Agent>) {
+    pub fn session_opened(&self, owner: &Arc<dyn turnkit_core::Agent>) {
         self.shared.reopened(owner);
     }
 

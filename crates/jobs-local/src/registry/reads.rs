@@ -5,9 +5,9 @@ use std::{panic::AssertUnwindSafe, panic::catch_unwind, sync::Mutex, time::Durat
 
 use futures::FutureExt;
 use futures::channel::oneshot;
-use harness_core::{AgentId, lock};
-use harness_jobs::{JobError, JobId, JobRead, JobReadAt, JobSnapshot};
 use tokio_util::sync::CancellationToken;
+use turnkit_core::{AgentId, lock};
+use turnkit_jobs::{JobError, JobId, JobRead, JobReadAt, JobSnapshot};
 
 use super::{MAX_WAIT, Shared};
 use crate::{state::Record, state::Stream, state::Waiter};

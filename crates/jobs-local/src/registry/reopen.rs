@@ -4,8 +4,8 @@
 
 use std::{panic::AssertUnwindSafe, panic::catch_unwind, sync::Arc, sync::atomic::Ordering};
 
-use harness_core::{Agent, AgentEvent, AgentId, SessionId, lock};
-use harness_jobs::{JobId, JobSnapshot};
+use turnkit_core::{Agent, AgentEvent, AgentId, SessionId, lock};
+use turnkit_jobs::{JobId, JobSnapshot};
 
 use super::Shared;
 use crate::journal::{self, JOB_LOST_EVENT};

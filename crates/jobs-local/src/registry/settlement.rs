@@ -6,9 +6,9 @@ use std::{
 };
 
 use futures::FutureExt;
-use harness_core::{Agent, Registered, lock};
-use harness_jobs::{JobDoneListener, JobId, JobOutcome, JobSnapshot, JobsChangedListener};
 use tokio::runtime::Handle;
+use turnkit_core::{Agent, Registered, lock};
+use turnkit_jobs::{JobDoneListener, JobId, JobOutcome, JobSnapshot, JobsChangedListener};
 
 use super::Shared;
 use crate::journal;

@@ -6,8 +6,8 @@ use std::{
     sync::atomic::Ordering,
 };
 
-use harness_core::{AgentId, lock};
-use harness_jobs::{BoxError, JobError, JobId, JobOutcome, JobStatus, KillOutcome};
+use turnkit_core::{AgentId, lock};
+use turnkit_jobs::{BoxError, JobError, JobId, JobOutcome, JobStatus, KillOutcome};
 
 use super::Shared;
 use crate::{

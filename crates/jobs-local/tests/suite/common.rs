@@ -3,15 +3,15 @@
 
 use std::sync::{Arc, Mutex};
 
-use harness_core::{
+use turnkit_core::{
     Agent, AgentDirectory, AgentId, Registration, RegistrationScope, ScopeKey, SessionHeader,
 };
-use harness_jobs::{JobDoneListener, JobError, JobId, JobRegistry, JobSnapshot};
-use harness_jobs_local::{JobLimits, LocalJobRegistry};
-use harness_testkit::{ManualClock, MemoryAgent, MemoryHarness};
+use turnkit_jobs::{JobDoneListener, JobError, JobId, JobRegistry, JobSnapshot};
+use turnkit_jobs_local::{JobLimits, LocalJobRegistry};
+use turnkit_testkit::{ManualClock, MemoryAgent, MemoryHarness};
 
-pub(crate) use harness_testkit::settle as tick;
-pub(crate) use harness_testkit::{FakeJob, FakeProducer, OnCancel};
+pub(crate) use turnkit_testkit::settle as tick;
+pub(crate) use turnkit_testkit::{FakeJob, FakeProducer, OnCancel};
 
 /// Registry + agents + a controller. The registry checks owners against `directory`, which
 /// the test publishes agents into (or removes them from) explicitly.
@@ -99,7 +99,7 @@ impl Host {
 
     /// The clock's current epoch milliseconds.
     pub(crate) fn clock_millis(&self) -> i64 {
-        harness_core::Clock::now(&self.clock).timestamp_millis()
+        turnkit_core::Clock::now(&self.clock).timestamp_millis()
     }
 
     pub(crate) fn list_ids(&self, caller: Option<&AgentId>) -> Vec<String> {
@@ -164,7 +164,7 @@ pub(crate) fn owners(ids: &[Option<&str>]) -> Vec<Option<String>> {
     ids.iter().map(|i| i.map(str::to_owned)).collect()
 }
 
-pub(crate) use harness_testkit::LogCapture;
+pub(crate) use turnkit_testkit::LogCapture;
 
 /// A testkit agent reporting a custom scope chain (the testkit's agents report only their
 /// own key), counting its dispose-hook registrations.
@@ -180,7 +180,7 @@ impl Agent for ScopedAgent {
         self.inner.id()
     }
 
-    fn session(&self) -> Arc<dyn harness_core::Session> {
+    fn session(&self) -> Arc<dyn turnkit_core::Session> {
         self.inner.session()
     }
 
@@ -188,19 +188,19 @@ impl Agent for ScopedAgent {
         self.chain.clone()
     }
 
-    fn status(&self) -> harness_core::AgentStatus {
+    fn status(&self) -> turnkit_core::AgentStatus {
         self.inner.status()
     }
 
-    fn followup(&self, message: harness_core::UserMessage) -> Result<(), harness_core::AgentError> {
+    fn followup(&self, message: turnkit_core::UserMessage) -> Result<(), turnkit_core::AgentError> {
         self.inner.followup(message)
     }
 
-    fn inject(&self, message: harness_core::UserMessage) -> Result<(), harness_core::AgentError> {
+    fn inject(&self, message: turnkit_core::UserMessage) -> Result<(), turnkit_core::AgentError> {
         self.inner.inject(message)
     }
 
-    fn try_begin_maintenance(&self) -> Result<harness_core::MaintenanceGuard, harness_core::Busy> {
+    fn try_begin_maintenance(&self) -> Result<turnkit_core::MaintenanceGuard, turnkit_core::Busy> {
         self.inner.try_begin_maintenance()
     }
 
@@ -210,17 +210,17 @@ impl Agent for ScopedAgent {
 
     fn add_dispose_hook(
         &self,
-        hook: harness_core::DisposeHook,
-    ) -> Result<harness_core::HookId, harness_core::AgentError> {
+        hook: turnkit_core::DisposeHook,
+    ) -> Result<turnkit_core::HookId, turnkit_core::AgentError> {
         *self.hooks_added.lock().unwrap() += 1;
         self.inner.add_dispose_hook(hook)
     }
 
-    fn remove_dispose_hook(&self, id: harness_core::HookId) -> Option<harness_core::DisposeHook> {
+    fn remove_dispose_hook(&self, id: turnkit_core::HookId) -> Option<turnkit_core::DisposeHook> {
         self.inner.remove_dispose_hook(id)
     }
 
-    fn subscribe(&self, listener: harness_core::AgentListener) -> Registration {
+    fn subscribe(&self, listener: turnkit_core::AgentListener) -> Registration {
         self.inner.subscribe(listener)
     }
 

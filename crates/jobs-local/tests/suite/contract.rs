@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use harness_jobs::{JobOutcome, JobRegistry, install_invariant};
+use turnkit_jobs::{JobOutcome, JobRegistry, install_invariant};
 
 use super::common::*;
 

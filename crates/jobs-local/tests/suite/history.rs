@@ -1,7 +1,7 @@
 //! Decision 8: `read_at` over the bounded per-job history, and progress lines as `detail`.
 
-use harness_jobs::{JobOutcome, JobRegistry, JobStatus};
 use pretty_assertions::assert_eq;
+use turnkit_jobs::{JobOutcome, JobRegistry, JobStatus};
 
 use super::common::*;
 
@@ -39,14 +39,14 @@ async fn read_at_is_non_consuming_for_the_model() {
 async fn read_at_reports_dropped_history() {
     let host = Host::new();
     let clock = host.clock;
-    let registry = harness_jobs_local::LocalJobRegistry::new(
-        harness_jobs_local::JobLimits::default()
+    let registry = turnkit_jobs_local::LocalJobRegistry::new(
+        turnkit_jobs_local::JobLimits::default()
             .with_max_concurrent_jobs_per_owner(10)
             .with_output_history_bytes(8),
         std::sync::Arc::new(clock),
         None,
     );
-    let _c = registry.attach_controller(harness_core::RegistrationScope::Global, "c");
+    let _c = registry.attach_controller(turnkit_core::RegistrationScope::Global, "c");
     let (start, job) = bash().build();
     let id = registry.start(start).unwrap();
     job.emit("0123456789");

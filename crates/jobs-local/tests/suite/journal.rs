@@ -4,14 +4,14 @@
 
 use std::sync::{Arc, Mutex};
 
-use harness_core::{
-    Agent, MessageSource, Registration, RegistrationScope, SessionHeader, UserMessage,
-};
-use harness_jobs::{JobOutcome, JobRegistry, JobSnapshot, JobsLostListener};
-use harness_jobs_local::{JobLimits, LocalJobRegistry};
-use harness_testkit::{FakeJob, FakeProducer, ManualClock, MemoryAgent, MemoryHarness};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::{
+    Agent, MessageSource, Registration, RegistrationScope, SessionHeader, UserMessage,
+};
+use turnkit_jobs::{JobOutcome, JobRegistry, JobSnapshot, JobsLostListener};
+use turnkit_jobs_local::{JobLimits, LocalJobRegistry};
+use turnkit_testkit::{FakeJob, FakeProducer, ManualClock, MemoryAgent, MemoryHarness};
 
 use super::common::tick;
 
@@ -40,7 +40,7 @@ impl Runs {
         let registry = LocalJobRegistry::new(
             JobLimits::default().with_journal(on),
             Arc::new(self.clock.clone()),
-            Some(Arc::new(harness_jobs_local::HarnessAgents::new(
+            Some(Arc::new(turnkit_jobs_local::HarnessAgents::new(
                 &self.harness.as_dyn(),
             ))),
         );

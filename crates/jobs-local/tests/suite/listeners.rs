@@ -3,9 +3,9 @@
 
 use std::sync::{Arc, Mutex};
 
-use harness_core::{RegistrationScope, ScopeKey};
-use harness_jobs::{JobOutcome, JobRegistry, JobStatus};
 use pretty_assertions::assert_eq;
+use turnkit_core::{RegistrationScope, ScopeKey};
+use turnkit_jobs::{JobOutcome, JobRegistry, JobStatus};
 
 use super::common::*;
 
@@ -150,7 +150,7 @@ async fn c091_observer_unregistration() {
     let seen: Arc<Mutex<Vec<u8>>> = Arc::default();
     let observer = |n: u8| {
         let sink = seen.clone();
-        Arc::new(move |_: Option<&Arc<dyn harness_core::Agent>>| {
+        Arc::new(move |_: Option<&Arc<dyn turnkit_core::Agent>>| {
             sink.lock().unwrap().push(n);
             Ok(())
         })
@@ -180,7 +180,7 @@ async fn routing_is_global_first_then_farthest_ancestor_to_nearest() {
     let listener = |name: &'static str| {
         let sink = order.clone();
         Arc::new(
-            move |_: &harness_jobs::JobSnapshot, _: Option<&Arc<dyn harness_core::Agent>>| {
+            move |_: &turnkit_jobs::JobSnapshot, _: Option<&Arc<dyn turnkit_core::Agent>>| {
                 sink.lock().unwrap().push(name);
                 Ok(None)
             },

@@ -10,11 +10,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use harness_core::{Agent, AgentId, RegistrationScope};
-use harness_jobs::{
+use proptest::prelude::*;
+use turnkit_core::{Agent, AgentId, RegistrationScope};
+use turnkit_jobs::{
     CancellationToken, JobError, JobId, JobOutcome, JobRegistry, JobStatus, KillOutcome,
 };
-use proptest::prelude::*;
 
 use super::common::*;
 

@@ -1,7 +1,7 @@
 //! C-049 … C-053, C-070, C-071: reads, the owner fence and list visibility.
 
-use harness_jobs::{JobOutcome, JobRegistry, JobStatus};
 use pretty_assertions::assert_eq;
+use turnkit_jobs::{JobOutcome, JobRegistry, JobStatus};
 
 use super::common::*;
 

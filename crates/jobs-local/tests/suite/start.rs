@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use harness_core::{RegistrationScope, ScopeKey};
-use harness_jobs::{JobOutcome, JobRegistry};
 use pretty_assertions::assert_eq;
+use turnkit_core::{RegistrationScope, ScopeKey};
+use turnkit_jobs::{JobOutcome, JobRegistry};
 
 use super::common::*;
 
@@ -156,16 +156,16 @@ async fn a_throwing_run_releases_its_admission_slot() {
 
 #[tokio::test(start_paused = true)]
 async fn owned_starts_need_an_agent_registry() {
-    let clock = harness_testkit::ManualClock::at_default();
-    let registry = harness_jobs_local::LocalJobRegistry::new(
-        harness_jobs_local::JobLimits::default(),
+    let clock = turnkit_testkit::ManualClock::at_default();
+    let registry = turnkit_jobs_local::LocalJobRegistry::new(
+        turnkit_jobs_local::JobLimits::default(),
         Arc::new(clock.clone()),
         None,
     );
     let _c = registry.attach_controller(RegistrationScope::Global, "c");
-    let harness = harness_testkit::MemoryHarness::new(Arc::new(clock));
+    let harness = turnkit_testkit::MemoryHarness::new(Arc::new(clock));
     let agent = harness
-        .create_session(harness_core::SessionHeader::new("a"))
+        .create_session(turnkit_core::SessionHeader::new("a"))
         .unwrap();
     let (start, job) = bash().owner(agent.as_dyn()).build();
     assert_eq!(
@@ -230,11 +230,11 @@ async fn c086_controller_disposers_and_duplicate_names() {
 
 #[tokio::test(start_paused = true)]
 async fn c094_config_row_from_a_composition_file() {
-    let clock = harness_testkit::ManualClock::at_default();
-    let harness = harness_testkit::MemoryHarness::new(Arc::new(clock));
-    let config: harness_jobs_local::JobsConfig =
+    let clock = turnkit_testkit::ManualClock::at_default();
+    let harness = turnkit_testkit::MemoryHarness::new(Arc::new(clock));
+    let config: turnkit_jobs_local::JobsConfig =
         serde_json::from_str(r#"{"maxConcurrentJobsPerOwner": 1}"#).unwrap();
-    let installed = harness_jobs_local::install(&harness.as_dyn(), config).unwrap();
+    let installed = turnkit_jobs_local::install(&harness.as_dyn(), config).unwrap();
     let jobs = installed.registry();
     let _controller = jobs.attach_controller(RegistrationScope::Global, "tool-jobs");
     assert!(jobs.start(bash().build().0).is_ok());
@@ -243,29 +243,29 @@ async fn c094_config_row_from_a_composition_file() {
 
 #[tokio::test(start_paused = true)]
 async fn c033_only_one_registry_per_host() {
-    let clock = harness_testkit::ManualClock::at_default();
-    let harness = harness_testkit::MemoryHarness::new(Arc::new(clock));
+    let clock = turnkit_testkit::ManualClock::at_default();
+    let harness = turnkit_testkit::MemoryHarness::new(Arc::new(clock));
     let host = harness.as_dyn();
-    let first = harness_jobs_local::install(&host, Default::default()).unwrap();
-    let second = harness_jobs_local::install(&host, Default::default());
+    let first = turnkit_jobs_local::install(&host, Default::default()).unwrap();
+    let second = turnkit_jobs_local::install(&host, Default::default());
     assert_eq!(
         second.map(|_| ()).map_err(|e| e.to_string()),
         Err("service \"jobs\" is already registered".to_owned())
     );
     first.dispose().await;
     drop(first);
-    assert!(harness_jobs_local::install(&host, Default::default()).is_ok());
+    assert!(turnkit_jobs_local::install(&host, Default::default()).is_ok());
 }
 
 #[tokio::test(start_paused = true)]
 async fn install_checks_owners_against_the_hosts_agents() {
-    let clock = harness_testkit::ManualClock::at_default();
-    let harness = harness_testkit::MemoryHarness::new(Arc::new(clock));
-    let installed = harness_jobs_local::install(&harness.as_dyn(), Default::default()).unwrap();
+    let clock = turnkit_testkit::ManualClock::at_default();
+    let harness = turnkit_testkit::MemoryHarness::new(Arc::new(clock));
+    let installed = turnkit_jobs_local::install(&harness.as_dyn(), Default::default()).unwrap();
     let jobs = installed.registry();
     let _controller = jobs.attach_controller(RegistrationScope::Global, "tool-jobs");
     let old = harness
-        .create_session(harness_core::SessionHeader::new("s1"))
+        .create_session(turnkit_core::SessionHeader::new("s1"))
         .unwrap();
     assert_eq!(
         jobs.start(bash().owner(old.as_dyn()).build().0).unwrap(),
@@ -282,7 +282,7 @@ async fn install_checks_owners_against_the_hosts_agents() {
         "bash-2"
     );
     assert!(
-        harness_jobs_local::install(
+        turnkit_jobs_local::install(
             &harness.as_dyn(),
             serde_json::from_str(r#"{"maxConcurrentJobsPerOwner": 0}"#).unwrap()
         )

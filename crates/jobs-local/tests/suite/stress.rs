@@ -5,9 +5,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use harness_core::{Agent, RegistrationScope};
-use harness_jobs::{JobOutcome, JobRegistry};
 use pretty_assertions::assert_eq;
+use turnkit_core::{Agent, RegistrationScope};
+use turnkit_jobs::{JobOutcome, JobRegistry};
 
 use super::common::*;
 

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
-use harness_jobs::{JobOutcome, JobRegistry, JobStatus};
 use pretty_assertions::assert_eq;
+use turnkit_jobs::{JobOutcome, JobRegistry, JobStatus};
 
 use super::common::*;
 
@@ -247,11 +247,11 @@ async fn a_disposing_owner_is_refused() {
 
 #[tokio::test(start_paused = true)]
 async fn dropping_the_installed_registry_disposes_it() {
-    let clock = harness_testkit::ManualClock::at_default();
-    let harness = harness_testkit::MemoryHarness::new(std::sync::Arc::new(clock));
-    let installed = harness_jobs_local::install(&harness.as_dyn(), Default::default()).unwrap();
+    let clock = turnkit_testkit::ManualClock::at_default();
+    let harness = turnkit_testkit::MemoryHarness::new(std::sync::Arc::new(clock));
+    let installed = turnkit_jobs_local::install(&harness.as_dyn(), Default::default()).unwrap();
     let registry = installed.local().clone();
-    let _controller = registry.attach_controller(harness_core::RegistrationScope::Global, "c");
+    let _controller = registry.attach_controller(turnkit_core::RegistrationScope::Global, "c");
     let (start, job) = bash().build();
     registry.start(start).unwrap();
     drop(installed);
@@ -284,9 +284,9 @@ fn disposal_drops_producer_hooks_outside_the_lock() {
     without_deadlock(|| async {
         let host = Host::new();
         let hook = CallsBack(host.registry.clone());
-        let start = harness_jobs::JobStart::new("bash", "tail -f log", move || {
+        let start = turnkit_jobs::JobStart::new("bash", "tail -f log", move || {
             Ok(
-                harness_jobs::JobHooks::new(|_| Ok(()), async { Ok(JobOutcome::completed()) })
+                turnkit_jobs::JobHooks::new(|_| Ok(()), async { Ok(JobOutcome::completed()) })
                     .with_read_output(move || {
                         let _ = &hook;
                         Ok(String::new())
@@ -305,7 +305,7 @@ fn disposal_drops_producer_hooks_outside_the_lock() {
 /// deadlock it.
 #[test]
 fn progress_observers_are_dropped_outside_the_lock() {
-    fn observer(registry: &harness_jobs_local::LocalJobRegistry) -> harness_jobs::ProgressObserver {
+    fn observer(registry: &turnkit_jobs_local::LocalJobRegistry) -> turnkit_jobs::ProgressObserver {
         let guard = CallsBack(registry.clone());
         std::sync::Arc::new(move || {
             let _ = &guard;
@@ -313,12 +313,12 @@ fn progress_observers_are_dropped_outside_the_lock() {
     }
     without_deadlock(|| async {
         let host = Host::new();
-        let progress = harness_jobs::JobProgress::new();
+        let progress = turnkit_jobs::JobProgress::new();
         progress.set_observer(Some(observer(&host.registry)));
         let (settle, settled) = tokio::sync::oneshot::channel::<()>();
         let handle = progress.clone();
-        let start = harness_jobs::JobStart::new("bash", "make", move || {
-            Ok(harness_jobs::JobHooks::new(|_| Ok(()), async move {
+        let start = turnkit_jobs::JobStart::new("bash", "make", move || {
+            Ok(turnkit_jobs::JobHooks::new(|_| Ok(()), async move {
                 let _ = settled.await;
                 Ok(JobOutcome::completed())
             })
@@ -331,7 +331,7 @@ fn progress_observers_are_dropped_outside_the_lock() {
         tick().await;
         assert_eq!(
             host.registry.get(&id, None).unwrap().status,
-            harness_jobs::JobStatus::Completed
+            turnkit_jobs::JobStatus::Completed
         );
     });
 }

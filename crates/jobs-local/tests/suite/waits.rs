@@ -3,9 +3,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use harness_core::RegistrationScope;
-use harness_jobs::{CancellationToken, JobError, JobOutcome, JobRegistry, JobStatus, KillOutcome};
 use pretty_assertions::assert_eq;
+use turnkit_core::RegistrationScope;
+use turnkit_jobs::{CancellationToken, JobError, JobOutcome, JobRegistry, JobStatus, KillOutcome};
 
 use super::common::*;
 
@@ -309,7 +309,7 @@ async fn a_job_settling_during_its_cancel_is_already_reported() {
     let host = Host::new();
     let (observed_tx, observed_rx) = std::sync::mpsc::channel::<bool>();
     let observed_tx = Mutex::new(observed_tx);
-    let listener: harness_jobs::JobDoneListener = Arc::new(move |snapshot, _owner| {
+    let listener: turnkit_jobs::JobDoneListener = Arc::new(move |snapshot, _owner| {
         let _ = observed_tx.lock().unwrap().send(snapshot.reported);
         Ok(None)
     });
@@ -321,7 +321,7 @@ async fn a_job_settling_during_its_cancel_is_already_reported() {
     let observed_rx = Mutex::new(observed_rx);
     let seen_during_cancel: Arc<Mutex<Option<bool>>> = Arc::default();
     let seen = seen_during_cancel.clone();
-    let start = harness_jobs::JobStart::new("bash", "sleep 600", move || {
+    let start = turnkit_jobs::JobStart::new("bash", "sleep 600", move || {
         let cancel = move |_reason: Option<&str>| {
             if let Some(tx) = settle_tx.lock().unwrap().take() {
                 let _ = tx.send(JobOutcome::killed());
@@ -335,7 +335,7 @@ async fn a_job_settling_during_its_cancel_is_already_reported() {
             Ok(())
         };
         let done = async move { settle_rx.await.map_err(|e| e.into()) };
-        Ok(harness_jobs::JobHooks::new(cancel, done))
+        Ok(turnkit_jobs::JobHooks::new(cancel, done))
     });
     let id = host.registry.start(start).unwrap();
     let outcome = tokio::task::spawn_blocking({

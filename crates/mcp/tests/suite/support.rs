@@ -34,7 +34,7 @@ pub(crate) fn harness_bin() -> PathBuf {
                 "--quiet",
                 "--locked",
                 "-p",
-                "harness-cli",
+                "turnkit-cli",
                 "--bin",
                 "harness",
             ])

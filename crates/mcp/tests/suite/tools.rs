@@ -8,7 +8,7 @@ use crate::suite::support::{config, start, texts};
 /// The catalog's definitions as the MCP tools they must be: name, description, input schema
 /// and annotations, and no output schema in the default (text) shape.
 fn expected_tools() -> Vec<Value> {
-    harness_scenario::tool_catalog()
+    turnkit_scenario::tool_catalog()
         .unwrap()
         .iter()
         .map(|d| {
@@ -57,7 +57,7 @@ async fn structured_option_adds_output_schemas_and_structured_content() {
     let server = start(dir.path(), "s1", &config(), &["--structured"]).await;
     let tools = server.client.list_all_tools().await.unwrap();
     let todo = serde_json::to_value(&tools[0]).unwrap();
-    let catalog = harness_scenario::tool_catalog().unwrap();
+    let catalog = turnkit_scenario::tool_catalog().unwrap();
     assert_eq!(
         todo["outputSchema"],
         catalog[0].output_schema.clone().unwrap()

@@ -1,9 +1,9 @@
 //! The grammar as serde sees it: the step table of `docs/scenarios.md` lists exactly the
 //! variants and fields of [`Step`], and decoding errors name the step.
 
-use harness_scenario::{Phase, Step, run_scenario};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_scenario::{Phase, Step, run_scenario};
 
 /// The backticked names in `text` (`` `a`, `b` `` gives `["a", "b"]`).
 fn backticked(text: &str) -> Vec<String> {

@@ -1,5 +1,5 @@
-use harness_scenario::run_scenario;
 use pretty_assertions::assert_eq;
+use turnkit_scenario::run_scenario;
 
 const FOUNDATION: &str = r#"# foundation steps only
 {"do":"config","clock":{"mode":"manual","start":"2026-08-05T12:00:00.000Z"}}
@@ -109,9 +109,9 @@ fn restart_and_fork_keep_the_log() {
 
 #[test]
 fn log_summary_counts_projects_and_flags_problems() {
-    use harness_core::{MemoryStore, SessionHeader, SessionStore};
+    use turnkit_core::{MemoryStore, SessionHeader, SessionStore};
     let store = MemoryStore::new(std::sync::Arc::new(
-        harness_testkit::ManualClock::at_default(),
+        turnkit_testkit::ManualClock::at_default(),
     ));
     let session = store.create(SessionHeader::new("s1")).unwrap();
     let todos = serde_json::json!({"todos": [{"content": "a", "status": "pending"}]});
@@ -129,7 +129,7 @@ fn log_summary_counts_projects_and_flags_problems() {
         )
         .unwrap();
     let summary: serde_json::Value =
-        serde_json::from_str(&harness_scenario::summarize_log(session.as_ref()).unwrap()).unwrap();
+        serde_json::from_str(&turnkit_scenario::summarize_log(session.as_ref()).unwrap()).unwrap();
     assert_eq!(
         summary,
         serde_json::json!({
@@ -184,7 +184,7 @@ async fn public_functions_inside_a_runtime() {
         ]
     );
     assert!(!transcript.failed);
-    let names: Vec<String> = harness_scenario::tool_catalog()
+    let names: Vec<String> = turnkit_scenario::tool_catalog()
         .unwrap()
         .into_iter()
         .map(|d| d.name)
@@ -202,15 +202,15 @@ async fn public_functions_inside_a_runtime() {
             "schedule_delete"
         ]
     );
-    use harness_core::{MemoryStore, SessionHeader, SessionStore};
+    use turnkit_core::{MemoryStore, SessionHeader, SessionStore};
     let store = MemoryStore::new(std::sync::Arc::new(
-        harness_testkit::ManualClock::at_default(),
+        turnkit_testkit::ManualClock::at_default(),
     ));
     let session = store.create(SessionHeader::new("s1")).unwrap();
     let todos = serde_json::json!({"todos": [{"content": "a", "status": "pending"}]});
     session.append("todo/write", todos).unwrap();
     let summary: serde_json::Value =
-        serde_json::from_str(&harness_scenario::summarize_log(session.as_ref()).unwrap()).unwrap();
+        serde_json::from_str(&turnkit_scenario::summarize_log(session.as_ref()).unwrap()).unwrap();
     assert_eq!(summary["events"], 1);
     assert_eq!(
         summary["projections"]["todos"],

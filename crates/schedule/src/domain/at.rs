@@ -6,8 +6,8 @@ use std::str::FromStr;
 
 use chrono::{DateTime, Offset, TimeZone};
 use chrono_tz::Tz;
-use harness_core::js_trim;
 use serde_json::Value;
+use turnkit_core::js_trim;
 
 use super::error::{InputError, RuleViolation};
 use super::instant::{MAX_MILLIS, MIN_MILLIS, days_in_month, digits, millis_from_fields};

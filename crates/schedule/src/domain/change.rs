@@ -3,10 +3,10 @@
 
 use std::sync::Arc;
 
-use harness_core::{MAX_SAFE_INTEGER, as_safe_integer, js_trim};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Number, Value};
+use turnkit_core::{MAX_SAFE_INTEGER, as_safe_integer, js_trim};
 
 use super::error::ScheduleLogError;
 use super::instant::Timestamp;

@@ -6,9 +6,9 @@
 
 use std::sync::Arc;
 
-use harness_core::{MAX_SAFE_INTEGER, as_safe_integer, js_trim};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
+use turnkit_core::{MAX_SAFE_INTEGER, as_safe_integer, js_trim};
 
 use super::at::{ZoneContext, resolve_at};
 use super::change::{MIN_EVERY_SECONDS, Rule, ScheduleRecord, check_id};

@@ -1,6 +1,6 @@
 //! Fixed-rate arithmetic with latest-only catch-up (schedule.md §6).
 
-use harness_core::MAX_SAFE_INTEGER;
+use turnkit_core::MAX_SAFE_INTEGER;
 
 use super::error::ResolveError;
 use super::instant::{MAX_MILLIS, MIN_MILLIS, Timestamp};

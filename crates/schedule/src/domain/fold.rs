@@ -11,8 +11,8 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use harness_core::{MAX_SAFE_INTEGER, RawEvent, SessionEvent, as_safe_integer};
 use serde_json::Value;
+use turnkit_core::{MAX_SAFE_INTEGER, RawEvent, SessionEvent, as_safe_integer};
 
 use super::change::{
     ChangeRef, SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord, canonical_transition,

@@ -1,9 +1,9 @@
 use std::sync::Arc;
 
-use harness_core::SessionEvent;
 use pretty_assertions::assert_eq;
 use proptest::prelude::*;
 use serde_json::{Value, json};
+use turnkit_core::SessionEvent;
 
 use super::*;
 use crate::domain::Rule;

@@ -54,7 +54,7 @@ impl Timestamp {
     /// date, hour ≤ 23, minute and second ≤ 59, exactly three fraction digits, uppercase `T`
     /// and `Z`. Anything else is `None`.
     pub fn parse(text: &str) -> Option<Timestamp> {
-        harness_core::parse_canonical_millis(text).and_then(Timestamp::from_millis)
+        turnkit_core::parse_canonical_millis(text).and_then(Timestamp::from_millis)
     }
 
     /// Civil UTC fields `(year, month, day, hour, minute, second, millisecond)`.

@@ -1,8 +1,8 @@
 //! The invariant companion as pure functions (schedule.md §15): the fold of §5 applied as a
 //! hard check on a whole log and on an append candidate.
 
-use harness_core::SessionEvent;
 use serde_json::Value;
+use turnkit_core::SessionEvent;
 
 use super::change::{SCHEDULE_CHANGE, decode_change};
 use super::error::ScheduleLogError;

@@ -21,7 +21,7 @@
 //! - [`check_schedule_log`], [`check_schedule_append`]: the invariant (§15).
 //!
 //! ```
-//! use harness_schedule::domain::{ScheduleChange, ScheduleFold, create_after};
+//! use turnkit_schedule::domain::{ScheduleChange, ScheduleFold, create_after};
 //! use serde_json::json;
 //!
 //! let now_ms = 1_785_931_200_000; // 2026-08-05T12:00:00.000Z

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use harness_core::SessionEvent;
 use serde::Serialize;
+use turnkit_core::SessionEvent;
 
 use super::change::{SCHEDULE_CHANGE, ScheduleChange, decode_change};
 use super::every::resolve_every;

@@ -1,8 +1,8 @@
 //! Helpers shared by the domain unit tests.
 
 use chrono::DateTime;
-use harness_core::SessionEvent;
 use serde_json::{Value, json};
+use turnkit_core::SessionEvent;
 
 use super::SCHEDULE_CHANGE;
 

@@ -12,13 +12,13 @@ mod schema;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use harness_core::{
-    Agent, Clock, Harness, RegisterError, Registration, RegistrationScope, ScopeKey, Tool,
-    ToolCall, ToolDefinition, ToolError, ToolOutput, epoch_millis, same_agent,
-};
 use serde_json::{Value, json};
 use tokio::sync::MutexGuard;
 use tokio_util::sync::CancellationToken;
+use turnkit_core::{
+    Agent, Clock, Harness, RegisterError, Registration, RegistrationScope, ScopeKey, Tool,
+    ToolCall, ToolDefinition, ToolError, ToolOutput, epoch_millis, same_agent,
+};
 
 use crate::domain::{
     CreateRequest, ERR_UNCERTAIN, ErrorCode, SCHEDULE_CHANGE, ScheduleChange, ZoneContext,

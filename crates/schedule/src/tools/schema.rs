@@ -2,8 +2,8 @@
 //! descriptions, argument schemas and output schemas, written as `json!` constants because the
 //! spec fixes them byte for byte.
 
-use harness_core::ToolDefinition;
 use serde_json::{Value, json};
+use turnkit_core::ToolDefinition;
 
 /// `schedule_create`.
 pub const CREATE_NAME: &str = "schedule_create";
@@ -222,7 +222,7 @@ pub fn definitions() -> [ToolDefinition; 3] {
             input_schema: create_input_schema(),
             output_schema: Some(create_output_schema()),
             // Each call adds a reminder to the session's own log.
-            annotations: Some(harness_core::ToolAnnotations {
+            annotations: Some(turnkit_core::ToolAnnotations {
                 read_only: false,
                 destructive: false,
                 idempotent: false,
@@ -234,7 +234,7 @@ pub fn definitions() -> [ToolDefinition; 3] {
             description: LIST_DESCRIPTION.to_owned(),
             input_schema: list_input_schema(),
             output_schema: Some(list_output_schema()),
-            annotations: Some(harness_core::ToolAnnotations::READ_ONLY),
+            annotations: Some(turnkit_core::ToolAnnotations::READ_ONLY),
         },
         ToolDefinition {
             name: DELETE_NAME.to_owned(),
@@ -242,7 +242,7 @@ pub fn definitions() -> [ToolDefinition; 3] {
             input_schema: delete_input_schema(),
             output_schema: Some(delete_output_schema()),
             // Cancels a reminder; deleting it again changes nothing.
-            annotations: Some(harness_core::ToolAnnotations {
+            annotations: Some(turnkit_core::ToolAnnotations {
                 read_only: false,
                 destructive: true,
                 idempotent: true,

@@ -1,13 +1,13 @@
-//! Small wiring shared by the suites (the host itself is harness-testkit's).
+//! Small wiring shared by the suites (the host itself is turnkit-testkit's).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use harness_core::{Harness, Registration, SessionHeader, SessionId, ToolOutput};
-use harness_schedule::{Installed, Notify, ScheduleConfig, ScheduleTools, install};
-use harness_testkit::{HostRecord, ManualClock, MemoryAgent, MemoryHarness, settle};
 use serde_json::{Value, json};
+use turnkit_core::{Harness, Registration, SessionHeader, SessionId, ToolOutput};
+use turnkit_schedule::{Installed, Notify, ScheduleConfig, ScheduleTools, install};
+use turnkit_testkit::{HostRecord, ManualClock, MemoryAgent, MemoryHarness, settle};
 
 pub(crate) const T0: &str = "2026-08-05T12:00:00.000Z";
 pub(crate) const ERR_INTERNAL: &str = "The schedule operation failed.";
@@ -124,7 +124,7 @@ impl Host {
         // The live agent's log when there is one: a durable store lets only one handle open it.
         let id = SessionId::from(session);
         let log = match self.host.memory_agent(&id) {
-            Some(agent) => harness_core::Agent::session(agent.as_ref()),
+            Some(agent) => turnkit_core::Agent::session(agent.as_ref()),
             None => self.host.store().open(&id).expect("open"),
         };
         log.events()
@@ -205,7 +205,7 @@ impl ToolsOnly {
         self.host.changes("s1")
     }
 
-    pub(crate) fn faults(&self) -> Arc<harness_testkit::SessionFaults> {
+    pub(crate) fn faults(&self) -> Arc<turnkit_testkit::SessionFaults> {
         self.host.host.faults(&SessionId::from("s1"))
     }
 }

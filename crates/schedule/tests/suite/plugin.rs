@@ -1,9 +1,9 @@
 //! `[plugin]` cases of cases-schedule.md (section L) and the config shape.
 
-use harness_core::{Agent, ConfigError, SessionId};
-use harness_schedule::{PLUGIN_NAME, ScheduleConfig, install};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::{Agent, ConfigError, SessionId};
+use turnkit_schedule::{PLUGIN_NAME, ScheduleConfig, install};
 
 use super::fixture::{Host, create_after, settled};
 
@@ -19,9 +19,9 @@ fn tool_names(h: &Host, agent: &dyn Agent) -> Vec<String> {
 #[test]
 fn case_98_plugin_name_and_config() {
     assert_eq!(PLUGIN_NAME, "schedule");
-    let config: ScheduleConfig = harness_core::decode_config(PLUGIN_NAME, json!({})).unwrap();
+    let config: ScheduleConfig = turnkit_core::decode_config(PLUGIN_NAME, json!({})).unwrap();
     assert_eq!(config, ScheduleConfig::default());
-    let bad = harness_core::decode_config::<ScheduleConfig>(PLUGIN_NAME, json!({"cron": true}));
+    let bad = turnkit_core::decode_config::<ScheduleConfig>(PLUGIN_NAME, json!({"cron": true}));
     assert!(
         matches!(bad, Err(ConfigError::Invalid(message)) if message.starts_with("schedule: unknown field `cron`"))
     );

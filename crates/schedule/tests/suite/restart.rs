@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use harness_core::{JsonlStore, SessionHeader, SessionId, SessionStore};
-use harness_schedule::Installed;
-use harness_testkit::{ManualClock, MemoryHarness};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::{JsonlStore, SessionHeader, SessionId, SessionStore};
+use turnkit_schedule::Installed;
+use turnkit_testkit::{ManualClock, MemoryHarness};
 
 use super::fixture::{Host, T0, at, create_after, settled};
 

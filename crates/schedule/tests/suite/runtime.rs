@@ -2,9 +2,9 @@
 //! installed plugin, on the testkit's host and manual clock.
 
 use chrono::{TimeZone, Utc};
-use harness_core::SessionId;
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::SessionId;
 
 use super::fixture::{Host, create_after, create_at, create_every, settled};
 

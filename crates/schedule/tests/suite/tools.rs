@@ -3,14 +3,14 @@
 
 use std::sync::Arc;
 
-use harness_core::{Agent, SessionHeader, Tool, ToolCall};
-use harness_schedule::ScheduleTools;
-use harness_schedule::tools::{
-    CREATE_DESCRIPTION, create_output_schema, definitions, present_call,
-};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use turnkit_core::{Agent, SessionHeader, Tool, ToolCall};
+use turnkit_schedule::ScheduleTools;
+use turnkit_schedule::tools::{
+    CREATE_DESCRIPTION, create_output_schema, definitions, present_call,
+};
 
 use super::fixture::{ERR_CORRUPT, ERR_INTERNAL, ERR_UNCERTAIN, ToolsOnly, settled};
 
@@ -108,7 +108,7 @@ async fn case_50_registration_rolls_back_on_conflict() {
         .tools()
         .register(
             list_only,
-            harness_core::RegistrationScope::Scoped(harness_core::ScopeKey::from(other.id())),
+            turnkit_core::RegistrationScope::Scoped(turnkit_core::ScopeKey::from(other.id())),
         )
         .unwrap();
     let mine = ScheduleTools::new(

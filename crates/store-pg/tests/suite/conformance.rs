@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use harness_core::{SessionId, SessionStore};
-use harness_store_pg::PgStore;
-use harness_testkit::store_conformance::{self, Outcome, StoreFixture};
 use pretty_assertions::assert_eq;
+use turnkit_core::{SessionId, SessionStore};
+use turnkit_store_pg::PgStore;
+use turnkit_testkit::store_conformance::{self, Outcome, StoreFixture};
 
 struct Pg {
     url: String,

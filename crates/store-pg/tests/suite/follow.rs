@@ -9,10 +9,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::{RawEvent, Session, SessionHeader, SessionId, StoreError};
-use harness_store_pg::{FollowOptions, Follower, PgSession, PgStore};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::{RawEvent, Session, SessionHeader, SessionId, StoreError};
+use turnkit_store_pg::{FollowOptions, Follower, PgSession, PgStore};
 
 const TTL: Duration = Duration::from_secs(30);
 

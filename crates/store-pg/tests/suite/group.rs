@@ -12,14 +12,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use harness_core::{
-    AppendError, Clock, PersistenceError, Session, SessionHeader, SessionId, SystemClock,
-};
-use harness_store_pg::{PgOptions, PgSession, PgStore};
-use harness_testkit::ManualClock;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tokio_postgres::AsyncMessage;
+use turnkit_core::{
+    AppendError, Clock, PersistenceError, Session, SessionHeader, SessionId, SystemClock,
+};
+use turnkit_store_pg::{PgOptions, PgSession, PgStore};
+use turnkit_testkit::ManualClock;
 
 const TTL: Duration = Duration::from_secs(30);
 

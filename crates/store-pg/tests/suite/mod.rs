@@ -11,8 +11,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use harness_core::SystemClock;
-use harness_store_pg::{PgOptions, PgStore};
+use turnkit_core::SystemClock;
+use turnkit_store_pg::{PgOptions, PgStore};
 
 /// The test server's URL, or `None` (after a loud message) when it is not set outside CI.
 /// With `CI=true` a missing server fails the test.
@@ -66,9 +66,9 @@ pub(crate) fn store(url: &str, schema: &str, host: &str, ttl: Duration) -> PgSto
 }
 
 /// A `Malformed` error's place, line and message (any other error fails the test).
-pub(crate) fn malformed(error: harness_core::StoreError) -> (String, usize, String) {
+pub(crate) fn malformed(error: turnkit_core::StoreError) -> (String, usize, String) {
     match error {
-        harness_core::StoreError::Malformed {
+        turnkit_core::StoreError::Malformed {
             file,
             line,
             message,

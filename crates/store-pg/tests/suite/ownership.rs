@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use harness_core::{PersistenceError, Session, SessionHeader, SessionId, SessionStore, StoreError};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::{PersistenceError, Session, SessionHeader, SessionId, SessionStore, StoreError};
 
 const TTL: Duration = Duration::from_secs(30);
 

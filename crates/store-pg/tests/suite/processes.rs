@@ -14,12 +14,12 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use harness_core::{Session, SessionHeader, SessionId, SessionStore, StoreError, SystemClock};
-use harness_store_pg::{PgOptions, PgStore};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use turnkit_core::{Session, SessionHeader, SessionId, SessionStore, StoreError, SystemClock};
+use turnkit_store_pg::{PgOptions, PgStore};
 
 #[allow(
     clippy::print_stdout,

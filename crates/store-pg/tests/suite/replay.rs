@@ -4,9 +4,9 @@
 
 use std::time::Duration;
 
-use harness_core::{PersistenceError, Session, SessionHeader, SessionId};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::{PersistenceError, Session, SessionHeader, SessionId};
 
 const TTL: Duration = Duration::from_secs(30);
 

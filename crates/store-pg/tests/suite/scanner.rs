@@ -5,10 +5,10 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use harness_core::{PersistenceError, Session, SessionHeader, SessionId};
-use harness_store_pg::{PgSession, PgStore, ReminderScanner, Resume, ScanOptions, ScanStats};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::{PersistenceError, Session, SessionHeader, SessionId};
+use turnkit_store_pg::{PgSession, PgStore, ReminderScanner, Resume, ScanOptions, ScanStats};
 
 const TTL: Duration = Duration::from_secs(30);
 
@@ -375,7 +375,7 @@ async fn a_failed_claim_statement_is_an_error_and_counted() {
     let keep = Arc::new(Keep::default());
     let scan = scanner(&b, &keep, ScanOptions::default());
     match scan.scan_once().await {
-        Err(harness_core::StoreError::Backend { message }) => assert_eq!(
+        Err(turnkit_core::StoreError::Backend { message }) => assert_eq!(
             message,
             format!("ERROR: relation \"{schema}.reminders\" does not exist")
         ),

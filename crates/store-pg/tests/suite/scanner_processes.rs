@@ -29,14 +29,14 @@ use std::time::Duration;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use futures::StreamExt;
-use harness_core::{Harness, Session, SessionHeader, SessionId, SessionStore, SystemClock};
-use harness_host::{HostKit, LoopAgent};
-use harness_schedule::ScheduleConfig;
-use harness_store_pg::{PgOptions, PgSession, PgStore, ReminderScanner, Resume, ScanOptions};
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tokio::io::AsyncBufReadExt;
 use tokio_util::sync::CancellationToken;
+use turnkit_core::{Harness, Session, SessionHeader, SessionId, SessionStore, SystemClock};
+use turnkit_host::{HostKit, LoopAgent};
+use turnkit_schedule::ScheduleConfig;
+use turnkit_store_pg::{PgOptions, PgSession, PgStore, ReminderScanner, Resume, ScanOptions};
 
 use super::processes::{Host, say};
 
@@ -70,7 +70,7 @@ fn scanner_host_process() {
     runtime.block_on(async move {
         let kit = Arc::new(HostKit::new(Arc::new(SystemClock)));
         let harness: Arc<dyn Harness> = kit.clone();
-        let installed = harness_schedule::install(&harness, ScheduleConfig::default()).unwrap();
+        let installed = turnkit_schedule::install(&harness, ScheduleConfig::default()).unwrap();
         match var("HARNESS_PG_MODE").as_str() {
             "owner" => owner(&store, &kit, &var("HARNESS_PG_SESSION")).await,
             _ => scanner(&store, &kit, ms("HARNESS_PG_INTERVAL_MS")).await,

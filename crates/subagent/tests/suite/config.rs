@@ -1,6 +1,6 @@
-use harness_subagent::SubagentConfig;
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_subagent::SubagentConfig;
 
 #[test]
 fn defaults_and_camel_case_keys() {

@@ -3,22 +3,22 @@
 
 use std::sync::Arc;
 
-use harness_core::{Harness, MemoryStore, SessionHeader, SessionStore, ToolOutput};
-use harness_host::{HostKit, LoopAgent};
-use harness_subagent::{ScriptedChild, SubagentConfig};
-use harness_testkit::ManualClock;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use turnkit_core::{Harness, MemoryStore, SessionHeader, SessionStore, ToolOutput};
+use turnkit_host::{HostKit, LoopAgent};
+use turnkit_subagent::{ScriptedChild, SubagentConfig};
+use turnkit_testkit::ManualClock;
 
 pub(crate) struct Host {
     pub(crate) kit: Arc<HostKit>,
     pub(crate) store: Arc<dyn SessionStore>,
     pub(crate) children: Arc<ScriptedChild>,
-    pub(crate) jobs: harness_jobs_local::Installed,
-    pub(crate) subagents: harness_subagent::Installed,
-    _tool_jobs: harness_tool_jobs::Installed,
-    _todo: harness_todo::Installed,
-    _schedule: harness_schedule::Installed,
+    pub(crate) jobs: turnkit_jobs_local::Installed,
+    pub(crate) subagents: turnkit_subagent::Installed,
+    _tool_jobs: turnkit_tool_jobs::Installed,
+    _todo: turnkit_todo::Installed,
+    _schedule: turnkit_schedule::Installed,
 }
 
 impl Host {
@@ -27,17 +27,17 @@ impl Host {
         let kit = Arc::new(HostKit::new(clock.clone()));
         let harness: Arc<dyn Harness> = kit.clone();
         let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new(clock));
-        let todo = harness_todo::TodoConfig::from_json(
+        let todo = turnkit_todo::TodoConfig::from_json(
             serde_json::json!({"allowParallelInProgress": false}),
         )
-        .and_then(|config| harness_todo::install(&harness, config))
+        .and_then(|config| turnkit_todo::install(&harness, config))
         .unwrap();
-        let jobs = harness_jobs_local::install(&harness, Default::default()).unwrap();
+        let jobs = turnkit_jobs_local::install(&harness, Default::default()).unwrap();
         let tool_jobs =
-            harness_tool_jobs::install(&harness, jobs.registry(), Default::default()).unwrap();
-        let schedule = harness_schedule::install(&harness, Default::default()).unwrap();
+            turnkit_tool_jobs::install(&harness, jobs.registry(), Default::default()).unwrap();
+        let schedule = turnkit_schedule::install(&harness, Default::default()).unwrap();
         let children = ScriptedChild::new();
-        let subagents = harness_subagent::install(
+        let subagents = turnkit_subagent::install(
             &kit,
             store.clone(),
             jobs.registry(),
@@ -83,7 +83,7 @@ impl Host {
     /// The event types and payloads of a stored session.
     pub(crate) fn log(&self, id: &str) -> Vec<(String, Value)> {
         self.store
-            .open(&harness_core::SessionId::from(id))
+            .open(&turnkit_core::SessionId::from(id))
             .unwrap()
             .events()
             .into_iter()

@@ -1,12 +1,12 @@
 use std::sync::Arc;
 
-use harness_core::{Agent, AgentId, Harness, ScopeKey};
-use harness_jobs::{JobId, JobStatus};
-use harness_subagent::{ChildAction, SubagentConfig};
-use harness_testkit::settle;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use turnkit_core::{Agent, AgentId, Harness, ScopeKey};
+use turnkit_jobs::{JobId, JobStatus};
+use turnkit_subagent::{ChildAction, SubagentConfig};
+use turnkit_testkit::settle;
 
 use super::support::Host;
 
@@ -140,7 +140,7 @@ async fn job_kill_settles_killed_and_disposes_the_child() {
     .await;
     settle().await;
     let child = host.kit.agent(&AgentId::from("s1.agent-1")).unwrap();
-    assert_eq!(child.status(), harness_core::AgentStatus::Running);
+    assert_eq!(child.status(), turnkit_core::AgentStatus::Running);
     host.call(&parent, "job_kill", json!({"job_id": "subagent-1"}))
         .await;
     settle().await;
@@ -291,7 +291,7 @@ async fn child_session_ids_skip_ones_already_in_the_store() {
     let host = Host::new(SubagentConfig::default());
     let parent = host.root("s1");
     host.store
-        .create(harness_core::SessionHeader::new("s1.agent-1"))
+        .create(turnkit_core::SessionHeader::new("s1.agent-1"))
         .unwrap();
     host.children
         .script("answer", vec![ChildAction::Answer("ok".to_owned())]);

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use harness_core::{SystemClock, Tool};
-use harness_terminal::{KillTool, SendTool, StartTool, TerminalConfig, Terminals};
+use turnkit_core::{SystemClock, Tool};
+use turnkit_terminal::{KillTool, SendTool, StartTool, TerminalConfig, Terminals};
 
 #[test]
 fn terminal_tools_doc_is_current() {
@@ -16,11 +16,11 @@ fn terminal_tools_doc_is_current() {
         Arc::new(KillTool::new(terminals)),
     ];
     let definitions: Vec<_> = tools.iter().map(|t| t.definition().clone()).collect();
-    let generated = harness_testkit::catalog_markdown(&definitions);
+    let generated = turnkit_testkit::catalog_markdown(&definitions);
     // The generated text starts with the default catalog's heading; this file names itself.
     let tools_part = &generated[generated.find("\n## ").unwrap_or(0)..];
     let expected = format!(
-        "# Terminal tools\n\nThe three tools of harness-terminal (Unix only), in the format of \
+        "# Terminal tools\n\nThe three tools of turnkit-terminal (Unix only), in the format of \
          `tool-catalog.md`, built from their definitions; \
          `crates/terminal/tests/suite/catalog.rs` fails when this file is stale.\n{tools_part}"
     );

@@ -4,21 +4,21 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use harness_core::{Harness, SessionHeader, SessionId, SystemClock, ToolOutput};
-use harness_jobs_local::JobsConfig;
-use harness_terminal::TerminalConfig;
-use harness_testkit::{HostRecord, MemoryAgent, MemoryHarness};
-use harness_tool_jobs::ToolJobsConfig;
 use serde_json::Value;
+use turnkit_core::{Harness, SessionHeader, SessionId, SystemClock, ToolOutput};
+use turnkit_jobs_local::JobsConfig;
+use turnkit_terminal::TerminalConfig;
+use turnkit_testkit::{HostRecord, MemoryAgent, MemoryHarness};
+use turnkit_tool_jobs::ToolJobsConfig;
 
 /// A generous real-time bound for anything a test awaits.
 pub(crate) const LIMIT: Duration = Duration::from_secs(30);
 
 pub(crate) struct Host {
     pub(crate) harness: Arc<MemoryHarness>,
-    pub(crate) jobs: harness_jobs_local::Installed,
-    pub(crate) terminal: harness_terminal::Installed,
-    _tool_jobs: harness_tool_jobs::Installed,
+    pub(crate) jobs: turnkit_jobs_local::Installed,
+    pub(crate) terminal: turnkit_terminal::Installed,
+    _tool_jobs: turnkit_tool_jobs::Installed,
     _records: Arc<Mutex<Vec<HostRecord>>>,
 }
 
@@ -29,17 +29,17 @@ impl Host {
     }
 
     /// A host on `clock` with `terminal` as the plugin configuration.
-    pub(crate) fn with_clock(terminal: &Value, clock: Arc<dyn harness_core::Clock>) -> Self {
+    pub(crate) fn with_clock(terminal: &Value, clock: Arc<dyn turnkit_core::Clock>) -> Self {
         let harness = MemoryHarness::new(clock);
         let records = Arc::new(Mutex::new(Vec::new()));
         let sink = records.clone();
         harness.set_recorder(Arc::new(move |record| sink.lock().unwrap().push(record)));
         let host: Arc<dyn Harness> = harness.as_dyn();
-        let jobs = harness_jobs_local::install(&host, JobsConfig::default()).unwrap();
+        let jobs = turnkit_jobs_local::install(&host, JobsConfig::default()).unwrap();
         let tool_jobs =
-            harness_tool_jobs::install(&host, jobs.registry(), ToolJobsConfig::default()).unwrap();
+            turnkit_tool_jobs::install(&host, jobs.registry(), ToolJobsConfig::default()).unwrap();
         let config = TerminalConfig::from_json(terminal).unwrap();
-        let terminal = harness_terminal::install(&host, Some(jobs.registry()), config).unwrap();
+        let terminal = turnkit_terminal::install(&host, Some(jobs.registry()), config).unwrap();
         Self {
             harness,
             jobs,

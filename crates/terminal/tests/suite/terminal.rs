@@ -1,10 +1,10 @@
 //! The terminal tools with real PTYs: a prompt answered, Ctrl-C, the output cap, and
 //! containment on owner disposal.
 
-use harness_core::SessionId;
-use harness_jobs::JobStatus;
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::SessionId;
+use turnkit_jobs::JobStatus;
 
 use super::support::{Host, LIMIT, settle_count, unique};
 
@@ -305,7 +305,7 @@ async fn job_kill_of_a_send_settles_killed_and_terminal_kill_stops_the_tree() {
 
 #[tokio::test]
 async fn without_wait_for_a_send_ends_when_output_is_quiet_for_settle_ms_on_the_host_clock() {
-    let clock = harness_testkit::ManualClock::at_default();
+    let clock = turnkit_testkit::ManualClock::at_default();
     let host = Host::with_clock(
         &json!({"settleMs": 500}),
         std::sync::Arc::new(clock.clone()),
@@ -336,7 +336,7 @@ async fn without_wait_for_a_send_ends_when_output_is_quiet_for_settle_ms_on_the_
     }
     assert_eq!(seen, "hi\nhi\n");
     // Let the send see the last output (it restarts the quiet window at the manual now).
-    harness_testkit::settle().await;
+    turnkit_testkit::settle().await;
     let status = || {
         host.jobs
             .registry()
@@ -344,7 +344,7 @@ async fn without_wait_for_a_send_ends_when_output_is_quiet_for_settle_ms_on_the_
             .unwrap()
     };
     clock.advance(std::time::Duration::from_millis(499)).await;
-    harness_testkit::settle().await;
+    turnkit_testkit::settle().await;
     assert_eq!(status().status, JobStatus::Running);
     clock.advance(std::time::Duration::from_millis(1)).await;
     let done = tokio::time::timeout(LIMIT, async {

@@ -5,18 +5,18 @@ use std::sync::{Arc, Mutex};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use harness_core::{
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use turnkit_core::{
     Agent, AgentError, AgentId, AgentListener, AgentStatus, Busy, Clock, DisposeHook, Harness,
     HookId, LifecycleListener, MaintenanceGuard, MemoryStore, ProjectionView, PromptSection,
     RegisterError, Registration, RegistrationScope, SessionHeader, SessionId, SessionStore,
     ToolOutput, UserMessage, same_agent,
 };
-use harness_host::{HostKit, LoopAgent};
-use harness_testkit::conformance::{self, AGENT_CHECKS, Candidate, HARNESS_CHECKS, HostCandidate};
-use harness_testkit::{ManualClock, MemoryHarness};
-use pretty_assertions::assert_eq;
-use serde_json::Value;
-use tokio_util::sync::CancellationToken;
+use turnkit_host::{HostKit, LoopAgent};
+use turnkit_testkit::conformance::{self, AGENT_CHECKS, Candidate, HARNESS_CHECKS, HostCandidate};
+use turnkit_testkit::{ManualClock, MemoryHarness};
 
 #[tokio::test(start_paused = true)]
 async fn the_production_loop_passes() {
@@ -69,7 +69,7 @@ async fn the_memory_agent_passes() {
 /// reads.
 struct Stub {
     id: AgentId,
-    session: Arc<dyn harness_core::Session>,
+    session: Arc<dyn turnkit_core::Session>,
     queue: Mutex<Vec<UserMessage>>,
 }
 
@@ -78,7 +78,7 @@ impl Agent for Stub {
     fn id(&self) -> &AgentId {
         &self.id
     }
-    fn session(&self) -> Arc<dyn harness_core::Session> {
+    fn session(&self) -> Arc<dyn turnkit_core::Session> {
         self.session.clone()
     }
     fn status(&self) -> AgentStatus {
@@ -295,7 +295,7 @@ struct BrokenHarness {
 impl Harness for BrokenHarness {
     fn register_tool(
         &self,
-        tool: Arc<dyn harness_core::Tool>,
+        tool: Arc<dyn turnkit_core::Tool>,
         scope: RegistrationScope,
     ) -> Result<Registration, RegisterError> {
         let real = self.kit.register_tool(tool, scope)?;
@@ -304,7 +304,7 @@ impl Harness for BrokenHarness {
     }
     fn register_projection(
         &self,
-        projection: Arc<dyn harness_core::Projection>,
+        projection: Arc<dyn turnkit_core::Projection>,
     ) -> Result<Option<Registration>, RegisterError> {
         self.kit.register_projection(projection)
     }

@@ -2,12 +2,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use harness_core::{
+use pretty_assertions::assert_eq;
+use turnkit_core::{
     Agent, AgentEvent, AgentStatus, Busy, Clock, MessageSource, PersistenceError, SessionHeader,
     SessionId, UserMessage,
 };
-use harness_testkit::{HostRecord, ManualClock, MemoryHarness, settle};
-use pretty_assertions::assert_eq;
+use turnkit_testkit::{HostRecord, ManualClock, MemoryHarness, settle};
 
 fn notice(text: &str) -> UserMessage {
     UserMessage::text(
@@ -241,7 +241,7 @@ async fn flush_failure_is_reported_and_append_faults_change_nothing() {
     assert_eq!(faults.flush_count(), 4);
     faults.set_append_fail(true);
     assert!(session.append("x", serde_json::json!({})).is_err());
-    let payload = harness_core::JsonText::serialize(&serde_json::json!({})).unwrap();
+    let payload = turnkit_core::JsonText::serialize(&serde_json::json!({})).unwrap();
     assert_eq!(
         session.append_raw("x", payload).unwrap_err().to_string(),
         "append rejected: injected append failure"
@@ -252,25 +252,25 @@ async fn flush_failure_is_reported_and_append_faults_change_nothing() {
 /// Counts the events of type `x/count` it folds (a state of `u64`).
 struct CountX;
 
-impl harness_core::Projection for CountX {
+impl turnkit_core::Projection for CountX {
     fn key(&self) -> &str {
         "countX"
     }
 
-    fn init(&self) -> harness_core::ProjectionState {
+    fn init(&self) -> turnkit_core::ProjectionState {
         Arc::new(0u64)
     }
 
     fn apply(
         &self,
-        state: &harness_core::ProjectionState,
-        event: &harness_core::SessionEvent,
-    ) -> Option<harness_core::ProjectionState> {
+        state: &turnkit_core::ProjectionState,
+        event: &turnkit_core::SessionEvent,
+    ) -> Option<turnkit_core::ProjectionState> {
         let n = *state.downcast_ref::<u64>()?;
-        (event.r#type == "x/count").then(|| Arc::new(n + 1) as harness_core::ProjectionState)
+        (event.r#type == "x/count").then(|| Arc::new(n + 1) as turnkit_core::ProjectionState)
     }
 
-    fn view(&self, state: &harness_core::ProjectionState) -> serde_json::Value {
+    fn view(&self, state: &turnkit_core::ProjectionState) -> serde_json::Value {
         serde_json::json!(state.downcast_ref::<u64>().copied())
     }
 }
@@ -282,7 +282,7 @@ async fn raw_appends_are_folded_into_projections() {
     let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
     let agent = host.create_session(SessionHeader::new("s1")).unwrap();
     let session = agent.session();
-    let raw = || harness_core::JsonText::serialize(&serde_json::json!({"n": 1})).unwrap();
+    let raw = || turnkit_core::JsonText::serialize(&serde_json::json!({"n": 1})).unwrap();
     // No projection yet: nothing is folded, and the one registered next replays the log.
     session.append_raw("x/count", raw()).unwrap();
     let _registration = host.projections().register(Arc::new(CountX)).unwrap();
@@ -305,7 +305,7 @@ async fn manual_clock_fires_sleeps_in_order_and_set_fires_nothing() {
         let order = order.clone();
         tokio::spawn(async move {
             clock2.sleep(Duration::from_secs(secs)).await;
-            let now = harness_core::format_instant(clock2.now());
+            let now = turnkit_core::format_instant(clock2.now());
             order.lock().unwrap().push(format!("{name} {now}"));
         });
     }
@@ -469,7 +469,7 @@ fn publishing_an_agent_outside_a_runtime_is_an_error_not_a_panic() {
         "the in-memory host runs each agent's turn loop on a tokio runtime: call this inside one"
     );
     let error = host.resume(&SessionId::from("s1")).unwrap_err();
-    assert!(matches!(error, harness_testkit::HostError::NoRuntime));
+    assert!(matches!(error, turnkit_testkit::HostError::NoRuntime));
     assert!(host.memory_agent(&SessionId::from("s1")).is_none());
 }
 
@@ -478,7 +478,7 @@ async fn a_disposed_agent_lets_go_of_its_jsonl_session_so_a_restart_can_resume_i
     let dir = tempfile::tempdir().unwrap();
     let clock = ManualClock::new(chrono::Utc::now());
     let store =
-        Arc::new(harness_core::JsonlStore::new(dir.path(), Arc::new(clock.clone())).unwrap());
+        Arc::new(turnkit_core::JsonlStore::new(dir.path(), Arc::new(clock.clone())).unwrap());
     let host = MemoryHarness::with_store(store.clone(), Arc::new(clock.clone()));
     let agent = host.create_session(SessionHeader::new("s1")).unwrap();
     agent.session().append("a", serde_json::json!({})).unwrap();

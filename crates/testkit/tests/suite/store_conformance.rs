@@ -3,13 +3,13 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use harness_core::{
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+use turnkit_core::{
     AppendError, JsonlStore, MemoryStore, PersistenceError, RawEvent, Session, SessionEvent,
     SessionHeader, SessionId, SessionStore, StoreError, SystemClock,
 };
-use harness_testkit::store_conformance::{self, CHECKS, Outcome, StoreFixture};
-use pretty_assertions::assert_eq;
-use serde_json::Value;
+use turnkit_testkit::store_conformance::{self, CHECKS, Outcome, StoreFixture};
 
 struct Memory {
     store: Arc<MemoryStore>,

@@ -4,16 +4,16 @@
 
 use std::sync::Arc;
 
-use harness_core::{SessionHeader, SessionId};
-use harness_testkit::{ManualClock, MemoryHarness};
-use harness_todo::{TodoConfig, check_history, install};
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
+use turnkit_core::{SessionHeader, SessionId};
+use turnkit_testkit::{ManualClock, MemoryHarness};
+use turnkit_todo::{TodoConfig, check_history, install};
 
 fn arb_json() -> impl Strategy<Value = Value> {
-    harness_testkit::strategies::arb_json(
+    turnkit_testkit::strategies::arb_json(
         &["content", "status", "todos"],
         &["pending", "in_progress", "completed", "paused"],
     )

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use harness_core::{ConfigError, Harness, RegisterError, SessionHeader, SessionId};
-use harness_testkit::{ManualClock, MemoryHarness, settle};
-use harness_todo::{TodoConfig, check_history, install};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
+use turnkit_core::{ConfigError, Harness, RegisterError, SessionHeader, SessionId};
+use turnkit_testkit::{ManualClock, MemoryHarness, settle};
+use turnkit_todo::{TodoConfig, check_history, install};
 
 fn host() -> Arc<MemoryHarness> {
     MemoryHarness::new(Arc::new(ManualClock::at_default()))
@@ -264,7 +264,7 @@ async fn unrelated_events_leave_the_view() {
     let x = json!([{"content": "X", "status": "in_progress"}]);
     host.execute("todo_write", json!({ "todos": x }), Some(&sid("s1")))
         .await;
-    let session = harness_core::Agent::session(agent.as_ref());
+    let session = turnkit_core::Agent::session(agent.as_ref());
     session
         .append("user/message", json!({"text": "hi"}))
         .unwrap();

@@ -3,12 +3,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use harness_core::{Harness, SessionHeader, SessionId, ToolOutput};
-use harness_jobs::{JobId, JobRegistry, JobSnapshot};
-use harness_testkit::{HostRecord, ManualClock, MemoryAgent, MemoryHarness};
 use serde_json::Value;
+use turnkit_core::{Harness, SessionHeader, SessionId, ToolOutput};
+use turnkit_jobs::{JobId, JobRegistry, JobSnapshot};
+use turnkit_testkit::{HostRecord, ManualClock, MemoryAgent, MemoryHarness};
 
-pub(crate) use harness_testkit::{FakeJob, FakeProducer, OnCancel};
+pub(crate) use turnkit_testkit::{FakeJob, FakeProducer, OnCancel};
 
 /// `2026-08-05T12:00:00.000Z`, the manual clock's start, in epoch milliseconds.
 pub(crate) const T0: i64 = 1_785_931_200_000;
@@ -17,9 +17,9 @@ pub(crate) struct Fx {
     pub(crate) host: Arc<MemoryHarness>,
     pub(crate) harness: Arc<dyn Harness>,
     pub(crate) clock: ManualClock,
-    pub(crate) jobs: harness_jobs_local::Installed,
+    pub(crate) jobs: turnkit_jobs_local::Installed,
     pub(crate) registry: Arc<dyn JobRegistry>,
-    pub(crate) tool_jobs: Option<harness_tool_jobs::Installed>,
+    pub(crate) tool_jobs: Option<turnkit_tool_jobs::Installed>,
     records: Arc<Mutex<Vec<HostRecord>>>,
 }
 
@@ -27,9 +27,9 @@ impl Fx {
     /// H with tool-jobs configured by `config` (a JSON object with the spec's keys).
     pub(crate) fn new(config: Value) -> Self {
         let mut fx = Self::without_tool_jobs();
-        let config = harness_tool_jobs::ToolJobsConfig::from_json(config).unwrap();
+        let config = turnkit_tool_jobs::ToolJobsConfig::from_json(config).unwrap();
         fx.tool_jobs =
-            Some(harness_tool_jobs::install(&fx.harness, fx.registry.clone(), config).unwrap());
+            Some(turnkit_tool_jobs::install(&fx.harness, fx.registry.clone(), config).unwrap());
         fx
     }
 
@@ -46,7 +46,7 @@ impl Fx {
         let records = Arc::new(Mutex::new(Vec::new()));
         let sink = records.clone();
         host.set_recorder(Arc::new(move |record| sink.lock().unwrap().push(record)));
-        let jobs = harness_jobs_local::install(&harness, harness_jobs_local::JobsConfig::default())
+        let jobs = turnkit_jobs_local::install(&harness, turnkit_jobs_local::JobsConfig::default())
             .unwrap();
         let registry = jobs.registry();
         Self {

@@ -1,9 +1,9 @@
 //! Mounting: configuration, controller lifetime, prompt section, double mounts.
 
-use harness_core::{ConfigError, PromptSection, RegistrationScope, ScopeKey};
-use harness_tool_jobs::{ToolJobsConfig, install, install_scoped};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::{ConfigError, PromptSection, RegistrationScope, ScopeKey};
+use turnkit_tool_jobs::{ToolJobsConfig, install, install_scoped};
 
 use super::fixture::{FakeProducer, Fx};
 
@@ -71,15 +71,15 @@ async fn the_catalog_shows_the_exact_definitions() {
     let definitions = fx.host.tools().all_definitions();
     assert_eq!(
         definitions[0].description,
-        harness_tool_jobs::JOB_OUTPUT_DESCRIPTION
+        turnkit_tool_jobs::JOB_OUTPUT_DESCRIPTION
     );
     assert_eq!(
         definitions[0].input_schema,
-        harness_tool_jobs::job_output_schema()
+        turnkit_tool_jobs::job_output_schema()
     );
     assert_eq!(
         definitions[1].description,
-        harness_tool_jobs::JOB_LIST_DESCRIPTION
+        turnkit_tool_jobs::JOB_LIST_DESCRIPTION
     );
     assert_eq!(
         definitions[1].input_schema,
@@ -87,11 +87,11 @@ async fn the_catalog_shows_the_exact_definitions() {
     );
     assert_eq!(
         definitions[2].description,
-        harness_tool_jobs::JOB_KILL_DESCRIPTION
+        turnkit_tool_jobs::JOB_KILL_DESCRIPTION
     );
     assert_eq!(
         definitions[2].input_schema,
-        harness_tool_jobs::job_kill_schema()
+        turnkit_tool_jobs::job_kill_schema()
     );
 }
 

@@ -11,10 +11,10 @@ use std::process::{Child, ChildStdout, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use harness_core::{Agent, JsonlStore, SessionHeader, SessionId, SessionStore, SystemClock};
-use harness_testkit::{FakeProducer, HostRecord, MemoryHarness};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::{Agent, JsonlStore, SessionHeader, SessionId, SessionStore, SystemClock};
+use turnkit_testkit::{FakeProducer, HostRecord, MemoryHarness};
 
 /// The environment variables that turn `journal_child` into a child host.
 const DIR_VAR: &str = "HARNESS_JOURNAL_CHILD_DIR";
@@ -170,7 +170,7 @@ fn say(line: impl std::fmt::Display) {
 }
 
 async fn child_host(dir: &Path, step: &str) {
-    let clock: Arc<dyn harness_core::Clock> = Arc::new(SystemClock);
+    let clock: Arc<dyn turnkit_core::Clock> = Arc::new(SystemClock);
     let store: Arc<dyn SessionStore> = Arc::new(JsonlStore::new(dir, clock.clone()).unwrap());
     let host = MemoryHarness::with_store(store, clock);
     // Queued notices stay queued: the kill comes while the notice is being delivered.
@@ -181,15 +181,15 @@ async fn child_host(dir: &Path, step: &str) {
         _ => {}
     }));
     let harness = host.as_dyn();
-    let jobs = harness_jobs_local::install(
+    let jobs = turnkit_jobs_local::install(
         &harness,
-        harness_core::decode_config("jobs-local", json!({"journal": true})).unwrap(),
+        turnkit_core::decode_config("jobs-local", json!({"journal": true})).unwrap(),
     )
     .unwrap();
-    let _tool_jobs = harness_tool_jobs::install(
+    let _tool_jobs = turnkit_tool_jobs::install(
         &harness,
         jobs.registry(),
-        harness_tool_jobs::ToolJobsConfig::default(),
+        turnkit_tool_jobs::ToolJobsConfig::default(),
     )
     .unwrap();
     let id = SessionId::from("s1");
@@ -211,22 +211,22 @@ async fn child_host(dir: &Path, step: &str) {
         "reopen" => {
             host.resume(&id).unwrap();
             // Lets the spawned report run (it queues the notice; no turn claims it).
-            harness_testkit::settle().await;
+            turnkit_testkit::settle().await;
             say("reopened");
             std::future::pending::<()>().await;
         }
         "deliver" => {
             let agent = host.resume(&id).unwrap();
-            harness_testkit::settle().await;
+            turnkit_testkit::settle().await;
             // A turn claims the notice; the report then appends and flushes `job/lost`.
             agent.start_turn_when_idle().await;
-            harness_testkit::settle().await;
+            turnkit_testkit::settle().await;
             say("claimed");
             std::future::pending::<()>().await;
         }
         _ => {
             let agent = host.resume(&id).unwrap();
-            harness_testkit::settle().await;
+            turnkit_testkit::settle().await;
             let listed = host.execute("job_list", json!({}), Some(&id)).await;
             say(listed.text().replace('\n', "\\n"));
             for event in agent.session().events() {

@@ -4,12 +4,12 @@
 use std::sync::{Arc, mpsc};
 use std::time::Duration;
 
-use harness_core::{Agent, RegistrationScope, ScopeKey};
-use harness_jobs::JobOutcome;
-use harness_testkit::settle;
-use harness_tool_jobs::{ToolJobsConfig, install_scoped};
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::{Agent, RegistrationScope, ScopeKey};
+use turnkit_jobs::JobOutcome;
+use turnkit_testkit::settle;
+use turnkit_tool_jobs::{ToolJobsConfig, install_scoped};
 
 use super::fixture::{FakeProducer, Fx, OnCancel, describe, notice};
 
@@ -146,7 +146,7 @@ async fn a_spent_wake_budget_falls_back_to_inject() {
         let (_, job) = fx.start(FakeProducer::new("bash", "sleep 60"), Some(&agent));
         job.settle(completed());
         settle().await;
-        assert_eq!(agent.status(), harness_core::AgentStatus::Idle, "round {n}");
+        assert_eq!(agent.status(), turnkit_core::AgentStatus::Idle, "round {n}");
     }
     let lanes: Vec<String> = fx
         .notices()
@@ -225,7 +225,7 @@ async fn teardown_never_notifies() {
         FakeProducer::new("bash", "sleep 61").on_cancel(OnCancel::Throw("cancel boom".into())),
         Some(&agent),
     );
-    let logs = harness_testkit::LogCapture::start();
+    let logs = turnkit_testkit::LogCapture::start();
     agent.dispose().await;
     settle().await;
     assert_eq!(fx.notices(), Vec::<String>::new());

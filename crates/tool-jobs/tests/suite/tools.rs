@@ -2,11 +2,11 @@
 
 use std::time::Duration;
 
-use harness_core::ToolOutput;
-use harness_jobs::{JobOutcome, JobStatus};
-use harness_testkit::settle;
 use pretty_assertions::assert_eq;
 use serde_json::json;
+use turnkit_core::ToolOutput;
+use turnkit_jobs::{JobOutcome, JobStatus};
+use turnkit_testkit::settle;
 
 use super::fixture::{FakeProducer, Fx, OnCancel, T0};
 
@@ -268,7 +268,7 @@ async fn zero_or_negative_timeout_is_rejected_by_the_registry() {
 async fn an_aborted_wait_fails_with_wait_aborted() {
     let fx = std::sync::Arc::new(Fx::default_config());
     fx.start(FakeProducer::new("bash", "sleep 60"), None);
-    let cancel = harness_core::CancellationToken::new();
+    let cancel = turnkit_core::CancellationToken::new();
     let caller = fx.clone();
     let token = cancel.clone();
     let pending = tokio::spawn(async move {
