@@ -271,6 +271,60 @@ impl Drop for Tree {
     }
 }
 
+/// How long [`stop_job_leftovers`] waits for the processes it killed to exit.
+const LEFTOVER_EXIT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Stops what a bash job of a host that died left running, given its marker (the job
+/// journal's trace, todo-jobs §5.9): every live process in its cgroup
+/// `<host cgroup>/harness-bash-<marker>` and every one carrying `HARNESS_BASH_JOB=<marker>`
+/// gets SIGKILL (the host that would have stopped them gracefully is gone); then waits, at
+/// most 2 s, for them to exit and removes the folder. `true` when it found a live process.
+/// A marker that is not 32 hex digits finds nothing. Blocking.
+pub(crate) fn stop_job_leftovers(marker: &str) -> bool {
+    if marker.len() != 32 || !marker.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return false;
+    }
+    let dir = cgroup::existing(marker);
+    let found = |dir: Option<&Path>| {
+        let mut members = proc_scan::members(marker, dir);
+        if dir.is_some() {
+            // Also what left the cgroup (or a job whose cgroup was given up).
+            members.extend(proc_scan::members(marker, None));
+        }
+        members
+    };
+    let members = found(dir.as_deref());
+    if members.is_empty() {
+        if let Some(dir) = &dir {
+            cgroup::remove(dir);
+        }
+        return false;
+    }
+    if let Some(dir) = &dir {
+        cgroup::kill(dir);
+    }
+    for member in &members {
+        member.signal(Signal::KILL);
+    }
+    let deadline = std::time::Instant::now() + LEFTOVER_EXIT_WAIT;
+    loop {
+        let left = found(dir.as_deref());
+        if left.is_empty() || std::time::Instant::now() >= deadline {
+            for member in &left {
+                member.signal(Signal::KILL);
+            }
+            break;
+        }
+        // Processes killed by another host's hand have no event this host can wait on
+        // without a pidfd per process; they exit within milliseconds.
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    if let Some(dir) = &dir {
+        cgroup::remove(dir);
+    }
+    true
+}
+
 /// 32 lowercase hex digits from the operating system's random source (the job marker, spill
 /// file names).
 pub(crate) fn random_hex() -> String {
@@ -412,6 +466,12 @@ mod cgroup {
                 None
             }
         }
+    }
+
+    /// The folder of the job cgroup named by `marker` under this host's cgroup, if it exists.
+    pub(super) fn existing(marker: &str) -> Option<PathBuf> {
+        let dir = parent()?.join(format!("{PREFIX}{marker}"));
+        dir.is_dir().then_some(dir)
     }
 
     /// Moves `pid` into `dir`. A folder another host's start sweep removed (it was empty
@@ -637,6 +697,9 @@ mod cgroup {
     use super::{Path, PathBuf, Pid};
 
     pub(super) fn create(_marker: &str) -> Option<PathBuf> {
+        None
+    }
+    pub(super) fn existing(_marker: &str) -> Option<PathBuf> {
         None
     }
     pub(super) fn refuse() {}

@@ -12,6 +12,8 @@ use crate::{BashConfig, BashJobs, BashTool};
 pub struct Installed {
     tool: Registration,
     jobs: BashJobs,
+    /// The leftover stopper of kind `bash` (`JobRegistry::on_leftovers`).
+    _leftovers: Option<Registration>,
 }
 
 impl std::fmt::Debug for Installed {
@@ -49,10 +51,22 @@ pub fn install(
     config: BashConfig,
 ) -> Result<Installed, ConfigError> {
     config.validate()?;
+    // A reopened journal's bash job whose host died: its leftovers are stopped before it is
+    // reported (todo-jobs §5.9).
+    let leftovers = jobs.as_ref().map(|registry| {
+        registry.on_leftovers(
+            &turnkit_jobs::JobKind::bash(),
+            Arc::new(crate::contain::stop_job_leftovers),
+        )
+    });
     let jobs = BashJobs::new(config, harness.clock(), jobs);
     let tool = harness.register_tool(
         Arc::new(BashTool::new(jobs.clone())),
         RegistrationScope::Global,
     )?;
-    Ok(Installed { tool, jobs })
+    Ok(Installed {
+        tool,
+        jobs,
+        _leftovers: leftovers,
+    })
 }

@@ -37,11 +37,15 @@ pub fn bash_outcome(end: &ProcessEnd) -> JobOutcome {
 /// the grace; the reason is ignored), `done` resolves once the shell is reaped and both pipes
 /// are closed, and `read_output` is the consuming delta of [`BashProcess::read`].
 ///
+/// The trace is the process's marker (the job journal's `job/start` records it, and a
+/// reopening after the host died stops what still carries it, todo-jobs §5.9).
+///
 /// The hooks keep the process handle: when the registry drops them (the record is removed),
 /// the spill files are deleted, and a still-running process is cancelled.
 pub fn bash_hooks(process: BashProcess) -> JobHooks {
     let done = process.wait();
     let reader = process.clone();
+    let trace = process.marker().to_owned();
     JobHooks::new(
         move |_reason| {
             process.cancel();
@@ -50,6 +54,7 @@ pub fn bash_hooks(process: BashProcess) -> JobHooks {
         async move { Ok(bash_outcome(&done.await)) },
     )
     .with_read_output(move || Ok(reader.read()))
+    .with_trace(trace)
 }
 
 /// The start request of a background bash job (todo-jobs §6): kind `bash`, the command as

@@ -445,6 +445,12 @@ impl BashProcess {
         self.handle.shared.tree.mechanism()
     }
 
+    /// The job's marker (32 hex digits): the value of [`MARKER_VAR`] in its processes'
+    /// environment and the name of its cgroup, `harness-bash-<marker>`.
+    pub fn marker(&self) -> &str {
+        self.handle.shared.tree.marker()
+    }
+
     /// Takes the output written since the previous read, in the delta format (todo-jobs §6):
     /// stdout, then a `[stderr]` section; followed by the dropped-output notice naming the
     /// spill files when unread bytes were dropped from memory since the previous read.

@@ -82,6 +82,18 @@ impl History {
         (text, dropped, end)
     }
 
+    /// What the model has not read yet (after [`DROPPED_MARKER`] when some of it was
+    /// dropped), without moving its cursor: the final output the journal keeps of a
+    /// settled stream job.
+    pub(crate) fn unread(&self) -> String {
+        let (text, dropped, _) = self.text_from(self.model);
+        if dropped {
+            format!("{DROPPED_MARKER}{text}")
+        } else {
+            text
+        }
+    }
+
     /// A consuming read for the model: appends `pulled` and returns everything after the
     /// model's cursor, then moves the cursor to the end. Without observer pulls in between this
     /// is exactly `pulled`.

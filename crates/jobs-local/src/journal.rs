@@ -8,7 +8,10 @@ use std::collections::{HashMap, HashSet};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use turnkit_core::{JsonText, RawEvent, Session, SessionId};
-use turnkit_jobs::{JobId, JobKind, JobLabel, JobSnapshot, JobStatus, LOST_DETAIL};
+use turnkit_jobs::{
+    JobId, JobKind, JobLabel, JobSnapshot, JobStatus, LOST_DETAIL, OUTPUT_TRUNCATED_MARKER,
+    SHUTDOWN_DETAIL,
+};
 
 use crate::state::split_id;
 
@@ -24,8 +27,10 @@ pub const JOB_LOST_EVENT: &str = "job/lost";
 /// The journal's format version (the `version` key of both events).
 pub const JOURNAL_VERSION: u64 = 1;
 
-/// The longest final output a `job/settle` keeps, in bytes (cut at a character boundary).
-pub const JOURNAL_OUTPUT_BYTES: usize = 4096;
+/// The longest final output a `job/settle` keeps, in bytes, when the job's
+/// `outputLimitBytes` is not smaller: a longer output keeps its tail and ends with
+/// `\n[output truncated]` (cut at a character boundary).
+pub const JOURNAL_OUTPUT_BYTES: usize = 65_536;
 
 /// A decoded `job/start` payload (strict: exact keys, version 1).
 #[derive(Debug, Deserialize, PartialEq)]
@@ -36,6 +41,9 @@ pub(crate) struct StartEvent {
     pub(crate) kind: JobKind,
     pub(crate) label: JobLabel,
     pub(crate) started_at: i64,
+    /// What the job leaves on the machine, as its producer names it (bash: its marker).
+    #[serde(default)]
+    pub(crate) trace: Option<String>,
 }
 
 /// A decoded `job/settle` payload (strict: exact keys, version 1).
@@ -75,6 +83,8 @@ struct StartPayload<'a> {
     kind: &'a JobKind,
     label: &'a JobLabel,
     started_at: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    trace: Option<&'a str>,
 }
 
 /// The `job/settle` payload, borrowed from the settled job (serialized in the documented key
@@ -103,6 +113,7 @@ pub(crate) fn start_payload(
     kind: &JobKind,
     label: &JobLabel,
     started_at: i64,
+    trace: Option<&str>,
 ) -> Result<JsonText, serde_json::Error> {
     JsonText::serialize(&StartPayload {
         version: JOURNAL_VERSION,
@@ -110,32 +121,53 @@ pub(crate) fn start_payload(
         kind,
         label,
         started_at,
+        trace,
     })
 }
 
 /// The `job/settle` payload of a just-settled job, as compact JSON text (see
-/// [`start_payload`]): its terminal status, detail, finish time and final output
-/// (final-output jobs only), cut to [`JOURNAL_OUTPUT_BYTES`], and the teardown reason when
-/// the registry's teardown cancelled it.
+/// [`start_payload`]): its terminal status, detail, finish time and final output (a
+/// final-output job's result, or what a stream job's reader had not read yet), fitted by
+/// [`fit_output`], and the teardown reason when the registry's teardown cancelled it.
 pub(crate) fn settle_payload(
     snapshot: &JobSnapshot,
     output: Option<&str>,
     teardown: Option<&str>,
 ) -> Result<JsonText, serde_json::Error> {
-    let output = output.map(|output| {
-        let cut = output.floor_char_boundary(JOURNAL_OUTPUT_BYTES);
-        (&output[..cut], cut < output.len())
-    });
+    let output = output.map(|output| fit_output(output, snapshot.output_limit_bytes));
     JsonText::serialize(&SettlePayload {
         version: JOURNAL_VERSION,
         id: &snapshot.id,
         status: snapshot.status.as_str(),
         detail: snapshot.detail.as_deref(),
         finished_at: snapshot.finished_at.unwrap_or(snapshot.started_at),
-        output: output.map(|(text, _)| text),
-        output_truncated: output.is_some_and(|(_, cut)| cut),
+        output: output.as_ref().map(|(text, _)| text.as_str()),
+        output_truncated: output.as_ref().is_some_and(|(_, cut)| *cut),
         teardown,
     })
+}
+
+/// `output` bounded by the job's `limit` and [`JOURNAL_OUTPUT_BYTES`], whichever is smaller:
+/// unchanged when it fits, otherwise its tail followed by `\n[output truncated]`
+/// ([`OUTPUT_TRUNCATED_MARKER`], todo-jobs §5.5 rule A), at most the bound in bytes. Also
+/// whether it was cut.
+pub(crate) fn fit_output(output: &str, limit: Option<u64>) -> (String, bool) {
+    let bound = limit
+        .and_then(|limit| usize::try_from(limit).ok())
+        .map_or(JOURNAL_OUTPUT_BYTES, |limit| {
+            limit.min(JOURNAL_OUTPUT_BYTES)
+        });
+    if output.len() <= bound {
+        return (output.to_owned(), false);
+    }
+    if OUTPUT_TRUNCATED_MARKER.len() >= bound {
+        return (
+            turnkit_core::tail_utf8(OUTPUT_TRUNCATED_MARKER, bound).to_owned(),
+            true,
+        );
+    }
+    let kept = turnkit_core::tail_utf8(output, bound - OUTPUT_TRUNCATED_MARKER.len());
+    (format!("{kept}{OUTPUT_TRUNCATED_MARKER}"), true)
 }
 
 /// The `job/lost` payload recording that the lost-jobs notice for `ids` was delivered.
@@ -216,11 +248,15 @@ pub(crate) struct Earlier {
     pub(crate) kind: JobKind,
     pub(crate) label: JobLabel,
     pub(crate) started_at: i64,
-    /// `completed`, `killed` or `failed`; a lost job is `failed` with [`LOST_DETAIL`].
+    /// `completed`, `killed` or `failed`; a lost job is `failed` with [`LOST_DETAIL`], one
+    /// its host's shutdown stopped `killed` with [`SHUTDOWN_DETAIL`].
     pub(crate) status: JobStatus,
     pub(crate) detail: Option<String>,
     pub(crate) finished_at: i64,
     pub(crate) output: Option<String>,
+    /// The trace its start recorded, kept for a job that never settled (its host died):
+    /// what the reopening checks for leftovers.
+    pub(crate) trace: Option<String>,
 }
 
 impl Earlier {
@@ -247,8 +283,9 @@ pub(crate) struct JournalView {
     /// Every finished or lost job of earlier runs started in this session, in start order
     /// (a fork's inherited jobs are its parent's: not here).
     pub(crate) history: Vec<Earlier>,
-    /// The indexes into `history` of the jobs lost and not reported yet: never settled or
-    /// settled by a teardown, and named by no `job/lost`.
+    /// The indexes into `history` of the jobs whose end is owed to the model: never settled
+    /// (lost) or settled by a teardown (stopped by the host's shutdown), and named by no
+    /// `job/lost`.
     pub(crate) lost: Vec<usize>,
     /// The highest job number per kind among every `job/start`, inherited ones included.
     pub(crate) highest: Vec<(JobKind, u64)>,
@@ -314,7 +351,8 @@ pub(crate) fn read_journal(session: &dyn Session, now: i64) -> JournalView {
             // issued again) but neither the job nor a report of it.
             continue;
         }
-        let lost = entry
+        // Owed: the model was never told how it ended (no settlement, or a teardown's).
+        let owed = entry
             .settle
             .as_ref()
             .is_none_or(|settle| settle.teardown.is_some());
@@ -322,8 +360,17 @@ pub(crate) fn read_journal(session: &dyn Session, now: i64) -> JournalView {
             .settle
             .as_ref()
             .map_or(now.max(entry.start.started_at), |s| s.finished_at);
+        let trace = match entry.settle {
+            None => entry.start.trace,
+            Some(_) => None,
+        };
         let (status, detail, output) = match entry.settle {
-            Some(settle) if !lost => {
+            Some(settle) if settle.teardown.is_some() => (
+                JobStatus::Killed,
+                Some(SHUTDOWN_DETAIL.to_owned()),
+                settle.output,
+            ),
+            Some(settle) => {
                 let status = match settle.status.as_str() {
                     "completed" => JobStatus::Completed,
                     "killed" => JobStatus::Killed,
@@ -331,9 +378,9 @@ pub(crate) fn read_journal(session: &dyn Session, now: i64) -> JournalView {
                 };
                 (status, settle.detail, settle.output)
             }
-            _ => (JobStatus::Failed, Some(LOST_DETAIL.to_owned()), None),
+            None => (JobStatus::Failed, Some(LOST_DETAIL.to_owned()), None),
         };
-        if lost && !reported.contains(&entry.start.id) {
+        if owed && !reported.contains(&entry.start.id) {
             view.lost.push(view.history.len());
         }
         view.history.push(Earlier {
@@ -346,6 +393,7 @@ pub(crate) fn read_journal(session: &dyn Session, now: i64) -> JournalView {
             detail,
             finished_at,
             output,
+            trace,
         });
     }
     view

@@ -18,6 +18,7 @@ fn start_and_settle_round_trip() {
         &JobKind::bash(),
         &JobLabel::new("make"),
         5,
+        None,
     )
     .unwrap();
     assert_eq!(
@@ -88,14 +89,28 @@ fn settle_payloads_are_the_documented_text() {
             .as_str(),
         r#"{"version":1,"id":"subagent-2","status":"killed","detail":"cancelled","finishedAt":9,"output":"3 notes\n\"done\""}"#
     );
-    // Cut at a character boundary below the limit: `é` is two bytes across byte 4096.
-    let long = format!("{}é", "a".repeat(JOURNAL_OUTPUT_BYTES - 1));
+    // Too long: the tail is kept, then the truncation marker, within the bound; a cut
+    // inside `é` (two bytes) drops the whole character.
+    let long = format!("é{}", "a".repeat(JOURNAL_OUTPUT_BYTES));
     let payload = settle_payload(&settled(None), Some(&long), None).unwrap();
     let expected = format!(
-        r#"{{"version":1,"id":"subagent-2","status":"killed","finishedAt":9,"output":"{}","outputTruncated":true}}"#,
-        "a".repeat(JOURNAL_OUTPUT_BYTES - 1)
+        r#"{{"version":1,"id":"subagent-2","status":"killed","finishedAt":9,"output":"{}\n[output truncated]","outputTruncated":true}}"#,
+        "a".repeat(JOURNAL_OUTPUT_BYTES - "\n[output truncated]".len())
     );
     assert_eq!(payload.as_str(), expected);
+    // The job's own output limit bounds it when smaller.
+    let mut limited = settled(None);
+    limited.output_limit_bytes = Some(24);
+    let payload = settle_payload(&limited, Some("0123456789abcdef"), None).unwrap();
+    assert_eq!(
+        payload.as_str(),
+        r#"{"version":1,"id":"subagent-2","status":"killed","finishedAt":9,"output":"0123456789abcdef"}"#
+    );
+    let payload = settle_payload(&limited, Some("0123456789abcdefghijklmnop"), None).unwrap();
+    assert_eq!(
+        payload.as_str(),
+        r#"{"version":1,"id":"subagent-2","status":"killed","finishedAt":9,"output":"lmnop\n[output truncated]","outputTruncated":true}"#
+    );
     // A settle with no finish time records its start (never reached by the registry).
     let mut open = settled(None);
     open.finished_at = None;
@@ -110,7 +125,7 @@ fn settle_payloads_are_the_documented_text() {
 #[test]
 fn payload_text_is_the_value_form() {
     let label = JobLabel::new("echo \"hi\"\t\u{1} é \\ </script>");
-    let text = start_payload(&JobId::new("bash-12"), &JobKind::bash(), &label, -3).unwrap();
+    let text = start_payload(&JobId::new("bash-12"), &JobKind::bash(), &label, -3, None).unwrap();
     let value = json!({
         "version": JOURNAL_VERSION,
         "id": "bash-12",
@@ -276,7 +291,8 @@ fn the_fold_finds_jobs_lost_by_a_dead_or_a_stopped_host_once() {
             vec![
                 "bash-1 killed Some(\"d\") 20".to_owned(),
                 "bash-2 failed Some(\"the host stopped while it ran\") 99".to_owned(),
-                "bash-3 failed Some(\"the host stopped while it ran\") 20".to_owned(),
+                // Settled by the teardown of a clean shutdown: stopped by it, not lost.
+                "bash-3 killed Some(\"stopped by the host's shutdown\") 20".to_owned(),
                 "fake-4 failed Some(\"the host stopped while it ran\") 99".to_owned(),
             ],
             vec!["bash-2", "bash-3"],

@@ -127,6 +127,11 @@ pub struct JobHooks {
     /// A live progress line shown as the snapshot's `detail` while the job is running or
     /// stopping (decision 8). Never model-facing by itself.
     pub progress: Option<JobProgress>,
+    /// What the job leaves on the machine that outlives its host, as the producer names it
+    /// (bash: its marker, `HARNESS_BASH_JOB`): recorded in the journal's `job/start` and
+    /// handed to the kind's [`LeftoverStopper`](crate::LeftoverStopper) when a reopening
+    /// finds the job unsettled. Never model-facing.
+    pub trace: Option<String>,
 }
 
 impl JobHooks {
@@ -140,6 +145,7 @@ impl JobHooks {
             done: Box::pin(done),
             read_output: None,
             progress: None,
+            trace: None,
         }
     }
 
@@ -150,6 +156,13 @@ impl JobHooks {
         read_output: impl Fn() -> Result<String, BoxError> + Send + Sync + 'static,
     ) -> Self {
         self.read_output = Some(Box::new(read_output));
+        self
+    }
+
+    /// Records `trace` (see [`JobHooks::trace`]).
+    #[must_use]
+    pub fn with_trace(mut self, trace: impl Into<String>) -> Self {
+        self.trace = Some(trace.into());
         self
     }
 

@@ -8,7 +8,9 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use turnkit_core::{Agent, AgentId, Registration, RegistrationScope};
 
-use crate::{BoxError, JobError, JobId, JobRead, JobReadAt, JobSnapshot, JobStart, KillOutcome};
+use crate::{
+    BoxError, JobError, JobId, JobKind, JobRead, JobReadAt, JobSnapshot, JobStart, KillOutcome,
+};
 
 /// A future a [`JobDoneListener`] may hand back: the registry spawns it, never awaits it, and
 /// logs `jobs: onJobDone listener rejected for <id>: <err>` if it fails.
@@ -50,6 +52,12 @@ pub type JobsChangedListener =
 /// registry lock held.
 pub type JobsLostListener =
     Arc<dyn Fn(&[JobSnapshot], &Arc<dyn Agent>) -> Result<Option<String>, BoxError> + Send + Sync>;
+
+/// Stops what a job of an earlier run left running, given the trace its start recorded
+/// ([`crate::JobHooks::trace`]): blocking and bounded (the host that ran it is gone, so
+/// nothing else will), and `true` when it found something running and stopped it, `false`
+/// when nothing of the job was left. See [`JobRegistry::on_leftovers`].
+pub type LeftoverStopper = Arc<dyn Fn(&str) -> bool + Send + Sync>;
 
 /// The background-job registry seam (todo-jobs §3, decision 8), shared as
 /// `Arc<dyn JobRegistry>`. turnkit-jobs-local provides the implementation.
@@ -176,6 +184,19 @@ pub trait JobRegistry: Send + Sync {
     /// registers nothing.
     fn on_jobs_lost(&self, scope: RegistrationScope, listener: JobsLostListener) -> Registration {
         let _ = (scope, listener);
+        Registration::noop()
+    }
+
+    /// Registers `stopper` for the jobs of `kind` (the job journal, todo-jobs §5.9): when a
+    /// reopened session's journal has a job of that kind that never settled (its host died)
+    /// and whose start recorded a trace ([`crate::JobHooks::trace`]), the registry calls
+    /// `stopper(trace)` before it reports the job; `true` (something was still running and
+    /// has been stopped) makes the job `killed` with
+    /// [`LEFTOVERS_STOPPED_DETAIL`](crate::LEFTOVERS_STOPPED_DETAIL) instead of lost. A
+    /// registry without a journal never calls it: the default registers nothing. A later
+    /// registration for the same kind replaces an earlier one until it is undone.
+    fn on_leftovers(&self, kind: &JobKind, stopper: LeftoverStopper) -> Registration {
+        let _ = (kind, stopper);
         Registration::noop()
     }
 

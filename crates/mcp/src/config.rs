@@ -51,8 +51,12 @@ impl FamilyConfigs {
         object(self.todo.as_ref())
     }
 
+    /// The `jobs` object, with the job journal on unless it says `"journal": false`:
+    /// served jobs survive a restart of the server (todo-jobs §5.9).
     pub(crate) fn jobs_value(&self) -> Value {
-        object(self.jobs.as_ref())
+        let mut jobs = self.jobs.clone().unwrap_or_default();
+        jobs.entry("journal").or_insert(Value::Bool(true));
+        Value::Object(jobs)
     }
 
     pub(crate) fn tool_jobs_value(&self) -> Value {
@@ -105,5 +109,15 @@ mod tests {
             json!({"completionDelivery": "quiet"})
         );
         assert_eq!(configs.bash_value(), json!({}));
+        assert_eq!(configs.jobs_value(), json!({"journal": true}));
+        let off = FamilyConfigs::from_json(&json!({
+            "todo": {"allowParallelInProgress": true},
+            "jobs": {"journal": false, "maxConcurrentJobsPerOwner": 2},
+        }))
+        .unwrap();
+        assert_eq!(
+            off.jobs_value(),
+            json!({"journal": false, "maxConcurrentJobsPerOwner": 2})
+        );
     }
 }

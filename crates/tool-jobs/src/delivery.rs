@@ -42,16 +42,20 @@ pub fn notice_message(snapshot: &JobSnapshot) -> UserMessage {
     )
 }
 
-/// The lost-jobs notice for `lost` (the job journal, todo-jobs §5.7 "Lost jobs"): one
-/// user-role message with a line per job, `background job <id> (<kind>: <label>) was lost
-/// <status line>. Its output went with the stopped host.`, joined by `\n`, and the source
+/// The lost-jobs notice for `lost` (the job journal, todo-jobs §5.9): one user-role message
+/// with a line per job, e.g. `background job <id> (<kind>: <label>) was lost <status line>.
+/// Its output went with the stopped host.` (the three forms, by the job's detail, are in
+/// `docs/spec/todo-jobs.md` §5.9), joined by `\n`, and the source
 /// `{plugin:"tool-jobs", form:"notice", summary}`, the summary being the jobs' notice
 /// summaries joined by `; `, cut to 120 characters. Not byte-capped.
 pub fn lost_notice_message(lost: &[JobSnapshot]) -> UserMessage {
     let jobs: Vec<PublicJob> = lost.iter().map(PublicJob::from_snapshot).collect();
     let text = jobs
         .iter()
-        .map(|job| lost_notice_line(&job.id, &job.kind, &job.label, &job.status_line()))
+        .map(|job| {
+            let detail = job.detail.as_deref();
+            lost_notice_line(&job.id, &job.kind, &job.label, detail, &job.status_line())
+        })
         .collect::<Vec<_>>()
         .join("\n");
     let summary = jobs

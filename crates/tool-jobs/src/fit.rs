@@ -7,7 +7,7 @@
 //! bytes.
 
 /// Marker appended when a `job_output` body is cut (rule A of §5.5).
-pub const OUTPUT_MARKER: &str = "\n[output truncated]";
+pub const OUTPUT_MARKER: &str = turnkit_jobs::OUTPUT_TRUNCATED_MARKER;
 /// Marker appended when any other single-text result is cut (rule B of §5.5).
 pub(crate) const RESULT_MARKER: &str = "\n[result truncated]";
 /// Marker inserted when a completion notice is cut (§5.7).

@@ -193,12 +193,34 @@ pub(crate) fn render_kill_earlier(id: &str, status_line: &str) -> String {
     format!("job {id} is no longer running {EARLIER_RUN_MARK} {status_line}")
 }
 
-/// One line of the lost-jobs notice (exact): `background job <id> (<kind>: <label>) was lost
-/// <status line>. Its output went with the stopped host.`
-pub(crate) fn lost_notice_line(id: &str, kind: &str, label: &str, status_line: &str) -> String {
-    format!(
-        "background job {id} ({kind}: {label}) was lost {status_line}. Its output went with the stopped host."
-    )
+/// One line of the lost-jobs notice (exact), by the job's detail (todo-jobs §5.9):
+/// - stopped by its host's clean shutdown ([`turnkit_jobs::SHUTDOWN_DETAIL`]):
+///   `background job <id> (<kind>: <label>) was still running when its host shut down
+///   <status line>. Read its output with job_output.`
+/// - its processes outlived its dead host and were stopped at the reopening
+///   ([`turnkit_jobs::LEFTOVERS_STOPPED_DETAIL`]): `background job <id> (<kind>: <label>) was
+///   running when its host stopped; its processes were stopped <status line>. Its output went
+///   with the stopped host.`
+/// - otherwise (lost: nothing of it was left): `background job <id> (<kind>: <label>) was lost
+///   <status line>. Its output went with the stopped host.`
+pub(crate) fn lost_notice_line(
+    id: &str,
+    kind: &str,
+    label: &str,
+    detail: Option<&str>,
+    status_line: &str,
+) -> String {
+    match detail {
+        Some(turnkit_jobs::SHUTDOWN_DETAIL) => format!(
+            "background job {id} ({kind}: {label}) was still running when its host shut down {status_line}. Read its output with job_output."
+        ),
+        Some(turnkit_jobs::LEFTOVERS_STOPPED_DETAIL) => format!(
+            "background job {id} ({kind}: {label}) was running when its host stopped; its processes were stopped {status_line}. Its output went with the stopped host."
+        ),
+        _ => format!(
+            "background job {id} ({kind}: {label}) was lost {status_line}. Its output went with the stopped host."
+        ),
+    }
 }
 
 /// The message of the empty-`job_id` failure (exact).

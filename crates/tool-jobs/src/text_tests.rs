@@ -173,7 +173,33 @@ fn earlier_run_renderings() {
         "job bash-1 is no longer running (from before the restart) [status: completed, exit code: 0]"
     );
     assert_eq!(
-        lost_notice_line("bash-1", "bash", "sleep 60", "[status: failed, x]"),
+        lost_notice_line(
+            "bash-1",
+            "bash",
+            "sleep 60",
+            Some("x"),
+            "[status: failed, x]"
+        ),
         "background job bash-1 (bash: sleep 60) was lost [status: failed, x]. Its output went with the stopped host."
+    );
+    assert_eq!(
+        lost_notice_line(
+            "bash-2",
+            "bash",
+            "sleep 60",
+            Some(turnkit_jobs::SHUTDOWN_DETAIL),
+            "[status: killed, stopped by the host's shutdown]"
+        ),
+        "background job bash-2 (bash: sleep 60) was still running when its host shut down [status: killed, stopped by the host's shutdown]. Read its output with job_output."
+    );
+    assert_eq!(
+        lost_notice_line(
+            "bash-3",
+            "bash",
+            "sleep 60",
+            Some(turnkit_jobs::LEFTOVERS_STOPPED_DETAIL),
+            "[status: killed, stopped at the restart]"
+        ),
+        "background job bash-3 (bash: sleep 60) was running when its host stopped; its processes were stopped [status: killed, stopped at the restart]. Its output went with the stopped host."
     );
 }

@@ -1,5 +1,6 @@
 mod cgroup_folders;
 mod contain;
+mod journal_leftovers;
 mod process;
 mod spill;
 mod support;

@@ -217,6 +217,7 @@ impl Shared {
             done,
             read_output,
             progress,
+            trace,
         } = hooks;
         let progress_handle = progress.clone();
         let started_at = sh.now_millis();
@@ -279,7 +280,14 @@ impl Shared {
         if sh.limits.journal
             && let Some(owner) = &journal_owner
         {
-            sh.journal_start(owner, &id, &journal_kind, &journal_label, started_at);
+            sh.journal_start(
+                owner,
+                &id,
+                &journal_kind,
+                &journal_label,
+                started_at,
+                trace.as_deref(),
+            );
         }
         if let Some(kind) = span_kind {
             sh.attach_span(&id, &kind, Ticket { slot, seq });
@@ -329,8 +337,9 @@ impl Shared {
         kind: &JobKind,
         label: &JobLabel,
         started_at: i64,
+        trace: Option<&str>,
     ) {
-        let appended = journal::start_payload(id, kind, label, started_at)
+        let appended = journal::start_payload(id, kind, label, started_at, trace)
             .map_err(|error| error.to_string())
             .and_then(|payload| {
                 owner

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 use turnkit_core::{AgentId, Registration, RegistrationScope, lock};
 use turnkit_jobs::{
-    JobDoneListener, JobError, JobId, JobRead, JobReadAt, JobRegistry, JobSnapshot, JobStart,
-    JobsChangedListener, JobsLostListener, KillOutcome,
+    JobDoneListener, JobError, JobId, JobKind, JobRead, JobReadAt, JobRegistry, JobSnapshot,
+    JobStart, JobsChangedListener, JobsLostListener, KillOutcome, LeftoverStopper,
 };
 
 use super::{LocalJobRegistry, Shared};
@@ -82,6 +82,10 @@ impl JobRegistry for LocalJobRegistry {
 
     fn is_from_earlier_run(&self, id: &JobId, caller: Option<&AgentId>) -> bool {
         self.shared.is_from_earlier_run(id, caller)
+    }
+
+    fn on_leftovers(&self, kind: &JobKind, stopper: LeftoverStopper) -> Registration {
+        self.shared.add_stopper(kind, stopper)
     }
 }
 

@@ -20,6 +20,7 @@ use std::time::Duration;
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
 use turnkit_core::{Clock, lock};
+use turnkit_jobs::{JobKind, LeftoverStopper};
 
 use crate::driver::Hub;
 use crate::state::State;
@@ -66,6 +67,9 @@ pub(crate) struct Shared {
     runtime: Option<Handle>,
     /// Drives every job's `done` (§4.6).
     hub: Arc<Hub>,
+    /// The leftover stoppers by kind (`on_leftovers`), newest last, with their
+    /// registration numbers.
+    stoppers: Mutex<Vec<(u64, JobKind, LeftoverStopper)>>,
     me: Weak<Shared>,
 }
 
@@ -98,6 +102,7 @@ impl LocalJobRegistry {
             limits,
             runtime: Handle::try_current().ok(),
             hub: Arc::new(Hub::default()),
+            stoppers: Mutex::new(Vec::new()),
             me: me.clone(),
         });
         Self { shared }

@@ -2,10 +2,15 @@
 //! back as terminal records, and the jobs lost since are reported once, through the
 //! lost-jobs listeners, with the delivery recorded as `job/lost` (`docs/event-log.md`).
 
-use std::{panic::AssertUnwindSafe, panic::catch_unwind, sync::Arc, sync::atomic::Ordering};
+use std::{
+    panic::AssertUnwindSafe, panic::catch_unwind, sync::Arc, sync::atomic::AtomicU64,
+    sync::atomic::Ordering,
+};
 
-use turnkit_core::{Agent, AgentEvent, AgentId, SessionId, lock};
-use turnkit_jobs::{JobId, JobSnapshot};
+use turnkit_core::{Agent, AgentEvent, AgentId, Registration, SessionId, lock};
+use turnkit_jobs::{
+    JobId, JobKind, JobSnapshot, JobStatus, LEFTOVERS_STOPPED_DETAIL, LeftoverStopper,
+};
 
 use super::Shared;
 use crate::journal::{self, JOB_LOST_EVENT};
@@ -25,7 +30,8 @@ impl Shared {
             return;
         }
         let session = owner.session();
-        let view = journal::read_journal(&*session, self.now_millis());
+        let mut view = journal::read_journal(&*session, self.now_millis());
+        self.stop_leftovers(&mut view);
         if view.history.is_empty() && view.highest.is_empty() {
             return;
         }
@@ -168,6 +174,49 @@ impl Shared {
                 "jobs: could not flush the lost-jobs notice of {}: {error}",
                 info.id
             );
+        }
+    }
+
+    /// Registers `stopper` for `kind` (`JobRegistry::on_leftovers`); undone, it is removed.
+    pub(super) fn add_stopper(&self, kind: &JobKind, stopper: LeftoverStopper) -> Registration {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let number = NEXT.fetch_add(1, Ordering::Relaxed);
+        lock(&self.stoppers).push((number, kind.clone(), stopper));
+        Registration::from_weak(self.me.clone(), move |shared: &Shared| {
+            lock(&shared.stoppers).retain(|(n, _, _)| *n != number);
+        })
+    }
+
+    /// Before the reopened journal's jobs are loaded: each owed job that never settled (its
+    /// host died), recorded a trace and is not a job this registry holds is handed to its
+    /// kind's stopper; one whose processes were still running, and are now stopped, becomes
+    /// `killed` with [`LEFTOVERS_STOPPED_DETAIL`] instead of lost (todo-jobs §5.9).
+    fn stop_leftovers(&self, view: &mut journal::JournalView) {
+        let stoppers = lock(&self.stoppers).clone();
+        if stoppers.is_empty() {
+            return;
+        }
+        for &i in &view.lost {
+            let earlier = &mut view.history[i];
+            let Some(trace) = earlier.trace.clone() else {
+                continue;
+            };
+            let Some((_, _, stopper)) = stoppers.iter().rev().find(|(_, k, _)| *k == earlier.kind)
+            else {
+                continue;
+            };
+            if lock(&self.state).records.get(&earlier.id).is_some() {
+                continue;
+            }
+            let stopper = stopper.clone();
+            let stopped = catch_unwind(AssertUnwindSafe(|| stopper(&trace))).unwrap_or_else(|_| {
+                tracing::warn!("jobs: the leftover stopper of {} panicked", earlier.id);
+                false
+            });
+            if stopped {
+                earlier.status = JobStatus::Killed;
+                earlier.detail = Some(LEFTOVERS_STOPPED_DETAIL.to_owned());
+            }
         }
     }
 

@@ -2,7 +2,8 @@
 //! observers (§4.7) and completion listeners, each contained; and progress changes.
 
 use std::{
-    panic::AssertUnwindSafe, panic::catch_unwind, sync::Arc, sync::Weak, sync::atomic::Ordering,
+    panic::AssertUnwindSafe, panic::catch_unwind, sync::Arc, sync::Mutex, sync::Weak,
+    sync::atomic::Ordering,
 };
 
 use futures::FutureExt;
@@ -14,7 +15,7 @@ use super::Shared;
 use crate::journal;
 use crate::{
     driver::Settle, driver::Ticket, driver::error_text, state::Layered, state::Record,
-    state::Records, state::Target, state::Teardown, state::for_each_route,
+    state::Records, state::Stream, state::Target, state::Teardown, state::for_each_route,
 };
 
 impl Shared {
@@ -81,13 +82,12 @@ impl Shared {
                 let _ = resolve.send(snapshot.clone());
             }
             let target = record.route_target();
-            // The journal's `job/settle` (final output only for final-output jobs).
-            let journaled = (self.limits.journal && target.owner.is_some()).then(|| {
-                journal::settle_payload(
-                    &snapshot,
-                    record.output.as_deref(),
-                    record.teardown.map(Teardown::reason),
-                )
+            // The journal's `job/settle`: its final output is a final-output job's result,
+            // or what a stream job's reader has not read yet (pulled after the lock).
+            let journaled = (self.limits.journal && target.owner.is_some()).then(|| Journaled {
+                stream: record.stream.clone(),
+                output: record.output.as_deref().map(str::to_owned),
+                teardown: record.teardown.map(Teardown::reason),
             });
             state.release(target.owner.as_ref().map(|o| o.key()));
             // Cloned only when there is somebody to call (an empty layer costs nothing).
@@ -107,7 +107,14 @@ impl Shared {
         if let Some(progress) = released_progress {
             drop(progress.replace_observer(None));
         }
-        if let (Some(payload), Some(owner)) = (journaled, &target.owner)
+        let payload = journaled.map(|journaled| {
+            let output = match &journaled.stream {
+                Some(stream) => unread_output(stream),
+                None => journaled.output,
+            };
+            journal::settle_payload(&snapshot, output.as_deref(), journaled.teardown)
+        });
+        if let (Some(payload), Some(owner)) = (payload, &target.owner)
             && let Err(error) = payload
                 .map_err(|error| error.to_string())
                 .and_then(|payload| {
@@ -208,6 +215,31 @@ impl Shared {
         };
         self.notify_changed(&target);
     }
+}
+
+/// What the journal's `job/settle` of a settled record is made of, taken under the lock.
+struct Journaled {
+    stream: Option<Arc<Mutex<Stream>>>,
+    output: Option<String>,
+    teardown: Option<&'static str>,
+}
+
+/// A settled stream job's unread output: the producer's last delta is pulled into the
+/// history (its pipes are closed, so nothing follows) without moving the model's cursor.
+/// `None` when there is none, or the producer's read fails (logged).
+fn unread_output(stream: &Mutex<Stream>) -> Option<String> {
+    let mut stream = lock(stream);
+    match catch_unwind(AssertUnwindSafe(|| (stream.read)())) {
+        Ok(Ok(pulled)) => stream.history.append(&pulled),
+        Ok(Err(error)) => {
+            tracing::warn!("jobs: the final output of a settled job could not be read: {error}");
+        }
+        Err(_) => {
+            tracing::warn!("jobs: the final output of a settled job could not be read: panicked")
+        }
+    }
+    let unread = stream.history.unread();
+    (!unread.is_empty()).then_some(unread)
 }
 
 /// The driver's seam: it knows each job's slot and registration number, so it skips the id

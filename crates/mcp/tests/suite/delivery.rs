@@ -6,7 +6,21 @@ use serde_json::{Value, json};
 
 use crate::suite::support::{Note, config, start, texts};
 
-const NOTICE: &str = "background job bash-1 (bash: printf done) finished [status: completed, exit code: 0]. Read its output with job_output.";
+/// A job that ends once the test creates `go` in the server's `bash.cwd` (after its start
+/// was answered, so its notice never rides that answer).
+const GATED: &str = "until [ -e go ]; do sleep 0.01; done; printf done";
+
+const NOTICE: &str = "background job bash-1 (bash: until [ -e go ]; do sleep 0.01; done; printf done) finished [status: completed, exit code: 0]. Read its output with job_output.";
+
+const SUMMARY: &str =
+    "bash until [ -e go ]; do sleep 0.01; done; printf done [status: completed, exit code: 0]";
+
+/// The tests' configuration with `bash.cwd` = `dir`.
+fn gated_config(dir: &std::path::Path) -> Value {
+    let mut config = config();
+    config["bash"] = json!({"cwd": dir});
+    config
+}
 
 fn is_log(note: &Note) -> bool {
     matches!(note, Note::Log(_))
@@ -32,7 +46,7 @@ fn inbox_events(dir: &std::path::Path, session: &str) -> Vec<(String, Value)> {
 #[tokio::test]
 async fn a_completion_notice_arrives_once_with_the_next_result_and_is_announced() {
     let dir = tempfile::tempdir().unwrap();
-    let mut server = start(dir.path(), "s1", &config(), &[]).await;
+    let mut server = start(dir.path(), "s1", &gated_config(dir.path()), &[]).await;
     #[expect(
         deprecated,
         reason = "the legacy subscription is what this protocol version has"
@@ -44,13 +58,11 @@ async fn a_completion_notice_arrives_once_with_the_next_result_and_is_announced(
         .unwrap();
     assert_eq!(
         server
-            .texts(
-                "bash",
-                json!({"command": "printf done", "run_in_background": true})
-            )
+            .texts("bash", json!({"command": GATED, "run_in_background": true}))
             .await,
         ["started background job bash-1"]
     );
+    std::fs::write(dir.path().join("go"), "").unwrap();
     // The owed message is announced twice: the inbox resource changed, then a log line.
     assert_eq!(
         server.wait_for(|n| matches!(n, Note::Updated(_))).await,
@@ -64,13 +76,16 @@ async fn a_completion_notice_arrives_once_with_the_next_result_and_is_announced(
                 "kind": "plugin",
                 "plugin": "tool-jobs",
                 "form": "notice",
-                "summary": "bash printf done [status: completed, exit code: 0]",
+                "summary": SUMMARY,
             },
             "text": NOTICE,
         }))
     );
-    let list = "bash-1 [bash] completed — printf done";
-    assert_eq!(server.texts("job_list", json!({})).await, [list, NOTICE]);
+    let list = format!("bash-1 [bash] completed — {GATED}");
+    assert_eq!(
+        server.texts("job_list", json!({})).await,
+        [list.clone(), NOTICE.to_owned()]
+    );
     assert_eq!(server.texts("job_list", json!({})).await, [list]);
     assert_eq!(
         server
@@ -90,12 +105,13 @@ async fn a_completion_notice_arrives_once_with_the_next_result_and_is_announced(
                         "kind": "plugin",
                         "plugin": "tool-jobs",
                         "form": "notice",
-                        "summary": "bash printf done [status: completed, exit code: 0]",
+                        "summary": SUMMARY,
                     },
                     "text": NOTICE,
                 })
             ),
-            ("mcp/claimed".to_owned(), json!({"seqs": [1]})),
+            // Seqs 1 and 2 are the job journal's `job/start` and `job/settle`.
+            ("mcp/claimed".to_owned(), json!({"seqs": [3]})),
         ]
     );
 }
@@ -137,33 +153,44 @@ async fn a_reminder_arrives_after_its_time_with_the_next_result() {
 async fn a_restart_neither_repeats_nor_loses_a_delivery() {
     let dir = tempfile::tempdir().unwrap();
     let mut server = start(dir.path(), "s1", &config(), &[]).await;
-    server
-        .texts(
-            "bash",
-            json!({"command": "printf done", "run_in_background": true}),
-        )
-        .await;
+    // The job ends only after its start was answered (its notice cannot ride that answer).
+    let gate = dir.path().join("go");
+    let command = format!(
+        "while [ ! -e {} ]; do sleep 0.01; done; printf done",
+        gate.display()
+    );
+    assert_eq!(
+        server
+            .texts(
+                "bash",
+                json!({"command": command, "run_in_background": true})
+            )
+            .await,
+        ["started background job bash-1"]
+    );
+    std::fs::write(&gate, "").unwrap();
     server.wait_for(is_log).await;
     // Stopped before any tool result could carry the notice.
     server.stop().await;
 
     let server = start(dir.path(), "s1", &config(), &[]).await;
-    // The job itself was process-local; its notice was recorded and is still owed.
-    assert_eq!(
-        server.texts("job_list", json!({})).await,
-        ["(no background jobs)", NOTICE]
+    // The job comes back from the journal; its notice was recorded and is still owed.
+    let list = format!("bash-1 [bash] completed — {command} (from before the restart)");
+    let notice = format!(
+        "background job bash-1 (bash: {command}) finished [status: completed, exit code: 0]. Read its output with job_output."
     );
     assert_eq!(
         server.texts("job_list", json!({})).await,
-        ["(no background jobs)"]
+        [list.clone(), notice]
+    );
+    assert_eq!(
+        server.texts("job_list", json!({})).await,
+        std::slice::from_ref(&list)
     );
     server.stop().await;
 
     let server = start(dir.path(), "s1", &config(), &[]).await;
-    assert_eq!(
-        server.texts("job_list", json!({})).await,
-        ["(no background jobs)"]
-    );
+    assert_eq!(server.texts("job_list", json!({})).await, [list]);
     server.stop().await;
     let types: Vec<String> = inbox_events(dir.path(), "s1")
         .into_iter()

@@ -1,4 +1,5 @@
 mod delivery;
+mod jobs_restart;
 mod postgres;
 mod protocol;
 mod resources;
