@@ -35,7 +35,7 @@ impl Tree {
         }
     }
 
-    /// The marker value (the variable is [`MARKER_VAR`]).
+    /// The marker value (the variable is [`MARKER_VAR`](crate::MARKER_VAR)).
     pub(crate) fn marker(&self) -> &str {
         &self.marker
     }
@@ -121,9 +121,9 @@ impl Tree {
 /// [`crate::BashProcess`] (a terminal in a PTY, for example): the same containment rules
 /// (decision 13, `docs/process-containment.md`), reused rather than copied.
 ///
-/// Use: [`JobTree::prepare`] before the spawn; put [`MARKER_VAR`]`=`[`JobTree::marker`] in
+/// Use: [`JobTree::prepare`] before the spawn; put [`MARKER_VAR`](crate::MARKER_VAR)`=`[`JobTree::marker`] in
 /// the process's environment and make it the leader of its own process group (or session);
-/// if [`JobTree::gated`], start it behind a gate ([`TTY_GATE`] for a PTY) and close the gate
+/// if [`JobTree::gated`], start it behind a gate ([`TTY_GATE`](crate::TTY_GATE) for a PTY) and close the gate
 /// only after [`JobTree::adopt`]; then stop it with [`JobTree::signal`] (SIGTERM, SIGKILL
 /// after a grace) and check [`JobTree::has_members`]. Dropping the value removes the job's
 /// cgroup once its members have exited; it signals nothing.
@@ -141,7 +141,7 @@ impl JobTree {
         }
     }
 
-    /// The marker (32 hex digits) to put in the process's environment as [`MARKER_VAR`].
+    /// The marker (32 hex digits) to put in the process's environment as [`MARKER_VAR`](crate::MARKER_VAR).
     pub fn marker(&self) -> &str {
         self.tree.marker()
     }

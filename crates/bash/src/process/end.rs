@@ -6,10 +6,10 @@
 #[non_exhaustive]
 pub enum BashError {
     /// `bash` could not be started (missing binary, bad working directory, …). Returned
-    /// from [`BashProcess::spawn`]; the job is then never registered.
+    /// from [`BashProcess::spawn`](crate::BashProcess::spawn); the job is then never registered.
     #[error("failed to start bash: {0}")]
     Spawn(#[source] std::io::Error),
-    /// [`BashProcess::spawn`] was called outside a tokio runtime.
+    /// [`BashProcess::spawn`](crate::BashProcess::spawn) was called outside a tokio runtime.
     #[error("failed to start bash: no tokio runtime")]
     NoRuntime,
 }
@@ -30,7 +30,7 @@ pub enum EndStatus {
 pub struct ProcessEnd {
     /// How the shell ended.
     pub status: EndStatus,
-    /// [`BashProcess::cancel`] was called before the process ended.
+    /// [`BashProcess::cancel`](crate::BashProcess::cancel) was called before the process ended.
     pub cancel_requested: bool,
 }
 

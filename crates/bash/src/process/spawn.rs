@@ -32,7 +32,7 @@ const PIPE_BYTES: usize = 1024 * 1024;
 /// process tree is cancelled (SIGTERM, SIGKILL after the grace) and the shell still reaped;
 /// when it is dropped after the end, the processes the command left running are stopped the
 /// same way. Spill files are deleted once the last clone is dropped and the process has
-/// ended, unless [`SpillRetention::Keep`] was asked for.
+/// ended, unless [`SpillRetention::Keep`](crate::SpillRetention::Keep) was asked for.
 ///
 /// Every signal reaches all processes the command started, including those that left the
 /// process group or the session (`setsid`, `set -m`, double forks, daemons): see
@@ -54,7 +54,7 @@ impl BashProcess {
     /// Starts `bash -c COMMAND` as the leader of a new process group (pgid = pid), stdin
     /// from `/dev/null`, stdout and stderr piped, and the job's marker in its environment
     /// (`HARNESS_BASH_JOB`, 32 hex digits; it overrides a variable of that name in
-    /// [`ProcessOptions::env`]). Under [`Containment::Auto`] the shell is moved into a
+    /// [`ProcessOptions::env`]). Under [`Containment::Auto`](crate::Containment::Auto) the shell is moved into a
     /// cgroup of its own where the host can create one. Must be called inside a tokio
     /// runtime with I/O and time enabled.
     ///
