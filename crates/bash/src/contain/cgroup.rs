@@ -85,8 +85,13 @@ pub(super) fn refuse() {
     let _ = REFUSED.set(());
 }
 
+/// The folder name of a job's cgroup: this prefix, then its marker.
+pub(super) const PREFIX: &str = "harness-bash-";
+
 pub(super) fn create(marker: &str) -> Option<PathBuf> {
     let parent = parent()?;
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| sweep(parent));
     let stale: Vec<PathBuf> = std::mem::take(&mut *turnkit_core::lock(&STALE));
     for dir in stale {
         remove(&dir);
@@ -94,7 +99,7 @@ pub(super) fn create(marker: &str) -> Option<PathBuf> {
     if REFUSED.get().is_some() {
         return None;
     }
-    let dir = parent.join(format!("harness-bash-{marker}"));
+    let dir = parent.join(format!("{PREFIX}{marker}"));
     match std::fs::create_dir(&dir) {
         Ok(()) => Some(dir),
         Err(error) => {
@@ -109,8 +114,51 @@ pub(super) fn create(marker: &str) -> Option<PathBuf> {
     }
 }
 
+/// Moves `pid` into `dir`. A folder another host's start sweep removed (it was empty
+/// between its creation and this move) is created again, once.
 pub(super) fn enter(dir: &Path, pid: Pid) -> std::io::Result<()> {
-    std::fs::write(dir.join("cgroup.procs"), pid.as_raw_pid().to_string())
+    let procs = dir.join("cgroup.procs");
+    let pid = pid.as_raw_pid().to_string();
+    match std::fs::write(&procs, &pid) {
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            std::fs::create_dir(dir)?;
+            std::fs::write(&procs, &pid)
+        }
+        result => result,
+    }
+}
+
+/// Removes every empty job cgroup under `parent` (`harness-bash-*` without members):
+/// the folders of hosts that died before removing theirs (after a `kill -9` they pile
+/// up). A folder with members is left alone (a live host's job, or the leftovers of a
+/// dead host's job that its journal's reopening stops). Run once, at this host's first
+/// job cgroup.
+pub(super) fn sweep(parent: &Path) {
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let is_job = entry.file_name().to_str().is_some_and(|name| {
+            name.strip_prefix(PREFIX).is_some_and(|marker| {
+                marker.len() == 32 && marker.bytes().all(|b| b.is_ascii_hexdigit())
+            })
+        });
+        if is_job && entry.file_type().is_ok_and(|t| t.is_dir()) {
+            let dir = entry.path();
+            if !populated(&dir) {
+                // Fails harmlessly if a member entered meanwhile.
+                let _ = remove_tree(&dir);
+            }
+        }
+    }
+}
+
+/// Whether `dir` or a cgroup under it has a live member (`populated 1` in
+/// `cgroup.events`; an unreadable file counts as populated).
+fn populated(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("cgroup.events")).map_or(true, |events| {
+        events.lines().any(|line| line.trim() == "populated 1")
+    })
 }
 
 /// SIGKILL to every member at once (`cgroup.kill`, Linux 5.14+); older kernels rely
@@ -191,35 +239,77 @@ pub(super) fn remove(dir: &Path) {
 /// if it still fails, the folder is remembered and retried on the next creation.
 fn remove_when_empty(dir: PathBuf) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        stale(dir);
+        remove_after_exit(&dir);
         return;
     };
-    let fds: Vec<rustix::fd::OwnedFd> = pids(&dir)
-        .into_iter()
-        .filter_map(Pid::from_raw)
-        .filter_map(|pid| {
-            rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
-        })
-        .collect();
-    let folder = RemoveOnDrop(dir);
+    let fds: Vec<rustix::fd::OwnedFd> = member_fds(&dir);
+    let mut folder = RemoveOnDrop { dir, waited: false };
     runtime.spawn(async move {
         for fd in fds {
             if let Ok(fd) = watch_pidfd(fd) {
                 let _ = fd.readable().await;
             }
         }
+        folder.waited = true;
         drop(folder);
     });
 }
 
-/// Removes the folder when dropped: after the wait, or at once if the runtime drops the
-/// task unfinished.
-struct RemoveOnDrop(PathBuf);
+/// A pidfd per member of `dir` (readable once that member has exited).
+fn member_fds(dir: &Path) -> Vec<rustix::fd::OwnedFd> {
+    pids(dir)
+        .into_iter()
+        .filter_map(Pid::from_raw)
+        .filter_map(|pid| {
+            rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+        })
+        .collect()
+}
+
+/// How long a host that is going away (no runtime, or a runtime shutting down) waits
+/// for the members of a job cgroup it stopped to exit before it removes the folder.
+const EXIT_WAIT_MS: u16 = 2000;
+
+/// Without a runtime to wait on (the host is exiting): waits, blocking and bounded by
+/// [`EXIT_WAIT_MS`], for the members to exit (they were sent SIGKILL, or have ended),
+/// then removes the folder; if that still fails it is retried at the next creation.
+fn remove_after_exit(dir: &Path) {
+    if remove_tree(dir).is_ok() {
+        return;
+    }
+    let deadline =
+        std::time::Instant::now() + std::time::Duration::from_millis(u64::from(EXIT_WAIT_MS));
+    for fd in member_fds(dir) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let Ok(left) = rustix::event::Timespec::try_from(left) else {
+            break;
+        };
+        let mut polled = [rustix::event::PollFd::new(
+            &fd,
+            rustix::event::PollFlags::IN,
+        )];
+        let _ = rustix::event::poll(&mut polled, Some(&left));
+    }
+    if remove_tree(dir).is_err() {
+        stale(dir.to_path_buf());
+    }
+}
+
+/// Removes the folder when dropped: after the wait, or, if the runtime drops the task
+/// unfinished (it is shutting down with the host), after a bounded blocking wait.
+struct RemoveOnDrop {
+    dir: PathBuf,
+    waited: bool,
+}
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
-        if remove_tree(&self.0).is_err() {
-            stale(std::mem::take(&mut self.0));
+        if self.waited {
+            if remove_tree(&self.dir).is_err() {
+                stale(std::mem::take(&mut self.dir));
+            }
+        } else {
+            remove_after_exit(&self.dir);
         }
     }
 }
