@@ -1,6 +1,7 @@
 mod conformance;
 mod follow;
 mod group;
+mod outage;
 mod ownership;
 mod processes;
 mod replay;
