@@ -10,15 +10,12 @@ use tokio_postgres::types::ToSql;
 use turnkit_core::{RawEvent, SessionHeader, SessionId, StoreError};
 
 use crate::copy::LogReader;
-use crate::flush::Combiner;
 
 /// The pool and the quoted schema name; cheap to clone into a task.
 #[derive(Clone)]
 pub(crate) struct Db {
     pub(crate) pool: Pool,
     pub(crate) quoted: String,
-    /// Flushes waiting to share a statement (see `flush`).
-    pub(crate) combiner: Arc<Combiner>,
 }
 
 /// A readable message for a client error, with the server's message when there is one.

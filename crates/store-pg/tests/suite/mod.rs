@@ -59,6 +59,7 @@ pub(crate) fn store(url: &str, schema: &str, host: &str, ttl: Duration) -> PgSto
             host: host.to_owned(),
             lease_ttl: ttl,
             pool_size: 4,
+            index: Some(Arc::new(turnkit_schedule::ReminderIndex)),
             ..PgOptions::default()
         },
     )
