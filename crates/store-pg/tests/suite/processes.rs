@@ -47,6 +47,7 @@ fn child_host_process() {
             host: var("HARNESS_PG_HOST"),
             lease_ttl: ttl,
             pool_size: 2,
+            index: Some(Arc::new(turnkit_schedule::ReminderIndex)),
             ..PgOptions::default()
         },
     )

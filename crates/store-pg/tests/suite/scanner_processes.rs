@@ -60,6 +60,7 @@ fn scanner_host_process() {
             host: var("HARNESS_PG_HOST"),
             lease_ttl: ms("HARNESS_PG_TTL_MS"),
             pool_size: 8,
+            index: Some(Arc::new(turnkit_schedule::ReminderIndex)),
             ..PgOptions::default()
         },
     )
