@@ -12,7 +12,6 @@ use turnkit_jobs::{JobOutcome, TerminalStatus};
 use super::support::{finish, options, read_until};
 
 /// `sandbox` if this host can provide it; otherwise a loud skip (a failure under CI=true).
-#[expect(clippy::print_stderr, reason = "a skipped test says so on stderr")]
 fn provided(sandbox: Sandbox) -> Option<Arc<Sandbox>> {
     match turnkit_bash::probe_sandbox(&sandbox) {
         Ok(_) => Some(Arc::new(sandbox)),
@@ -21,7 +20,10 @@ fn provided(sandbox: Sandbox) -> Option<Arc<Sandbox>> {
                 std::env::var("CI").as_deref() != Ok("true"),
                 "sandbox test cannot run under CI: {missing}"
             );
-            eprintln!("SKIPPED: this host cannot confine jobs: {missing}");
+            turnkit_testkit::skip::skipped(&format!(
+                "this host cannot confine jobs ({missing}): run the tests as root on Linux with \
+                 Landlock and cgroups"
+            ));
             None
         }
     }

@@ -365,7 +365,6 @@ async fn without_wait_for_a_send_ends_when_output_is_quiet_for_settle_ms_on_the_
 }
 
 #[tokio::test]
-#[expect(clippy::print_stderr, reason = "a skipped test says so on stderr")]
 async fn a_sandboxed_terminal_cannot_write_outside_its_roots() {
     let base = tempfile::tempdir().unwrap();
     let root = base.path().join("root");
@@ -379,7 +378,10 @@ async fn a_sandboxed_terminal_cannot_write_outside_its_roots() {
             std::env::var("CI").as_deref() != Ok("true"),
             "sandbox test cannot run under CI: {missing}"
         );
-        eprintln!("SKIPPED: this host cannot confine terminals: {missing}");
+        turnkit_testkit::skip::skipped(&format!(
+            "this host cannot confine terminals ({missing}): run the tests as root on Linux with \
+             Landlock"
+        ));
         return;
     }
     let host = Host::new(&json!({"sandbox": {"writableRoots": [root]}}));
