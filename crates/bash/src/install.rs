@@ -43,7 +43,9 @@ impl Installed {
 /// [`crate::JOBS_UNAVAILABLE`]). The host clock measures the kill grace.
 ///
 /// # Errors
-/// [`ConfigError::Invalid`] from [`BashConfig::validate`]; [`ConfigError::Register`] when a
+/// [`ConfigError::Invalid`] from [`BashConfig::validate`], or naming the confinement of
+/// `sandbox` this host cannot provide (e.g. `tool-bash: sandbox: the pids limit cannot be
+/// enforced here: …`) unless `bestEffort`; [`ConfigError::Register`] when a
 /// `bash` tool is already registered.
 pub fn install(
     harness: &Arc<dyn Harness>,
@@ -51,6 +53,11 @@ pub fn install(
     config: BashConfig,
 ) -> Result<Installed, ConfigError> {
     config.validate()?;
+    if let Some(sandbox) = &config.sandbox {
+        let summary = crate::probe_sandbox(sandbox)
+            .map_err(|e| <BashConfig as PluginConfig>::invalid(e.0))?;
+        tracing::info!("bash: {summary}");
+    }
     // A reopened journal's bash job whose host died: its leftovers are stopped before it is
     // reported (todo-jobs §5.9).
     let leftovers = jobs.as_ref().map(|registry| {
