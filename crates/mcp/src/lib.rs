@@ -1,6 +1,5 @@
 #![doc = include_str!("../README.md")]
 
-mod config;
 mod error;
 mod host;
 mod inbox;
@@ -9,7 +8,6 @@ mod server;
 mod session;
 mod transport;
 
-pub use config::FamilyConfigs;
 pub use error::ServeError;
 pub use inbox::{CLAIMED_EVENT, InboxLogError, QUEUED_EVENT};
 pub use serve::{ServeOptions, serve, serve_stdio};
@@ -17,3 +15,4 @@ pub use server::ResultShape;
 pub use session::{
     INBOX_URI, JOB_URI_PREFIX, JOBS_URI, REMINDERS_URI, SessionHost, SessionOptions, TODOS_URI,
 };
+pub use turnkit_families::FamiliesConfig;

@@ -16,9 +16,10 @@ use turnkit_jobs::{JobRegistry, JobsChangedListener};
 
 use turnkit_host::{HostKit, LoopAgent};
 
-use crate::host::{HostSession, pull_agent};
+use crate::ServeError;
+use crate::host::{HostSession, host_session, pull_agent};
 use crate::inbox::{CLAIMED_EVENT, Inbox, Pending, QUEUED_EVENT};
-use crate::{FamilyConfigs, ServeError};
+use turnkit_families::{Families, FamiliesConfig};
 
 /// Resource URI of the `todos` projection.
 pub const TODOS_URI: &str = "harness://todos";
@@ -39,8 +40,9 @@ pub struct SessionOptions {
     pub dir: PathBuf,
     /// The session to open, created if absent; `None` creates a session with a fresh id.
     pub session: Option<String>,
-    /// Every family's configuration.
-    pub configs: FamilyConfigs,
+    /// Every family's configuration (the terminal family is served when it has a
+    /// `terminal` object; a `subagent` object is refused: the client lends no model step).
+    pub configs: FamiliesConfig,
 }
 
 /// Something a client may want to hear about.
@@ -50,15 +52,6 @@ pub(crate) enum Change {
     Resource(&'static str),
     /// A notice or reminder was queued for the next tool result.
     Queued(UserMessage),
-}
-
-struct Families {
-    bash: turnkit_bash::Installed,
-    jobs: turnkit_jobs_local::Installed,
-    tool_jobs: turnkit_tool_jobs::Installed,
-    schedule: turnkit_schedule::Installed,
-    todo: turnkit_todo::Installed,
-    _jobs_changed: turnkit_core::Registration,
 }
 
 /// A tool result ready to be sent: the tool's output with the owed messages appended, and
@@ -80,6 +73,8 @@ pub struct SessionHost {
     inbox: Inbox,
     jobs: Arc<dyn JobRegistry>,
     families: Mutex<Option<Families>>,
+    /// The job list listener (todo-jobs §4.7) that feeds [`JOBS_URI`] changes.
+    jobs_changed: Mutex<Option<turnkit_core::Registration>>,
     created: bool,
     changes_rx: Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
     /// Set once the session's write ownership passed to another host: the text every later
@@ -149,18 +144,18 @@ impl SessionHost {
         let harness: Arc<dyn turnkit_core::Harness> = host.clone();
         let (changes, changes_rx) = mpsc::unbounded_channel();
         let tx = changes.clone();
-        let families = install(
-            &harness,
-            &options.configs,
-            Arc::new(move |_owner: Option<&Arc<dyn Agent>>| {
-                let _ = tx.send(Change::Resource(JOBS_URI));
-                Ok(())
-            }),
-        )?;
-        let session = HostSession::new(stored);
+        let families = Families::install(&harness, &options.configs, None)?;
+        let jobs_changed: JobsChangedListener = Arc::new(move |_owner: Option<&Arc<dyn Agent>>| {
+            let _ = tx.send(Change::Resource(JOBS_URI));
+            Ok(())
+        });
+        let jobs_changed = families
+            .registry()
+            .on_jobs_changed(RegistrationScope::Global, jobs_changed);
+        let session = host_session(stored);
         let inbox = Inbox::open(session.clone())?;
         let tx = changes.clone();
-        session.set_hook(Arc::new(move |r#type: &str| {
+        session.hooks().set(Arc::new(move |r#type: &str| {
             let change = match r#type {
                 "todo/write" => TODOS_URI,
                 "schedule/change" => REMINDERS_URI,
@@ -177,7 +172,7 @@ impl SessionHost {
                 let _ = tx.send(Change::Queued(message.clone()));
             }),
         );
-        let jobs = families.jobs.registry();
+        let jobs = families.registry();
         host.publish(agent.as_dyn());
         Ok(Arc::new(Self {
             host,
@@ -186,6 +181,7 @@ impl SessionHost {
             inbox,
             jobs,
             families: Mutex::new(Some(families)),
+            jobs_changed: Mutex::new(Some(jobs_changed)),
             created,
             changes_rx: Mutex::new(Some(changes_rx)),
             fenced: OnceLock::new(),
@@ -203,9 +199,10 @@ impl SessionHost {
         self.created
     }
 
-    /// The definitions of the installed tools, in registration order.
+    /// The definitions of the tools the session's agent may call, in registration order
+    /// (what `turnkit_families::catalog` lists for the same configuration).
     pub fn definitions(&self) -> Vec<ToolDefinition> {
-        self.host.tools().all_definitions()
+        self.host.tool_definitions(self.agent.as_ref())
     }
 
     /// The system-prompt sections of the installed families, rendered in order.
@@ -420,12 +417,9 @@ impl SessionHost {
         self.host.remove(&agent);
         let families = turnkit_core::lock(&self.families).take();
         if let Some(families) = families {
-            families.bash.dispose();
-            families.schedule.dispose().await;
-            families.tool_jobs.dispose();
-            families.jobs.dispose().await;
-            families.todo.dispose();
+            families.dispose().await;
         }
+        drop(turnkit_core::lock(&self.jobs_changed).take());
     }
 }
 
@@ -435,40 +429,4 @@ fn append_owed(output: &mut ToolOutput, owed: &[Pending]) {
             .content
             .push(ContentBlock::text(pending.message.joined_text()));
     }
-}
-
-/// Installs every family; `jobs_changed` observes every job list change (todo-jobs §4.7) for as long
-/// as the families are installed.
-fn install(
-    harness: &Arc<dyn turnkit_core::Harness>,
-    configs: &FamilyConfigs,
-    jobs_changed: JobsChangedListener,
-) -> Result<Families, ServeError> {
-    let config = |e: turnkit_core::ConfigError| ServeError::Config(e.to_string());
-    let todo = turnkit_todo::TodoConfig::from_json(configs.todo_value())
-        .and_then(|c| turnkit_todo::install(harness, c))
-        .map_err(config)?;
-    let jobs = turnkit_jobs_local::JobsConfig::from_json(configs.jobs_value())
-        .and_then(|c| turnkit_jobs_local::install(harness, c))
-        .map_err(config)?;
-    let jobs_changed = jobs
-        .registry()
-        .on_jobs_changed(RegistrationScope::Global, jobs_changed);
-    let tool_jobs = turnkit_tool_jobs::ToolJobsConfig::from_json(configs.tool_jobs_value())
-        .and_then(|c| turnkit_tool_jobs::install(harness, jobs.registry(), c))
-        .map_err(config)?;
-    let schedule = turnkit_schedule::ScheduleConfig::from_json(configs.schedule_value())
-        .and_then(|c| turnkit_schedule::install(harness, c))
-        .map_err(config)?;
-    let bash = turnkit_bash::BashConfig::from_json(configs.bash_value())
-        .and_then(|c| turnkit_bash::install(harness, Some(jobs.registry()), c))
-        .map_err(config)?;
-    Ok(Families {
-        bash,
-        jobs,
-        tool_jobs,
-        schedule,
-        todo,
-        _jobs_changed: jobs_changed,
-    })
 }

@@ -1,0 +1,15 @@
+#![doc = include_str!("../README.md")]
+
+mod catalog;
+mod config;
+mod install;
+mod markdown;
+mod runtime;
+mod summary;
+
+pub use catalog::{ChildrenMode, SetupError, catalog, projections};
+pub use config::{FamiliesConfig, Family};
+pub use install::{Children, Families};
+pub use markdown::catalog_markdown;
+pub use runtime::{RunFailure, block_on_fresh};
+pub use summary::{FileSummary, LogFileError, summarize_log, summarize_log_file};
