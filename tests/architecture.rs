@@ -2,6 +2,10 @@
 //! lists every workspace crate with the workspace crates it depends on (normal and build
 //! dependencies, as `cargo metadata --no-deps` reports them; dev-dependencies left out), one line per crate. This test fails when
 //! the two differ and prints the block to paste.
+#![allow(
+    clippy::unwrap_used,
+    reason = "test helpers fail loudly; clippy's test exemption covers only #[test] bodies"
+)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;

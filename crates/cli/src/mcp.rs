@@ -156,10 +156,10 @@ pub(crate) fn run(
         let host = match store {
             Store::Jsonl(_) => SessionHost::open(&options)?,
             Store::Postgres(url) => {
-                // The scanner of any host finds this session's due reminders by schedule's
-                // index rows.
+                // The scanner of any host finds this session's due reminders by the index rows
+                // the families' batches imply (turnkit-families names them).
                 let pg_options = PgOptions {
-                    index: Some(Arc::new(turnkit_schedule::ReminderIndex)),
+                    index: Some(turnkit_families::Families::batch_index()),
                     ..PgOptions::default()
                 };
                 let pg = PgStore::connect(&url, Arc::new(SystemClock), pg_options)

@@ -117,8 +117,13 @@ pub enum Family {
     Subagent,
 }
 
-/// A field that may be absent but, when present, must hold a `T` (not `null`).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+/// A serde `deserialize_with` helper for a field that may be absent but, when present, must
+/// hold a `T`: `null` is refused (`invalid type: null, expected …`) instead of read as absent.
+/// Use it with `#[serde(default, deserialize_with = "…")]`.
+///
+/// # Errors
+/// `T`'s error for anything that is not a `T`, `null` included.
+pub fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
     deserializer: D,
 ) -> Result<Option<T>, D::Error> {
     T::deserialize(deserializer).map(Some)

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use turnkit_core::{ConfigError, Harness, SessionStore};
+use turnkit_core::{BatchIndex, ConfigError, Harness, SessionStore};
 use turnkit_host::HostKit;
 use turnkit_jobs::JobRegistry;
 use turnkit_subagent::ChildModel;
@@ -119,6 +119,15 @@ impl Families {
             terminal,
             subagent,
         })
+    }
+
+    /// The index rules of the families' events for a store that keeps indexes beside the
+    /// log (the PostgreSQL store's `PgOptions::index`): schedule's [`ReminderIndex`], the due
+    /// index of reminders (schedule §12), is the only family with one.
+    ///
+    /// [`ReminderIndex`]: turnkit_schedule::ReminderIndex
+    pub fn batch_index() -> Arc<dyn BatchIndex> {
+        Arc::new(turnkit_schedule::ReminderIndex)
     }
 
     /// The job registry every job-producing family starts its jobs in.

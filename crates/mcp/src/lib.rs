@@ -12,7 +12,5 @@ pub use error::ServeError;
 pub use inbox::{CLAIMED_EVENT, InboxLogError, QUEUED_EVENT};
 pub use serve::{ServeOptions, serve, serve_stdio};
 pub use server::ResultShape;
-pub use session::{
-    INBOX_URI, JOB_URI_PREFIX, JOBS_URI, REMINDERS_URI, SessionHost, SessionOptions, TODOS_URI,
-};
+pub use session::{INBOX_URI, SessionHost, SessionOptions};
 pub use turnkit_families::FamiliesConfig;

@@ -19,17 +19,10 @@ use turnkit_host::{HostKit, LoopAgent};
 use crate::ServeError;
 use crate::host::{HostSession, host_session, pull_agent};
 use crate::inbox::{CLAIMED_EVENT, Inbox, Pending, QUEUED_EVENT};
-use turnkit_families::{Families, FamiliesConfig};
+use turnkit_families::{ChangedBy, Families, FamiliesConfig, ResourceContext};
 
-/// Resource URI of the `todos` projection.
-pub const TODOS_URI: &str = "harness://todos";
-/// Resource URI of the job list.
-pub const JOBS_URI: &str = "harness://jobs";
-/// Prefix of one job's resource URI (`harness://jobs/<id>`).
-pub const JOB_URI_PREFIX: &str = "harness://jobs/";
-/// Resource URI of the active reminders.
-pub const REMINDERS_URI: &str = "harness://reminders";
-/// Resource URI of the notices and reminders owed to the next tool result.
+/// Resource URI of the notices and reminders owed to the next tool result (the server's own
+/// resource; the families declare theirs: `turnkit_families::resources`).
 pub const INBOX_URI: &str = "harness://inbox";
 
 /// How to open the served session.
@@ -48,7 +41,7 @@ pub struct SessionOptions {
 /// Something a client may want to hear about.
 #[derive(Clone, Debug)]
 pub(crate) enum Change {
-    /// The resource with this URI (or, for [`JOBS_URI`], every job resource) changed.
+    /// The resource with this URI (and every resource of its template) changed.
     Resource(&'static str),
     /// A notice or reminder was queued for the next tool result.
     Queued(UserMessage),
@@ -73,7 +66,7 @@ pub struct SessionHost {
     inbox: Inbox,
     jobs: Arc<dyn JobRegistry>,
     families: Mutex<Option<Families>>,
-    /// The job list listener (todo-jobs §4.7) that feeds [`JOBS_URI`] changes.
+    /// The job list listener (todo-jobs §4.7) that feeds the job resources' changes.
     jobs_changed: Mutex<Option<turnkit_core::Registration>>,
     created: bool,
     changes_rx: Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
@@ -146,7 +139,11 @@ impl SessionHost {
         let tx = changes.clone();
         let families = Families::install(&harness, &options.configs, None)?;
         let jobs_changed: JobsChangedListener = Arc::new(move |_owner: Option<&Arc<dyn Agent>>| {
-            let _ = tx.send(Change::Resource(JOBS_URI));
+            for resource in turnkit_families::resources() {
+                if resource.changed_by == ChangedBy::JobList {
+                    let _ = tx.send(Change::Resource(resource.uri));
+                }
+            }
             Ok(())
         });
         let jobs_changed = families
@@ -156,13 +153,17 @@ impl SessionHost {
         let inbox = Inbox::open(session.clone())?;
         let tx = changes.clone();
         session.hooks().set(Arc::new(move |r#type: &str| {
-            let change = match r#type {
-                "todo/write" => TODOS_URI,
-                "schedule/change" => REMINDERS_URI,
-                QUEUED_EVENT | CLAIMED_EVENT => INBOX_URI,
-                _ => return,
-            };
-            let _ = tx.send(Change::Resource(change));
+            if r#type == QUEUED_EVENT || r#type == CLAIMED_EVENT {
+                let _ = tx.send(Change::Resource(INBOX_URI));
+                return;
+            }
+            for resource in turnkit_families::resources() {
+                if let ChangedBy::Events(types) = resource.changed_by
+                    && types.contains(&r#type)
+                {
+                    let _ = tx.send(Change::Resource(resource.uri));
+                }
+            }
         }));
         let tx = changes;
         let agent = pull_agent(
@@ -321,32 +322,30 @@ impl SessionHost {
         )
     }
 
-    /// The `todos` projection's view.
-    pub(crate) fn todos_value(&self) -> Value {
-        self.host
-            .projections()
-            .view(self.session.id(), turnkit_todo::TODOS_KEY)
-            .map_or(Value::Null, |view| view.value)
-    }
-
-    /// The session's jobs as the tools show them.
-    pub(crate) fn jobs_value(&self) -> Value {
-        Value::Array(
-            self.jobs
-                .list(Some(self.agent.id()))
-                .iter()
-                .map(|s| turnkit_tool_jobs::PublicJob::from_snapshot(s).to_value())
-                .collect(),
-        )
-    }
-
-    /// One job as the tools show it, if the session may see it.
-    pub(crate) fn job_value(&self, id: &str) -> Option<Value> {
-        let id = turnkit_jobs::JobId::from(id);
-        self.jobs
-            .get(&id, Some(self.agent.id()))
-            .ok()
-            .map(|s| turnkit_tool_jobs::PublicJob::from_snapshot(&s).to_value())
+    /// The value of resource `uri`: a family's ([`turnkit_families::resources`], or one of
+    /// a family's templates) or the inbox; `None` for an unknown URI or a job the session
+    /// may not see.
+    pub(crate) fn resource_value(&self, uri: &str) -> Option<Value> {
+        if uri == INBOX_URI {
+            return Some(self.inbox_value());
+        }
+        let agent: Arc<dyn Agent> = self.agent.clone();
+        let clock = self.clock();
+        let context = ResourceContext {
+            session: self.session.as_ref(),
+            agent: &agent,
+            projections: self.host.projections(),
+            jobs: &self.jobs,
+            clock: clock.as_ref(),
+        };
+        turnkit_families::resources().iter().find_map(|resource| {
+            if resource.uri == uri {
+                return Some((resource.read)(&context));
+            }
+            let template = resource.template?;
+            let id = uri.strip_prefix(template.prefix)?;
+            (template.read)(&context, id)
+        })
     }
 
     /// A running job's live progress line, if it has one.
@@ -357,22 +356,6 @@ impl SessionHost {
             return None;
         }
         snapshot.detail.as_deref().map(str::to_owned)
-    }
-
-    /// The active reminders: the value of `schedule_list` (which changes nothing).
-    pub(crate) async fn reminders_value(&self) -> Value {
-        let caller: Arc<dyn Agent> = self.agent.clone();
-        let output = self
-            .host
-            .tools()
-            .execute(
-                "schedule_list",
-                Value::Object(serde_json::Map::new()),
-                Some(caller),
-                CancellationToken::new(),
-            )
-            .await;
-        output.value
     }
 
     /// The session's write ownership passed to another host (a flush was fenced, or the

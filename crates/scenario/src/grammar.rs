@@ -279,7 +279,7 @@ pub struct Config {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct HostKeys {
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "turnkit_families::present")]
     clock: Option<ClockSpec>,
     store: Option<StoreKind>,
     auto_turns: Option<bool>,
@@ -400,11 +400,4 @@ pub enum FaultMode {
     Fail,
     /// Calls succeed again.
     Ok,
-}
-
-/// A field that may be absent but, when present, must hold a `T` (not `null`).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    deserializer: D,
-) -> Result<Option<T>, D::Error> {
-    T::deserialize(deserializer).map(Some)
 }
