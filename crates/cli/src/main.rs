@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use turnkit_families::{ChildrenMode, FamiliesConfig, LogFileError};
 
+mod inspect;
 mod mcp;
 
 /// Run harness scenario files and inspect session logs.
@@ -94,6 +95,16 @@ enum Command {
         #[arg(long, conflicts_with = "dir")]
         store: Option<String>,
     },
+    /// Serve a read-only live web view of a folder of session files (sessions, plans, jobs,
+    /// reminders, timelines) and print its URL; runs until interrupted.
+    Inspect {
+        /// The folder of session files (default: as for `harness mcp`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The address to listen on (default: loopback, a free port).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        addr: std::net::SocketAddr,
+    },
 }
 
 /// The error and its causes joined with `: `, each cause left out when the message before it
@@ -142,6 +153,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             structured,
             store,
         } => mcp::run(dir, session, config.as_ref(), structured, store.as_deref()),
+        Command::Inspect { dir, addr } => inspect::run(dir, addr),
         Command::Run { file } => run_file(&file),
         Command::Tools {
             config,
