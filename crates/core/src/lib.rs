@@ -5,6 +5,7 @@ mod config;
 mod event;
 pub mod formats;
 mod harness;
+mod hooked;
 mod ids;
 mod json;
 mod message;
@@ -28,6 +29,7 @@ pub use config::{ConfigError, PluginConfig, decode_config};
 pub use event::{RawEvent, SessionEvent, SessionHeader};
 pub use formats::null_as_absent;
 pub use harness::{AgentDirectory, Harness, LifecycleEvent, LifecycleListener};
+pub use hooked::{HookedSession, SessionHooks};
 pub use ids::{AgentId, ScopeKey, SessionId};
 pub use json::JsonText;
 pub use message::{ContentBlock, MessageSource, UserMessage, join_text};
@@ -36,7 +38,9 @@ pub use projection::{
 };
 pub use prompt::{PromptSection, PromptSections};
 pub use registration::Registration;
-pub use registry::{ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry};
+pub use registry::{
+    ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry, current_tool_call_id,
+};
 pub use session::{AppendError, PersistenceError, Session};
 pub use store::{
     BackendError, BackendKind, BatchIndex, IndexChange, IndexUpdate, JsonlStore, MemoryStore,
