@@ -48,7 +48,10 @@ pub use time::{
     Clock, ClockError, SystemClock, epoch_millis, format_instant, parse_canonical_millis,
     truncate_to_millis,
 };
-pub use tool::{Tool, ToolAnnotations, ToolCall, ToolDefinition, ToolError, ToolOutput};
+pub use tool::{
+    Tool, ToolAnnotations, ToolCall, ToolDefinition, ToolError, ToolOutput, acknowledge,
+    unsaved_message,
+};
 pub use validate::{InvalidArguments, decode_arguments, validate_arguments};
 
 /// Implementation details of exported macros; not part of the API.

@@ -4,6 +4,7 @@ mod config;
 mod error;
 mod host;
 mod inbox;
+mod lines;
 mod serve;
 mod server;
 mod session;
@@ -13,7 +14,8 @@ pub use config::FamilyConfigs;
 pub use error::ServeError;
 pub use inbox::{CLAIMED_EVENT, InboxLogError, QUEUED_EVENT};
 pub use serve::{ServeOptions, serve, serve_stdio};
-pub use server::ResultShape;
+pub use server::{OWED_FIELD, ResultShape};
 pub use session::{
-    INBOX_URI, JOB_URI_PREFIX, JOBS_URI, REMINDERS_URI, SessionHost, SessionOptions, TODOS_URI,
+    INBOX_URI, JOB_URI_PREFIX, JOBS_URI, MCP_DELIVERY, MCP_NOTICES, REMINDERS_URI, SessionHost,
+    SessionOptions, TODOS_URI,
 };

@@ -176,6 +176,9 @@ impl HostCandidate for Kit {
     }
     fn start_agent(&self, id: &str) -> Arc<dyn Agent> {
         let session = self.store.create(SessionHeader::new(id)).unwrap();
+        self.start_agent_in(session)
+    }
+    fn start_agent_in(&self, session: Arc<dyn turnkit_core::Session>) -> Arc<dyn Agent> {
         let agent = self.kit.start_agent(session);
         let turns = agent.turns();
         tokio::spawn(async move {
@@ -209,8 +212,9 @@ impl HostCandidate for Kit {
     ) -> BoxFuture<'static, ToolOutput> {
         let (kit, name) = (self.kit.clone(), name.to_owned());
         async move {
-            kit.call(&name, arguments, caller, CancellationToken::new())
+            kit.answer(&name, arguments, caller, CancellationToken::new())
                 .await
+                .unwrap_or_else(ToolOutput::error)
         }
         .boxed()
     }
@@ -243,6 +247,9 @@ impl HostCandidate for Memory {
             .unwrap()
             .as_dyn()
     }
+    fn start_agent_in(&self, session: Arc<dyn turnkit_core::Session>) -> Arc<dyn Agent> {
+        self.0.adopt_session(session).unwrap().as_dyn()
+    }
     fn dispose_agent(&self, agent: Arc<dyn Agent>) -> BoxFuture<'static, ()> {
         let host = self.0.clone();
         async move {
@@ -259,7 +266,7 @@ impl HostCandidate for Memory {
         let (host, name) = (self.0.clone(), name.to_owned());
         async move {
             let caller = caller.map(|a| SessionId::from(a.id()));
-            host.execute(&name, arguments, caller.as_ref()).await
+            host.answer(&name, arguments, caller.as_ref()).await
         }
         .boxed()
     }
@@ -284,8 +291,8 @@ async fn the_memory_harness_passes_the_harness_checks() {
 
 /// `HostKit` behind a wrapper that keeps every tool and prompt section registered (its
 /// guards undo nothing),
-/// serves the first view it read of each projection ever after, and reports a generation
-/// that never moves.
+/// serves the first view it read of each projection ever after, reports a generation
+/// that never moves, and answers a tool call without waiting for its session's flush.
 struct Broken(Arc<Kit>, Mutex<Vec<(String, ProjectionView)>>);
 
 struct BrokenHarness {
@@ -338,6 +345,9 @@ impl HostCandidate for Broken {
     fn start_agent(&self, id: &str) -> Arc<dyn Agent> {
         self.0.start_agent(id)
     }
+    fn start_agent_in(&self, session: Arc<dyn turnkit_core::Session>) -> Arc<dyn Agent> {
+        self.0.start_agent_in(session)
+    }
     fn dispose_agent(&self, agent: Arc<dyn Agent>) -> BoxFuture<'static, ()> {
         self.0.dispose_agent(agent)
     }
@@ -347,7 +357,13 @@ impl HostCandidate for Broken {
         arguments: Value,
         caller: Option<Arc<dyn Agent>>,
     ) -> BoxFuture<'static, ToolOutput> {
-        self.0.call(name, arguments, caller)
+        // Answers without waiting for the session's flush.
+        let (kit, name) = (self.0.kit.clone(), name.to_owned());
+        async move {
+            kit.call(&name, arguments, caller, CancellationToken::new())
+                .await
+        }
+        .boxed()
     }
     fn view(&self, session: &SessionId, key: &str) -> Option<ProjectionView> {
         let cache_key = format!("{session}/{key}");
@@ -377,6 +393,7 @@ async fn a_broken_harness_fails_the_checks_it_breaks() {
             "views_follow_appends",
             "prompt_section_serves_its_scope",
             "generation_increases",
+            "reply_is_an_acknowledgement",
         ],
         "{report}"
     );
