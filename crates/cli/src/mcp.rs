@@ -152,7 +152,13 @@ pub(crate) fn run(
         let host = match store {
             Store::Jsonl(_) => SessionHost::open(&options)?,
             Store::Postgres(url) => {
-                let pg = PgStore::connect(&url, Arc::new(SystemClock), PgOptions::default())
+                // The scanner of any host finds this session's due reminders by schedule's
+                // index rows.
+                let pg_options = PgOptions {
+                    index: Some(Arc::new(turnkit_schedule::ReminderIndex)),
+                    ..PgOptions::default()
+                };
+                let pg = PgStore::connect(&url, Arc::new(SystemClock), pg_options)
                     .context("connecting to the PostgreSQL store")?;
                 let (lost, mut lost_rx) = mpsc::unbounded_channel();
                 let host = SessionHost::open_in(&Leased { store: pg, lost }, &options)?;

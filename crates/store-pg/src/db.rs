@@ -10,15 +10,12 @@ use tokio_postgres::types::ToSql;
 use turnkit_core::{RawEvent, SessionHeader, SessionId, StoreError};
 
 use crate::copy::LogReader;
-use crate::flush::Combiner;
 
 /// The pool and the quoted schema name; cheap to clone into a task.
 #[derive(Clone)]
 pub(crate) struct Db {
     pub(crate) pool: Pool,
     pub(crate) quoted: String,
-    /// Flushes waiting to share a statement (see `flush`).
-    pub(crate) combiner: Arc<Combiner>,
 }
 
 /// A readable message for a client error, with the server's message when there is one.
@@ -251,7 +248,8 @@ impl Db {
         Ok(())
     }
 
-    /// Reads a session's header and whole log, checking that seqs run 1..=last_seq.
+    /// Reads a session's header and whole log, checking that seqs run 1..=last_seq and that no
+    /// event row lies beyond `last_seq`.
     ///
     /// The header query and the `COPY` of the log (or of its first half, for a log of
     /// [`SPLIT_AT`] events or more) go out in one round trip, in one snapshot; the second
@@ -303,8 +301,18 @@ impl Db {
             q = self.quoted,
             id = literal(key)
         );
-        let (row, data) = futures::try_join!(
+        // Rows past `last_seq` (an operator's edit, a partial restore) would make every later
+        // flush fail on the primary key: they are counted in the same round trip.
+        let beyond = client
+            .prepare_cached(&self.sql(
+                "SELECT min(seq), max(seq), count(*) FROM {s}.events WHERE session_id = $1 \
+                 AND seq > (SELECT last_seq FROM {s}.sessions WHERE id = $1)",
+            ))
+            .await
+            .map_err(|e| backend(&e))?;
+        let (row, extra, data) = futures::try_join!(
             client.query_opt(&head, &params),
+            client.query_one(&beyond, &params),
             client.copy_out(copy.as_str()),
         )
         .map_err(|e| backend(&e))?;
@@ -318,6 +326,20 @@ impl Db {
             time_zone: row.try_get(1).map_err(|e| backend(&e))?,
         };
         let last: i64 = row.try_get(2).map_err(|e| backend(&e))?;
+        let extra_count: i64 = extra.try_get(2).map_err(|e| backend(&e))?;
+        if extra_count > 0 {
+            let first: Option<i64> = extra.try_get(0).map_err(|e| backend(&e))?;
+            let end: Option<i64> = extra.try_get(1).map_err(|e| backend(&e))?;
+            return Err(StoreError::Malformed {
+                file: self.place(id),
+                line: usize::try_from(last.saturating_add(1)).unwrap_or(usize::MAX),
+                message: format!(
+                    "event rows {}..={} ({extra_count} of them) are beyond the session row's last seq {last}",
+                    first.unwrap_or_default(),
+                    end.unwrap_or_default()
+                ),
+            });
+        }
         let split = if last < SPLIT_AT { last } else { last / 2 };
         // The second half takes another connection only when one is free at once: waiting
         // for one while holding this one could wait for ever (a pool of one, or every

@@ -9,6 +9,7 @@ use tokio::runtime::{Handle, Runtime};
 use turnkit_core::{Clock, StoreError};
 
 use crate::db::Db;
+use crate::flush::Writer;
 use crate::options::PgOptions;
 
 thread_local! {
@@ -85,6 +86,8 @@ impl Bridge {
 
 pub(crate) struct Inner {
     pub(crate) db: Db,
+    /// The flushes of every session of the store (on `db`'s pool).
+    pub(crate) writer: Writer,
     /// The parsed connection string, for connections outside the pool (a follower's `LISTEN`).
     pub(crate) config: tokio_postgres::Config,
     pub(crate) bridge: Bridge,

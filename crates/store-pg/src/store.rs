@@ -8,7 +8,7 @@ use tokio_postgres::NoTls;
 use turnkit_core::{Clock, RawEvent, Session, SessionHeader, SessionId, SessionStore, StoreError};
 
 use crate::db::{Db, describe};
-use crate::flush::Combiner;
+use crate::flush::Writer;
 use crate::lease::Lease;
 use crate::options::PgOptions;
 use crate::session::PgSession;
@@ -100,14 +100,15 @@ impl PgStore {
         let db = Db {
             pool,
             quoted: format!("\"{}\"", options.schema),
-            combiner: Arc::new(Combiner::new(options.flush_writers)),
         };
+        let writer = Writer::new(db.clone(), options.flush_writers);
         let bridge = Bridge {
             handle: runtime.handle().clone(),
         };
         let store = Self {
             inner: Arc::new(Inner {
                 db,
+                writer,
                 config,
                 bridge,
                 clock,
@@ -148,7 +149,7 @@ impl PgStore {
     /// [`PgOptions::flush_writers`]): a queue depth to watch. Flushes that wait together
     /// are written together.
     pub fn waiting_flushes(&self) -> usize {
-        self.inner.db.combiner.waiting()
+        self.inner.writer.waiting()
     }
 
     /// The migrations recorded as applied, `(version, name)` in order.

@@ -1,3 +1,4 @@
+mod cgroup_folders;
 mod contain;
 mod process;
 mod spill;

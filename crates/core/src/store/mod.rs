@@ -1,11 +1,14 @@
-//! Session stores: the [`SessionStore`] seam, [`MemoryStore`] and [`JsonlStore`].
+//! Session stores: the [`SessionStore`] seam, [`MemoryStore`] and [`JsonlStore`], and the
+//! [`BatchIndex`] seam through which a family names the index rows its events imply.
 
+mod index;
 mod jsonl;
 mod log;
 mod memory;
 
 use std::sync::Arc;
 
+pub use index::{BatchIndex, IndexChange, IndexUpdate, SessionIndex};
 pub use jsonl::{JsonlStore, SessionFile, TornTail};
 pub use memory::MemoryStore;
 

@@ -1,6 +1,7 @@
 mod conformance;
 mod follow;
 mod group;
+mod outage;
 mod ownership;
 mod processes;
 mod replay;
@@ -59,6 +60,7 @@ pub(crate) fn store(url: &str, schema: &str, host: &str, ttl: Duration) -> PgSto
             host: host.to_owned(),
             lease_ttl: ttl,
             pool_size: 4,
+            index: Some(Arc::new(turnkit_schedule::ReminderIndex)),
             ..PgOptions::default()
         },
     )
