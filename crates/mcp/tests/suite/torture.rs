@@ -220,9 +220,17 @@ async fn torture(kills: u64) {
             .args(["-KILL", &pid.to_string()])
             .status();
     }
+    let summary = format!(
+        "seed {seed}, {kills} kills: {} writes and {} job starts acknowledged, {} job \
+         processes seen running with no record (their start was never answered)",
+        seen.todos.len(),
+        seen.job_ids.len(),
+        seen.unrecorded,
+    );
+    eprintln!("torture: {summary}");
     assert!(
-        seen.todos.len() as u64 > kills / 2,
-        "too few acknowledged writes"
+        seen.todos.len() as u64 > kills / 10 && seen.job_ids.len() as u64 > kills / 10,
+        "too few acknowledged calls to mean anything: {summary}"
     );
 }
 
