@@ -138,6 +138,7 @@ fn record(step: &Step, result: &Value, seen: &mut Acknowledged) {
 
 /// Runs `kills` iterations: start the server, make up to six calls, SIGKILL it during one of
 /// them (or between two), then check the log and the surviving processes.
+#[expect(clippy::print_stderr, reason = "the run reports what it exercised")]
 async fn torture(kills: u64) {
     let seed = seed();
     let mut rng = Rng(seed | 1);
