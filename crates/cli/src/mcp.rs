@@ -90,7 +90,7 @@ impl SessionStore for Leased {
 }
 
 /// The per-user data folder for session files.
-fn default_dir() -> anyhow::Result<PathBuf> {
+pub(crate) fn default_dir() -> anyhow::Result<PathBuf> {
     if let Some(data) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(data).join("harness").join("sessions"));
     }

@@ -39,8 +39,8 @@ pub use registration::Registration;
 pub use registry::{ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry};
 pub use session::{AppendError, PersistenceError, Session};
 pub use store::{
-    BatchIndex, IndexChange, IndexUpdate, JsonlStore, MemoryStore, SessionFile, SessionIndex,
-    SessionStore, StoreError, TornTail,
+    BackendError, BackendKind, BatchIndex, IndexChange, IndexUpdate, JsonlStore, MemoryStore,
+    SessionFile, SessionIndex, SessionStore, StoreError, TornTail,
 };
 pub use sync::{Registered, lock, read_lock, write_lock};
 pub use text::{
