@@ -11,7 +11,7 @@ use rustix::process::Pid;
 static STALE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
 /// The host's own cgroup v2 folder, if the hierarchy is mounted; found once.
-fn parent() -> Option<&'static Path> {
+pub(super) fn parent() -> Option<&'static Path> {
     static PARENT: OnceLock<Option<PathBuf>> = OnceLock::new();
     PARENT.get_or_init(find_parent).as_deref()
 }

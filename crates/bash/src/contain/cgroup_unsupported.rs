@@ -4,6 +4,10 @@ use std::path::{Path, PathBuf};
 
 use rustix::process::Pid;
 
+pub(super) fn parent() -> Option<&'static Path> {
+    None
+}
+
 pub(super) fn create(_marker: &str) -> Option<PathBuf> {
     None
 }

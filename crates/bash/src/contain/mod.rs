@@ -41,6 +41,12 @@ pub(crate) use random::random_hex;
 pub use tree::JobTree;
 pub(crate) use tree::Tree;
 
+/// The host's own cgroup v2 folder, under which job cgroups are made (`None` without a
+/// cgroup2 mount).
+pub(crate) fn job_cgroup_parent() -> Option<std::path::PathBuf> {
+    cgroup::parent().map(std::path::Path::to_path_buf)
+}
+
 /// The variable that carries a job's marker to every process it starts (its value is
 /// [`JobTree::marker`]).
 pub const MARKER_VAR: &str = "HARNESS_BASH_JOB";

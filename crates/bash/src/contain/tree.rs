@@ -112,6 +112,11 @@ impl Tree {
         !proc_scan::members(&self.marker, self.cgroup()).is_empty()
     }
 
+    /// The job's cgroup v2 folder, if it has one.
+    pub(crate) fn cgroup_dir(&self) -> Option<&Path> {
+        self.cgroup.as_deref()
+    }
+
     fn cgroup(&self) -> Option<&Path> {
         self.cgroup.as_deref()
     }
@@ -164,6 +169,12 @@ impl JobTree {
     /// The strongest mechanism in force.
     pub fn mechanism(&self) -> Mechanism {
         self.tree.mechanism()
+    }
+
+    /// The job's cgroup v2 folder, if it has one (limits of a [`crate::JobSandbox`] are
+    /// written there).
+    pub fn cgroup_dir(&self) -> Option<&Path> {
+        self.tree.cgroup_dir()
     }
 
     /// Sends `signal` to every live process of the job, and to its process group if `group`

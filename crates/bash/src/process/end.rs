@@ -9,6 +9,9 @@ pub enum BashError {
     /// from [`BashProcess::spawn`](crate::BashProcess::spawn); the job is then never registered.
     #[error("failed to start bash: {0}")]
     Spawn(#[source] std::io::Error),
+    /// The sandbox could not be prepared or entered (the message names what is missing).
+    #[error("failed to start bash: {0}")]
+    Sandbox(String),
     /// [`BashProcess::spawn`](crate::BashProcess::spawn) was called outside a tokio runtime.
     #[error("failed to start bash: no tokio runtime")]
     NoRuntime,

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use turnkit_core::Clock;
 
+use crate::Sandbox;
 use crate::contain::Containment;
 
 /// Default cap of unread bytes kept in memory per stream: 1 MiB.
@@ -74,6 +75,9 @@ pub struct ProcessOptions {
     pub kill_grace: Duration,
     /// How the process tree is contained (default [`Containment::Auto`]).
     pub containment: Containment,
+    /// The confinement of every process of the job (default `None`: none; see
+    /// [`Sandbox`]).
+    pub sandbox: Option<Arc<Sandbox>>,
     /// Measures the grace period.
     pub clock: Arc<dyn Clock>,
 }
@@ -90,6 +94,7 @@ impl ProcessOptions {
             spill: None,
             kill_grace: DEFAULT_KILL_GRACE,
             containment: Containment::Auto,
+            sandbox: None,
             clock,
         }
     }
@@ -105,6 +110,7 @@ impl std::fmt::Debug for ProcessOptions {
             .field("spill", &self.spill)
             .field("kill_grace", &self.kill_grace)
             .field("containment", &self.containment)
+            .field("sandbox", &self.sandbox)
             .finish_non_exhaustive()
     }
 }

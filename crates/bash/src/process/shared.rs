@@ -12,6 +12,7 @@ use turnkit_core::Clock;
 
 use super::end::ProcessEnd;
 use super::streams::Streams;
+use crate::JobSandbox;
 use crate::contain::{Group, Tree};
 
 pub(super) struct Shared {
@@ -22,6 +23,8 @@ pub(super) struct Shared {
     /// Set once the process is reaped and its pipes are closed: no more group signals.
     pub(super) finished: AtomicBool,
     pub(super) tree: Arc<Tree>,
+    /// The job's confinement (its temporary folder and limit cgroups live as long as this).
+    pub(super) sandbox: Option<JobSandbox>,
     /// For the stop of processes left behind by a finished command.
     pub(super) grace: Duration,
     pub(super) clock: Arc<dyn Clock>,

@@ -18,6 +18,7 @@ use super::shared::{Handle, Shared};
 use super::spill::{Spill, spill_path};
 use super::streams::{Channel, Streams, pump};
 use super::supervise::supervise;
+use crate::JobSandbox;
 use crate::buffer::StreamBuffer;
 use crate::contain::{GATE, MARKER_VAR, Mechanism, Tree, random_hex};
 use crate::render::{append_notice, dropped_notice, render_delta};
@@ -64,8 +65,16 @@ impl BashProcess {
     pub fn spawn(options: ProcessOptions) -> Result<Self, BashError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| BashError::NoRuntime)?;
         let mut tree = Tree::prepare(options.containment);
+        let mut sandbox = match &options.sandbox {
+            Some(sandbox) => Some(
+                JobSandbox::prepare_for(sandbox, tree.cgroup_dir(), tree.marker())
+                    .map_err(|e| BashError::Sandbox(e.0))?,
+            ),
+            None => None,
+        };
+        let gated = tree.gated() || sandbox.as_ref().is_some_and(JobSandbox::needs_gate);
         let mut command = Command::new("bash");
-        if tree.gated() {
+        if gated {
             command
                 .args(["--posix", "-c", GATE, "bash", "-c"])
                 .arg(&options.command)
@@ -83,10 +92,21 @@ impl BashProcess {
         if let Some(cwd) = &options.cwd {
             command.current_dir(cwd);
         }
+        if let Some(sandbox) = &mut sandbox {
+            command.env("TMPDIR", sandbox.temp_dir());
+            sandbox.confine_tokio(&mut command);
+        }
         let mut child = command.spawn().map_err(BashError::Spawn)?;
         let pid = child.id().unwrap_or(0);
         if let Some(pgid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
             tree.adopt(pgid);
+        }
+        if let Some(sandbox) = &sandbox
+            && let Err(error) = sandbox.enter(pid)
+        {
+            // Still at the gate: nothing ran; the shell is killed on drop.
+            tree.signal(rustix::process::Signal::KILL, crate::Group::Include);
+            return Err(BashError::Sandbox(error.0));
         }
         // Opens the gate (a shell started without one has no stdin pipe).
         drop(child.stdin.take());
@@ -112,6 +132,7 @@ impl BashProcess {
             cancel: CancellationToken::new(),
             finished: AtomicBool::new(false),
             tree: Arc::new(tree),
+            sandbox,
             grace: options.kill_grace,
             clock: options.clock.clone(),
             runtime,
@@ -240,6 +261,17 @@ impl BashProcess {
     /// The ended state, if the process has finished.
     pub fn try_end(&self) -> Option<ProcessEnd> {
         self.handle.shared.end.borrow().clone()
+    }
+
+    /// Which limits of the job's sandbox stopped something so far (all `false` without a
+    /// sandbox).
+    pub fn limit_hits(&self) -> crate::LimitHits {
+        self.handle
+            .shared
+            .sandbox
+            .as_ref()
+            .map(JobSandbox::hits)
+            .unwrap_or_default()
     }
 
     /// Byte counts of stdout and stderr so far.

@@ -139,6 +139,7 @@ impl Terminals {
         options.rows = config.rows;
         options.cols = config.cols;
         options.containment = config.containment;
+        options.sandbox = config.sandbox.clone().map(Arc::new);
         options.kill_grace = Duration::from_millis(config.kill_grace_ms);
         options.max_pending_bytes =
             usize::try_from(config.max_result_bytes.saturating_mul(2)).unwrap_or(usize::MAX);
