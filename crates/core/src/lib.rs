@@ -12,6 +12,7 @@ mod projection;
 mod prompt;
 mod registration;
 mod registry;
+mod services;
 mod session;
 mod store;
 mod sync;
@@ -21,13 +22,13 @@ mod tool;
 mod validate;
 
 pub use agent::{
-    Agent, AgentError, AgentEvent, AgentHandle, AgentListener, AgentStatus, Busy, DisposeHook,
-    HookId, MaintenanceGuard, same_agent,
+    Agent, AgentError, AgentEvent, AgentHandle, AgentKey, AgentListener, AgentStatus, Busy,
+    DisposeHook, HookId, MaintenanceGuard, same_agent,
 };
 pub use config::{ConfigError, PluginConfig, decode_config};
 pub use event::{RawEvent, SessionEvent, SessionHeader};
 pub use formats::null_as_absent;
-pub use harness::{AgentDirectory, Harness, LifecycleEvent, LifecycleListener};
+pub use harness::{AgentDirectory, Harness, HostKey, LifecycleEvent, LifecycleListener};
 pub use ids::{AgentId, ScopeKey, SessionId};
 pub use json::JsonText;
 pub use message::{ContentBlock, MessageSource, UserMessage, join_text};
@@ -37,6 +38,7 @@ pub use projection::{
 pub use prompt::{PromptSection, PromptSections};
 pub use registration::Registration;
 pub use registry::{ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry};
+pub use services::Services;
 pub use session::{AppendError, PersistenceError, Session};
 pub use store::{JsonlStore, MemoryStore, SessionFile, SessionStore, StoreError, TornTail};
 pub use sync::{Registered, lock, read_lock, write_lock};

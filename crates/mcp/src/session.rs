@@ -455,13 +455,13 @@ fn install(
         .registry()
         .on_jobs_changed(RegistrationScope::Global, jobs_changed);
     let tool_jobs = turnkit_tool_jobs::ToolJobsConfig::from_json(configs.tool_jobs_value())
-        .and_then(|c| turnkit_tool_jobs::install(harness, jobs.registry(), c))
+        .and_then(|c| turnkit_tool_jobs::install(harness, c))
         .map_err(config)?;
     let schedule = turnkit_schedule::ScheduleConfig::from_json(configs.schedule_value())
         .and_then(|c| turnkit_schedule::install(harness, c))
         .map_err(config)?;
     let bash = turnkit_bash::BashConfig::from_json(configs.bash_value())
-        .and_then(|c| turnkit_bash::install(harness, Some(jobs.registry()), c))
+        .and_then(|c| turnkit_bash::install(harness, c))
         .map_err(config)?;
     Ok(Families {
         bash,

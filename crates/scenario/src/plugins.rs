@@ -86,7 +86,7 @@ pub(crate) fn install(
     .map_err(|e| e.to_string())?;
     let tool_jobs =
         turnkit_tool_jobs::ToolJobsConfig::from_json(object_or_empty(configs.tool_jobs.as_ref()))
-            .and_then(|config| turnkit_tool_jobs::install(&harness, jobs.registry(), config))
+            .and_then(|config| turnkit_tool_jobs::install(&harness, config))
             .map_err(|e| e.to_string())?;
     let schedule = turnkit_core::decode_config::<turnkit_schedule::ScheduleConfig>(
         "schedule",
@@ -95,28 +95,25 @@ pub(crate) fn install(
     .and_then(|config| turnkit_schedule::install(&harness, config))
     .map_err(|e| e.to_string())?;
     let bash = turnkit_bash::BashConfig::from_json(object_or_empty(configs.bash.as_ref()))
-        .and_then(|config| turnkit_bash::install(&harness, Some(jobs.registry()), config))
+        .and_then(|config| turnkit_bash::install(&harness, config))
         .map_err(|e| e.to_string())?;
     let terminal = match &configs.terminal {
         None => None,
         Some(config) => Some(
             turnkit_terminal::TerminalConfig::from_json(config)
-                .and_then(|config| {
-                    turnkit_terminal::install(&harness, Some(jobs.registry()), config)
-                })
+                .and_then(|config| turnkit_terminal::install(&harness, config))
                 .map_err(|e| e.to_string())?,
         ),
     };
     let subagent =
         turnkit_subagent::SubagentConfig::from_json(object_or_empty(configs.subagent.as_ref()))
             .and_then(|config| {
-                turnkit_subagent::install(
+                harness.services().insert(turnkit_subagent::ChildHost::new(
                     host.kit(),
                     host.store().clone(),
-                    jobs.registry(),
                     configs.children.clone(),
-                    config,
-                )
+                ));
+                turnkit_subagent::install(&harness, config)
             })
             .map_err(|e| e.to_string())?;
     Ok(Installed {

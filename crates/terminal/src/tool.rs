@@ -8,7 +8,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use turnkit_core::{
     Agent, AgentId, Clock, Tool, ToolAnnotations, ToolCall, ToolDefinition, ToolError, ToolOutput,
-    async_trait, lock,
+    async_trait, lock, same_agent,
 };
 use turnkit_jobs::{JobError, JobId, JobRegistry, JobSnapshot, OnTimeout, wait_foreground};
 
@@ -261,10 +261,6 @@ impl std::fmt::Debug for Terminals {
             .field("open", &lock(&self.inner.table).open.len())
             .finish_non_exhaustive()
     }
-}
-
-fn same_agent(a: &Arc<dyn Agent>, b: &Arc<dyn Agent>) -> bool {
-    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
 }
 
 impl Terminals {

@@ -285,6 +285,10 @@ impl Harness for MemoryHarness {
     fn clock(&self) -> Arc<dyn Clock> {
         self.clock.clone()
     }
+
+    fn services(&self) -> &turnkit_core::Services {
+        self.kit.services()
+    }
 }
 
 /// Why the in-memory host could not publish an agent.
