@@ -130,7 +130,10 @@ impl Store {
                 let store = turnkit_store_pg::PgStore::connect(
                     url,
                     clock.clone(),
-                    turnkit_store_pg::PgOptions::default(),
+                    turnkit_store_pg::PgOptions {
+                        index: Some(Arc::new(turnkit_schedule::ReminderIndex)),
+                        ..turnkit_store_pg::PgOptions::default()
+                    },
                 )
                 .context("connecting to the PostgreSQL store")?;
                 Ok(Self::Postgres(Arc::new(store)))

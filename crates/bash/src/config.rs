@@ -12,8 +12,8 @@ use turnkit_core::{Clock, ConfigError, PluginConfig};
 
 use crate::process::private_folder;
 use crate::{
-    Containment, DEFAULT_KILL_GRACE_MS, ProcessKeys, ProcessKeysMut, ProcessOptions, SpillOptions,
-    SpillRetention,
+    Containment, DEFAULT_KILL_GRACE_MS, ProcessKeys, ProcessKeysMut, ProcessOptions, Sandbox,
+    SpillOptions, SpillRetention,
 };
 
 /// The plugin name, used as the prefix of configuration errors.
@@ -22,7 +22,7 @@ pub const PLUGIN_NAME: &str = "tool-bash";
 /// Configuration of the bash plugin. Every key is optional; unknown keys are rejected.
 ///
 /// JSON keys (camelCase): `maxOutputBytes`, `maxSpillBytes`, `spillDir`, `keepSpillFiles`,
-/// `killGraceMs`, `containment`, `cwd`, `env`, `defaultTimeoutMs`, `maxTimeoutMs`.
+/// `killGraceMs`, `containment`, `sandbox`, `cwd`, `env`, `defaultTimeoutMs`, `maxTimeoutMs`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 #[non_exhaustive]
@@ -52,6 +52,10 @@ pub struct BashConfig {
     /// v2 per job where the host can create one, else `"processTree"`) or `"processTree"`
     /// (environment marker and parent links in `/proc`, plus the process group).
     pub containment: Containment,
+    /// The confinement of every job ([`Sandbox`]: writable roots, network, memory, process
+    /// and CPU limits); absent (the default): none. Checked at install: a confinement the
+    /// host cannot provide is a startup error unless `bestEffort`.
+    pub sandbox: Option<Sandbox>,
     /// Working directory of every command; default: the host process's.
     pub cwd: Option<PathBuf>,
     /// Variables set for every command on top of the host's environment.
@@ -72,6 +76,7 @@ impl Default for BashConfig {
             keep_spill_files: false,
             kill_grace_ms: DEFAULT_KILL_GRACE_MS,
             containment: Containment::Auto,
+            sandbox: None,
             cwd: None,
             env: BTreeMap::new(),
             default_timeout_ms: 120_000.0,
@@ -140,6 +145,7 @@ impl ProcessKeys for BashConfig {
             env: &mut self.env,
             kill_grace_ms: &mut self.kill_grace_ms,
             containment: &mut self.containment,
+            sandbox: &mut self.sandbox,
         }
     }
 }
@@ -160,6 +166,9 @@ impl PluginConfig for BashConfig {
                 "keepSpillFiles needs spillDir (files in the default folder are always removed)"
                     .to_owned(),
             );
+        }
+        if let Some(sandbox) = &self.sandbox {
+            sandbox.validate().map_err(Self::invalid)?;
         }
         if self.max_output_bytes == 0 {
             return invalid("maxOutputBytes (0) must be at least 1".to_owned());
@@ -221,6 +230,7 @@ impl BashConfig {
         });
         options.kill_grace = self.kill_grace();
         options.containment = self.containment;
+        options.sandbox = self.sandbox.clone().map(Arc::new);
         options
     }
 }

@@ -1,4 +1,7 @@
+use std::path::PathBuf;
+
 use pretty_assertions::assert_eq;
+use rustix::process::Signal;
 
 use super::*;
 

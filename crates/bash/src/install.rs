@@ -42,10 +42,17 @@ impl Installed {
 /// call fails with [`crate::JOBS_UNAVAILABLE`]. The host clock measures the kill grace.
 ///
 /// # Errors
-/// [`ConfigError::Invalid`] from [`BashConfig::validate`]; [`ConfigError::Register`] when a
+/// [`ConfigError::Invalid`] from [`BashConfig::validate`], or naming the confinement of
+/// `sandbox` this host cannot provide (e.g. `tool-bash: sandbox: the pids limit cannot be
+/// enforced here: …`) unless `bestEffort`; [`ConfigError::Register`] when a
 /// `bash` tool is already registered.
 pub fn install(harness: &Arc<dyn Harness>, config: BashConfig) -> Result<Installed, ConfigError> {
     config.validate()?;
+    if let Some(sandbox) = &config.sandbox {
+        let summary = crate::probe_sandbox(sandbox)
+            .map_err(|e| <BashConfig as PluginConfig>::invalid(e.0))?;
+        tracing::info!("bash: {summary}");
+    }
     let jobs = harness.services().get::<Arc<dyn JobRegistry>>();
     let jobs = BashJobs::new(config, harness.clock(), jobs);
     let tool = harness.register_tool(

@@ -7,7 +7,7 @@ use turnkit_core::Agent;
 use turnkit_jobs::{JobHooks, JobKind, JobOutcome, JobStart};
 
 use crate::render::signal_name;
-use crate::{BashProcess, EndStatus, ProcessEnd, ProcessOptions};
+use crate::{BashProcess, EndStatus, LimitHits, ProcessEnd, ProcessOptions};
 
 /// Maps how a process ended to its job outcome (todo-jobs §6):
 ///
@@ -33,6 +33,35 @@ pub fn bash_outcome(end: &ProcessEnd) -> JobOutcome {
     }
 }
 
+/// [`bash_outcome`] with what the job's sandbox limits stopped (see [`crate::Sandbox`]):
+/// a shell killed by SIGKILL after the memory limit killed a process → `killed` with
+/// `memory limit` (status line `[status: killed, memory limit]`); otherwise the detail of
+/// [`bash_outcome`] followed by `, memory limit reached` (a process of the job was killed
+/// at the memory limit) and `, pids limit reached` (a fork was refused at the process
+/// limit), e.g. `[status: killed, signal: SIGTERM, pids limit reached]`.
+pub fn bash_outcome_with(end: &ProcessEnd, hits: LimitHits) -> JobOutcome {
+    if hits.memory && end.status == EndStatus::Signaled(9) {
+        let mut detail = "memory limit".to_owned();
+        if hits.pids {
+            detail.push_str(", pids limit reached");
+        }
+        return JobOutcome::killed().with_detail(detail);
+    }
+    let mut outcome = bash_outcome(end);
+    let mut suffix = String::new();
+    if hits.memory {
+        suffix.push_str(", memory limit reached");
+    }
+    if hits.pids {
+        suffix.push_str(", pids limit reached");
+    }
+    if !suffix.is_empty() {
+        let detail = outcome.detail.take().unwrap_or_default();
+        outcome = outcome.with_detail(format!("{detail}{suffix}"));
+    }
+    outcome
+}
+
 /// The hooks of a running process: `cancel` stops the process group (SIGTERM, SIGKILL after
 /// the grace; the reason is ignored), `done` resolves once the shell is reaped and both pipes
 /// are closed, and `read_output` is the consuming delta of [`BashProcess::read`].
@@ -42,12 +71,13 @@ pub fn bash_outcome(end: &ProcessEnd) -> JobOutcome {
 pub fn bash_hooks(process: BashProcess) -> JobHooks {
     let done = process.wait();
     let reader = process.clone();
+    let counters = process.clone();
     JobHooks::new(
         move |_reason| {
             process.cancel();
             Ok(())
         },
-        async move { Ok(bash_outcome(&done.await)) },
+        async move { Ok(bash_outcome_with(&done.await, counters.limit_hits())) },
     )
     .with_read_output(move || Ok(reader.read()))
 }

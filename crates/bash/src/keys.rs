@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use crate::Containment;
+use crate::{Containment, Sandbox};
 
 /// The default `killGraceMs` of bash and the terminal: 2000 ms between the polite signals
 /// and SIGKILL.
@@ -21,9 +21,11 @@ pub struct ProcessKeysMut<'a> {
     pub kill_grace_ms: &'a mut u64,
     /// `containment`: how each process tree is contained (`docs/process-containment.md`).
     pub containment: &'a mut Containment,
+    /// `sandbox`: the confinement of every process (`None`: none).
+    pub sandbox: &'a mut Option<Sandbox>,
 }
 
-/// The configuration keys `cwd`, `env`, `killGraceMs` and `containment`, which bash and the
+/// The configuration keys `cwd`, `env`, `killGraceMs`, `containment` and `sandbox`, which bash and the
 /// terminal read the same way: one set of builders for both. Each configuration keeps the
 /// keys as its own fields, so its serde form (every key optional, unknown keys refused) is
 /// unchanged.
@@ -66,6 +68,13 @@ pub trait ProcessKeys: Sized {
     #[must_use]
     fn with_containment(mut self, containment: Containment) -> Self {
         *self.process_keys().containment = containment;
+        self
+    }
+
+    /// With `sandbox` set.
+    #[must_use]
+    fn with_sandbox(mut self, sandbox: Sandbox) -> Self {
+        *self.process_keys().sandbox = Some(sandbox);
         self
     }
 }

@@ -10,12 +10,13 @@ mod job;
 mod keys;
 mod process;
 mod render;
+mod sandbox;
 mod tool;
 
 pub use config::{BashConfig, PLUGIN_NAME};
 pub use contain::{Containment, Group, JobTree, MARKER_VAR, Mechanism, TTY_GATE};
 pub use install::{Installed, install};
-pub use job::{bash_hooks, bash_job_start, bash_outcome};
+pub use job::{bash_hooks, bash_job_start, bash_outcome, bash_outcome_with};
 pub use keys::{DEFAULT_KILL_GRACE_MS, ProcessKeys, ProcessKeysMut};
 pub use process::{
     BashError, BashProcess, DEFAULT_KILL_GRACE, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SPILL_BYTES,
@@ -24,4 +25,5 @@ pub use process::{
 pub use render::{append_notice, dropped_notice, render_delta, signal_name};
 /// The signal type of [`JobTree::signal`] (from `rustix`).
 pub use rustix::process::Signal;
+pub use sandbox::{JobSandbox, LimitHits, Sandbox, SandboxError, probe as probe_sandbox};
 pub use tool::{BashJobs, BashTool, JOBS_UNAVAILABLE, StartError, TOOL_NAME};

@@ -9,6 +9,7 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use turnkit_scenario::LogFileError;
 
+mod inspect;
 mod mcp;
 
 /// Run harness scenario files and inspect session logs.
@@ -87,6 +88,16 @@ enum Command {
         #[arg(long, conflicts_with = "dir")]
         store: Option<String>,
     },
+    /// Serve a read-only live web view of a folder of session files (sessions, plans, jobs,
+    /// reminders, timelines) and print its URL; runs until interrupted.
+    Inspect {
+        /// The folder of session files (default: as for `harness mcp`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The address to listen on (default: loopback, a free port).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        addr: std::net::SocketAddr,
+    },
 }
 
 /// The error and its causes joined with `: `, each cause left out when the message before it
@@ -135,6 +146,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             structured,
             store,
         } => mcp::run(dir, session, config.as_ref(), structured, store.as_deref()),
+        Command::Inspect { dir, addr } => inspect::run(dir, addr),
         Command::Run { file } => {
             let source = if file == "-" {
                 let mut text = String::new();

@@ -90,7 +90,7 @@ impl SessionStore for Leased {
 }
 
 /// The per-user data folder for session files.
-fn default_dir() -> anyhow::Result<PathBuf> {
+pub(crate) fn default_dir() -> anyhow::Result<PathBuf> {
     if let Some(data) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
         return Ok(PathBuf::from(data).join("harness").join("sessions"));
     }
@@ -152,7 +152,13 @@ pub(crate) fn run(
         let host = match store {
             Store::Jsonl(_) => SessionHost::open(&options)?,
             Store::Postgres(url) => {
-                let pg = PgStore::connect(&url, Arc::new(SystemClock), PgOptions::default())
+                // The scanner of any host finds this session's due reminders by schedule's
+                // index rows.
+                let pg_options = PgOptions {
+                    index: Some(Arc::new(turnkit_schedule::ReminderIndex)),
+                    ..PgOptions::default()
+                };
+                let pg = PgStore::connect(&url, Arc::new(SystemClock), pg_options)
                     .context("connecting to the PostgreSQL store")?;
                 let (lost, mut lost_rx) = mpsc::unbounded_channel();
                 let host = SessionHost::open_in(&Leased { store: pg, lost }, &options)?;

@@ -40,7 +40,10 @@ pub use registration::Registration;
 pub use registry::{ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry};
 pub use services::Services;
 pub use session::{AppendError, PersistenceError, Session};
-pub use store::{JsonlStore, MemoryStore, SessionFile, SessionStore, StoreError, TornTail};
+pub use store::{
+    BackendError, BackendKind, BatchIndex, IndexChange, IndexUpdate, JsonlStore, MemoryStore,
+    SessionFile, SessionIndex, SessionStore, StoreError, TornTail,
+};
 pub use sync::{Registered, lock, read_lock, write_lock};
 pub use text::{
     MAX_SAFE_INTEGER, as_safe_integer, is_js_whitespace, js_trim, summarize_chars, tail_utf8,

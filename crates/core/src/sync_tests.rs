@@ -27,7 +27,8 @@ fn a_poisoned_lock_is_recovered_with_its_state() {
         std::panic::panic_any("poison");
     })
     .join();
-    assert!(result.is_err());
+    let payload = result.expect_err("the thread panicked");
+    assert_eq!(payload.downcast_ref::<&str>(), Some(&"poison"));
     assert!(mutex.is_poisoned());
     assert_eq!(*lock(&mutex), 7);
 }

@@ -70,7 +70,10 @@ fn defaults_and_json_keys() {
     )
     .unwrap()
     .limits();
-    assert!(from_json.is_err());
+    assert_eq!(
+        from_json.unwrap_err().to_string(),
+        "jobs-local: maxConcurrentJobsPerOwner must be an integer from 1 to 9007199254740991, got 9007199254740992"
+    );
     assert_eq!(
         JobsConfig {
             output_history_bytes: -1.0,

@@ -5,6 +5,7 @@ mod driver;
 mod history;
 mod install;
 mod journal;
+mod journal_fold;
 mod lookup;
 mod registry;
 mod state;
@@ -17,6 +18,7 @@ pub use journal::{
     JOB_LOST_EVENT, JOB_SETTLE_EVENT, JOB_START_EVENT, JOURNAL_OUTPUT_BYTES, JOURNAL_VERSION,
     JournalError,
 };
+pub use journal_fold::{JournalFold, JournaledJob, JournaledSettlement};
 pub use lookup::{AgentLookup, HarnessAgents};
 pub use registry::{
     LocalJobRegistry, MAX_WAIT_TIMEOUT_MS, OWNER_DISPOSED_REASON, SERVICE_DISPOSED_REASON,

@@ -61,6 +61,7 @@ where
         shape: options.shape,
         reservations: reservations.clone(),
         subscribed: Arc::new(Mutex::new(Default::default())),
+        log_level: Arc::default(),
     };
     let transport = Gate::new(
         AsyncRwTransport::new_server(read, write),
@@ -93,7 +94,8 @@ where
     result
 }
 
-/// Announces changes: a resource update to subscribers, and a logging notification for every
+/// Announces changes: a resource update to subscribers, and a logging notification (level
+/// `info`, unless the client's `logging/setLevel` asked for more severe ones only) for every
 /// queued notice or reminder.
 #[expect(
     deprecated,
@@ -114,6 +116,7 @@ async fn notify(
                     }
                 }
             }
+            Change::Queued(_) if !server.logs(rmcp::model::LoggingLevel::Info) => {}
             Change::Queued(message) => {
                 let data = json!({
                     "source": message.source,

@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -63,6 +64,10 @@ pub(crate) struct Server {
     pub(crate) shape: ResultShape,
     pub(crate) reservations: Reservations,
     pub(crate) subscribed: Arc<Mutex<BTreeSet<String>>>,
+    /// The least severe `notifications/message` level the client asked for with
+    /// `logging/setLevel`, as its rank (`LoggingLevel as u8`: `debug` 0 … `emergency` 7);
+    /// 0 until it asks, so every message is sent.
+    pub(crate) log_level: Arc<AtomicU8>,
 }
 
 fn decode<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
@@ -130,6 +135,15 @@ fn resource(uri: &str, name: &str, description: &str) -> Value {
 }
 
 impl Server {
+    /// Whether a message at `level` is sent under the client's `logging/setLevel`.
+    #[expect(
+        deprecated,
+        reason = "logging is what clients of the initialize handshake show"
+    )]
+    pub(crate) fn logs(&self, level: rmcp::model::LoggingLevel) -> bool {
+        level as u8 >= self.log_level.load(Ordering::SeqCst)
+    }
+
     /// The subscribed URIs a change of `uri` touches (a job list change touches every job).
     pub(crate) fn touched(&self, uri: &str) -> Vec<String> {
         lock(&self.subscribed)
@@ -355,11 +369,15 @@ impl ServerHandler for Server {
         Ok(())
     }
 
+    /// From now on only messages at `request.level` or more severe are sent (MCP
+    /// "Logging"); every message this server sends is at `info`, so `notice` and above
+    /// silence them and `debug` or `info` bring them back.
     async fn set_level(
         &self,
-        _request: rmcp::model::SetLevelRequestParams,
+        request: rmcp::model::SetLevelRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        self.log_level.store(request.level as u8, Ordering::SeqCst);
         Ok(())
     }
 

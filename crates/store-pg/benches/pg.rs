@@ -59,6 +59,7 @@ impl Pg {
             PgOptions {
                 schema: schema.clone(),
                 pool_size: 32,
+                index: Some(Arc::new(turnkit_schedule::ReminderIndex)),
                 ..PgOptions::default()
             },
         )

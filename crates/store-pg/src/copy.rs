@@ -216,7 +216,7 @@ mod tests {
     const ROWS: &[(i64, &str, i64, &str)] = &[
         (1, "turn/start", 0, r#"{"turn":1}"#),
         (2, "turn/start", 1_500, r#"{"ü":"é"}"#),
-        (3, "todo/write", -1_000_000, "[]"),
+        (3, "test/write", -1_000_000, "[]"),
     ];
 
     #[test]
@@ -237,7 +237,7 @@ mod tests {
             ),
             (
                 3,
-                "todo/write".to_owned(),
+                "test/write".to_owned(),
                 "1999-12-31T23:59:59+00:00".to_owned(),
                 "[]".to_owned(),
             ),
@@ -258,7 +258,7 @@ mod tests {
         let (text, _) = reader.finish().unwrap();
         assert_eq!(
             text,
-            r#"turn/start{"turn":1}{"ü":"é"}todo/write[]"#.to_owned()
+            r#"turn/start{"turn":1}{"ü":"é"}test/write[]"#.to_owned()
         );
     }
 

@@ -7,18 +7,15 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
 use futures::TryStreamExt;
 use tokio_postgres::types::ToSql;
-use turnkit_core::{RawEvent, SessionHeader, SessionId, StoreError};
+use turnkit_core::{BackendError, BackendKind, RawEvent, SessionHeader, SessionId, StoreError};
 
 use crate::copy::LogReader;
-use crate::flush::Combiner;
 
 /// The pool and the quoted schema name; cheap to clone into a task.
 #[derive(Clone)]
 pub(crate) struct Db {
     pub(crate) pool: Pool,
     pub(crate) quoted: String,
-    /// Flushes waiting to share a statement (see `flush`).
-    pub(crate) combiner: Arc<Combiner>,
 }
 
 /// A readable message for a client error, with the server's message when there is one.
@@ -32,18 +29,40 @@ pub(crate) fn describe(error: &tokio_postgres::Error) -> String {
     }
 }
 
-pub(crate) fn backend(error: &tokio_postgres::Error) -> StoreError {
-    StoreError::Backend {
-        message: describe(error),
-    }
+/// A client error as a [`BackendError`] with [`describe`]'s text: the server's refusal with
+/// its SQLSTATE, a lost or refused connection, or data the client could not read; the error
+/// itself is the cause.
+pub(crate) fn backend_error(message: String, error: tokio_postgres::Error) -> BackendError {
+    let kind = if error.as_db_error().is_some() {
+        BackendKind::Refused
+    } else if error.is_closed()
+        || std::error::Error::source(&error).is_some_and(|s| s.is::<std::io::Error>())
+    {
+        BackendKind::Connection
+    } else {
+        BackendKind::Data
+    };
+    let code = error.code().map(|code| code.code().to_owned());
+    let failure = BackendError::new(kind, message);
+    let failure = match code {
+        Some(code) => failure.with_code(code),
+        None => failure,
+    };
+    failure.with_cause(error)
 }
 
-pub(crate) fn pool_error(error: &deadpool_postgres::PoolError) -> StoreError {
-    StoreError::Backend {
-        message: match error {
-            deadpool_postgres::PoolError::Backend(e) => describe(e),
-            other => other.to_string(),
-        },
+/// A client error as [`StoreError::Backend`] (see [`backend_error`]).
+pub(crate) fn backend(error: tokio_postgres::Error) -> StoreError {
+    StoreError::Backend(backend_error(describe(&error), error))
+}
+
+/// A pool checkout's error: the client's (see [`backend`]), or no connection to be had.
+pub(crate) fn pool_error(error: deadpool_postgres::PoolError) -> StoreError {
+    match error {
+        deadpool_postgres::PoolError::Backend(e) => backend(e),
+        other => StoreError::Backend(
+            BackendError::new(BackendKind::Connection, other.to_string()).with_cause(other),
+        ),
     }
 }
 
@@ -143,8 +162,8 @@ impl Db {
         host: &str,
         ttl: Duration,
     ) -> Result<Option<i64>, StoreError> {
-        let mut client = self.pool.get().await.map_err(|e| pool_error(&e))?;
-        let tx = client.transaction().await.map_err(|e| backend(&e))?;
+        let mut client = self.pool.get().await.map_err(pool_error)?;
+        let tx = client.transaction().await.map_err(backend)?;
         let seed = header.seed_length.map(seq_i64);
         let last = seq_i64(events.len() as u64);
         let rows = tx
@@ -164,14 +183,14 @@ impl Db {
                 ],
             )
             .await
-            .map_err(|e| backend(&e))?;
+            .map_err(backend)?;
         if rows == 0 {
             return Ok(None);
         }
         self.insert_events(&tx, header.id.as_str(), events)
             .await
-            .map_err(|e| backend(&e))?;
-        tx.commit().await.map_err(|e| backend(&e))?;
+            .map_err(backend)?;
+        tx.commit().await.map_err(backend)?;
         Ok(Some(1))
     }
 
@@ -182,7 +201,7 @@ impl Db {
         host: &str,
         ttl: Duration,
     ) -> Result<i64, StoreError> {
-        let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        let client = self.pool.get().await.map_err(pool_error)?;
         let row = client
             .query_opt(
                 &self.sql(
@@ -193,7 +212,7 @@ impl Db {
                 &[&id.as_str(), &host, &ttl.as_secs_f64()],
             )
             .await
-            .map_err(|e| backend(&e))?;
+            .map_err(backend)?;
         if let Some(row) = row {
             return Ok(row.get(0));
         }
@@ -203,7 +222,7 @@ impl Db {
                 &[&id.as_str()],
             )
             .await
-            .map_err(|e| backend(&e))?;
+            .map_err(backend)?;
         match owner {
             None => Err(StoreError::NotFound(id.clone())),
             Some(row) => Err(StoreError::Owned {
@@ -221,7 +240,7 @@ impl Db {
         epoch: i64,
         ttl: Duration,
     ) -> Result<bool, StoreError> {
-        let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        let client = self.pool.get().await.map_err(pool_error)?;
         let rows = client
             .execute(
                 &self.sql(
@@ -231,13 +250,13 @@ impl Db {
                 &[&id, &host, &epoch, &ttl.as_secs_f64()],
             )
             .await
-            .map_err(|e| backend(&e))?;
+            .map_err(backend)?;
         Ok(rows == 1)
     }
 
     /// Gives a lease up (if it is still this holder's).
     pub(crate) async fn release(&self, id: &str, host: &str, epoch: i64) -> Result<(), StoreError> {
-        let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        let client = self.pool.get().await.map_err(pool_error)?;
         client
             .execute(
                 &self.sql(
@@ -247,11 +266,12 @@ impl Db {
                 &[&id, &host, &epoch],
             )
             .await
-            .map_err(|e| backend(&e))?;
+            .map_err(backend)?;
         Ok(())
     }
 
-    /// Reads a session's header and whole log, checking that seqs run 1..=last_seq.
+    /// Reads a session's header and whole log, checking that seqs run 1..=last_seq and that no
+    /// event row lies beyond `last_seq`.
     ///
     /// The header query and the `COPY` of the log (or of its first half, for a log of
     /// [`SPLIT_AT`] events or more) go out in one round trip, in one snapshot; the second
@@ -265,7 +285,7 @@ impl Db {
         &self,
         id: &SessionId,
     ) -> Result<(SessionHeader, Vec<RawEvent>), StoreError> {
-        let mut pooled = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        let mut pooled = self.pool.get().await.map_err(pool_error)?;
         // One snapshot for the header and the log: a flush another host commits between the
         // two reads must not show up in one and not the other.
         let client = pooled
@@ -274,22 +294,19 @@ impl Db {
             .read_only(true)
             .start()
             .await
-            .map_err(|e| backend(&e))?;
+            .map_err(backend)?;
         let head = client
             .prepare_cached(
                 &self
                     .sql("SELECT seed_length, time_zone, last_seq FROM {s}.sessions WHERE id = $1"),
             )
             .await
-            .map_err(|e| backend(&e))?;
+            .map_err(backend)?;
         let key = id.as_str();
         let params: [&(dyn ToSql + Sync); 1] = [&key];
         if key.contains('\0') {
             // No such session can exist; the server says why the id is refused.
-            client
-                .query_opt(&head, &params)
-                .await
-                .map_err(|e| backend(&e))?;
+            client.query_opt(&head, &params).await.map_err(backend)?;
             return Err(StoreError::NotFound(id.clone()));
         }
         // COPY takes no parameters: the id goes in as a literal. The rows are put in seq order
@@ -303,21 +320,45 @@ impl Db {
             q = self.quoted,
             id = literal(key)
         );
-        let (row, data) = futures::try_join!(
+        // Rows past `last_seq` (an operator's edit, a partial restore) would make every later
+        // flush fail on the primary key: they are counted in the same round trip.
+        let beyond = client
+            .prepare_cached(&self.sql(
+                "SELECT min(seq), max(seq), count(*) FROM {s}.events WHERE session_id = $1 \
+                 AND seq > (SELECT last_seq FROM {s}.sessions WHERE id = $1)",
+            ))
+            .await
+            .map_err(backend)?;
+        let (row, extra, data) = futures::try_join!(
             client.query_opt(&head, &params),
+            client.query_one(&beyond, &params),
             client.copy_out(copy.as_str()),
         )
-        .map_err(|e| backend(&e))?;
+        .map_err(backend)?;
         let row = row.ok_or_else(|| StoreError::NotFound(id.clone()))?;
         let header = SessionHeader {
             id: id.clone(),
             seed_length: row
                 .try_get::<_, Option<i64>>(0)
-                .map_err(|e| backend(&e))?
+                .map_err(backend)?
                 .map(|n| u64::try_from(n).unwrap_or(0)),
-            time_zone: row.try_get(1).map_err(|e| backend(&e))?,
+            time_zone: row.try_get(1).map_err(backend)?,
         };
-        let last: i64 = row.try_get(2).map_err(|e| backend(&e))?;
+        let last: i64 = row.try_get(2).map_err(backend)?;
+        let extra_count: i64 = extra.try_get(2).map_err(backend)?;
+        if extra_count > 0 {
+            let first: Option<i64> = extra.try_get(0).map_err(backend)?;
+            let end: Option<i64> = extra.try_get(1).map_err(backend)?;
+            return Err(StoreError::Malformed {
+                file: self.place(id),
+                line: usize::try_from(last.saturating_add(1)).unwrap_or(usize::MAX),
+                message: format!(
+                    "event rows {}..={} ({extra_count} of them) are beyond the session row's last seq {last}",
+                    first.unwrap_or_default(),
+                    end.unwrap_or_default()
+                ),
+            });
+        }
         let split = if last < SPLIT_AT { last } else { last / 2 };
         // The second half takes another connection only when one is free at once: waiting
         // for one while holding this one could wait for ever (a pool of one, or every
@@ -334,14 +375,20 @@ impl Db {
                 let data = other
                     .copy_out(db.range_copy(&id, split, last).as_str())
                     .await
-                    .map_err(|e| backend(&e))?;
+                    .map_err(backend)?;
                 db.decode_log(&id, data, split, last).await
             }))
         });
         let mut events = self.decode_log(id, data, 0, split).await?;
         if let Some(mut second) = second {
-            let rest = (&mut second.0).await.map_err(|e| StoreError::Backend {
-                message: format!("the read of the log's second half failed: {e}"),
+            let rest = (&mut second.0).await.map_err(|e| {
+                StoreError::Backend(
+                    BackendError::new(
+                        BackendKind::Store,
+                        format!("the read of the log's second half failed: {e}"),
+                    )
+                    .with_cause(e),
+                )
             })??;
             events.extend(rest);
         } else if split < last {
@@ -349,7 +396,7 @@ impl Db {
             let data = client
                 .copy_out(self.range_copy(id, split, last).as_str())
                 .await
-                .map_err(|e| backend(&e))?;
+                .map_err(backend)?;
             events.extend(self.decode_log(id, data, split, last).await?);
         }
         if events.len() as i64 != last {
@@ -384,14 +431,14 @@ impl Db {
         let expected = usize::try_from(upto - after).unwrap_or(0);
         let mut reader = LogReader::new(expected);
         let mut data = std::pin::pin!(data);
-        while let Some(chunk) = data.try_next().await.map_err(|e| backend(&e))? {
-            reader
-                .feed(&chunk)
-                .map_err(|message| StoreError::Backend { message })?;
+        while let Some(chunk) = data.try_next().await.map_err(backend)? {
+            reader.feed(&chunk).map_err(|message| {
+                StoreError::Backend(BackendError::new(BackendKind::Data, message))
+            })?;
         }
-        let (text, mut parts) = reader
-            .finish()
-            .map_err(|message| StoreError::Backend { message })?;
+        let (text, mut parts) = reader.finish().map_err(|message| {
+            StoreError::Backend(BackendError::new(BackendKind::Data, message))
+        })?;
         if !parts.is_sorted_by_key(|part| part.seq) {
             parts.sort_unstable_by_key(|part| part.seq);
         }
@@ -425,14 +472,14 @@ impl Db {
 
     /// The ids of every session, in byte order.
     pub(crate) async fn list(&self) -> Result<Vec<SessionId>, StoreError> {
-        let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        let client = self.pool.get().await.map_err(pool_error)?;
         let rows = client
             .query(
                 &self.sql("SELECT id FROM {s}.sessions ORDER BY id COLLATE \"C\""),
                 &[],
             )
             .await
-            .map_err(|e| backend(&e))?;
+            .map_err(backend)?;
         Ok(rows
             .iter()
             .map(|row| SessionId::from(row.get::<_, &str>(0)))

@@ -98,19 +98,19 @@ impl Wake {
 impl Db {
     /// Up to [`PAGE`] events of `id` with `seq > after`, in seq order.
     async fn page_after(&self, id: &str, after: u64) -> Result<Vec<RawEvent>, StoreError> {
-        let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        let client = self.pool.get().await.map_err(pool_error)?;
         let statement = client
             .prepare_cached(&self.sql(
                 "SELECT seq, type, time, data::text FROM {s}.events \
                  WHERE session_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
             ))
             .await
-            .map_err(|e| backend(&e))?;
+            .map_err(backend)?;
         let after_i64 = i64::try_from(after).unwrap_or(i64::MAX);
         let rows = client
             .query(&statement, &[&id, &after_i64, &PAGE])
             .await
-            .map_err(|e| backend(&e))?;
+            .map_err(backend)?;
         let place = || format!("postgres {}.events session {id}", self.quoted);
         let mut events = Vec::with_capacity(rows.len());
         for (expected, row) in (after + 1..).zip(rows.iter()) {
@@ -137,14 +137,14 @@ impl Db {
 
     /// Whether session `id` exists.
     async fn exists(&self, id: &str) -> Result<bool, StoreError> {
-        let client = self.pool.get().await.map_err(|e| pool_error(&e))?;
+        let client = self.pool.get().await.map_err(pool_error)?;
         let row = client
             .query_opt(
                 &self.sql("SELECT 1 FROM {s}.sessions WHERE id = $1"),
                 &[&id],
             )
             .await
-            .map_err(|e| backend(&e))?;
+            .map_err(backend)?;
         Ok(row.is_some())
     }
 }

@@ -1,6 +1,7 @@
 //! [`Lease`]: a host's write ownership of one session, renewed in the background.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -16,9 +17,14 @@ use crate::shared::Bridge;
 ///   the lease (paused past its TTL, cut off) cannot write again: its flush returns
 ///   `PersistenceError::Fenced`.
 /// * A task on the store's runtime renews the lease every third of its TTL. When a renewal
-///   finds the lease taken, or no renewal succeeded for a whole TTL, the lease is lost:
-///   [`Lease::lost`] completes and [`Lease::is_lost`] turns true. The host must then dispose
-///   the session's agent (which stops its jobs).
+///   (or a flush) finds the lease taken — the row names another owner or epoch — the lease is
+///   lost: [`Lease::lost`] completes and [`Lease::is_lost`] turns true. The host must then
+///   dispose the session's agent (which stops its jobs).
+/// * When no renewal reached the database for a whole TTL (an outage, a partition), the lease
+///   has *lapsed* ([`Lease::is_lapsed`]): another host may take the session meanwhile. The
+///   renewals go on; the first that finds the row still naming this host at this epoch takes
+///   the lease back (the lapse ends), and a flush in that state writes its batch. Only a row
+///   naming another owner or epoch makes the lease lost.
 /// * Dropping the lease stops the renewal and releases the session at once (the next host
 ///   need not wait for the TTL); a lease of a host that died expires after its TTL.
 pub struct Lease {
@@ -28,6 +34,7 @@ pub struct Lease {
     ttl: Duration,
     lost: watch::Receiver<bool>,
     lost_tx: Arc<watch::Sender<bool>>,
+    lapsed: Arc<AtomicBool>,
     stop: CancellationToken,
     db: Db,
     bridge: Bridge,
@@ -40,6 +47,7 @@ impl std::fmt::Debug for Lease {
             .field("host", &self.host)
             .field("epoch", &self.epoch)
             .field("lost", &self.is_lost())
+            .field("lapsed", &self.is_lapsed())
             .finish()
     }
 }
@@ -57,6 +65,7 @@ impl Lease {
         let (lost_tx, lost) = watch::channel(false);
         let lost_tx = Arc::new(lost_tx);
         let stop = CancellationToken::new();
+        let lapsed = Arc::new(AtomicBool::new(false));
         let renewal = Renewal {
             session: session.as_str().to_owned(),
             host: host.clone(),
@@ -64,6 +73,7 @@ impl Lease {
             ttl,
             db: db.clone(),
             lost: lost_tx.clone(),
+            lapsed: lapsed.clone(),
             stop: stop.clone(),
         };
         bridge.spawn(renewal.run());
@@ -74,6 +84,7 @@ impl Lease {
             ttl,
             lost,
             lost_tx,
+            lapsed,
             stop,
             db,
             bridge,
@@ -103,6 +114,13 @@ impl Lease {
     /// Whether the lease is known to be lost.
     pub fn is_lost(&self) -> bool {
         *self.lost.borrow()
+    }
+
+    /// Whether no renewal has reached the database for a whole TTL, so another host may have
+    /// taken the session (the lease is not known lost; the next renewal that reaches the
+    /// database and finds the row unchanged takes it back).
+    pub fn is_lapsed(&self) -> bool {
+        self.lapsed.load(Ordering::Acquire)
     }
 
     /// Completes when the lease is lost (at once if it already is).
@@ -152,6 +170,7 @@ struct Renewal {
     ttl: Duration,
     db: Db,
     lost: Arc<watch::Sender<bool>>,
+    lapsed: Arc<AtomicBool>,
     stop: CancellationToken,
 }
 
@@ -168,15 +187,23 @@ impl Renewal {
                 .renew(&self.session, &self.host, self.epoch, self.ttl)
                 .await
             {
-                Ok(true) => confirmed = tokio::time::Instant::now(),
+                Ok(true) => {
+                    confirmed = tokio::time::Instant::now();
+                    if self.lapsed.swap(false, Ordering::AcqRel) {
+                        tracing::info!(session = %self.session, "lapsed lease taken back");
+                    }
+                }
                 Ok(false) => {
                     tracing::warn!(session = %self.session, "lease taken by another host");
                     break;
                 }
                 Err(error) => {
                     tracing::warn!(session = %self.session, %error, "lease renewal failed");
-                    if confirmed.elapsed() >= self.ttl {
-                        break;
+                    // The row may still name this host: the renewals go on, and only a row
+                    // naming another owner or epoch ends the lease.
+                    if confirmed.elapsed() >= self.ttl && !self.lapsed.swap(true, Ordering::AcqRel)
+                    {
+                        tracing::warn!(session = %self.session, "lease lapsed: no renewal for a whole TTL");
                     }
                 }
             }

@@ -8,7 +8,6 @@ mod lease;
 mod migrate;
 mod notify;
 mod options;
-mod reminders;
 mod scanner;
 mod session;
 mod shared;

@@ -1,6 +1,9 @@
 //! [`PgOptions`]: how a store connects and who it is.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use turnkit_core::BatchIndex;
 
 /// How a [`PgStore`](crate::PgStore) connects and who it is.
 #[derive(Debug, Clone)]
@@ -20,10 +23,19 @@ pub struct PgOptions {
     /// and 0 counts as 1. Flushes of different sessions that wait meanwhile are written
     /// together, one transaction for many sessions, so a few writers carry any number of
     /// sessions; more writers use more of the server's cores for large batches. A flush
-    /// with `schedule/change` events is its own transaction, outside this limit. Keep it
+    /// with index changes is its own transaction, outside this limit. Keep it
     /// below `pool_size`: writers waiting for locked rows hold their connections, and lease
     /// renewals need one.
     pub flush_writers: usize,
+    /// The rules of the due index (`reminders` table) that the [`ReminderScanner`]
+    /// reads to find sessions with something due while no host has them open: for each
+    /// flushed batch, the rows it puts or removes, written in the batch's transaction. The
+    /// store reads no event itself. Pass the schedule family's (`turnkit_schedule::ReminderIndex`)
+    /// wherever a store is opened whose sessions' reminders are to be found by a scanner;
+    /// `None` (the default) keeps no index.
+    ///
+    /// [`ReminderScanner`]: crate::ReminderScanner
+    pub index: Option<Arc<dyn BatchIndex>>,
 }
 
 impl Default for PgOptions {
@@ -34,6 +46,7 @@ impl Default for PgOptions {
             lease_ttl: Duration::from_secs(30),
             pool_size: 16,
             flush_writers: 2,
+            index: None,
         }
     }
 }

@@ -210,7 +210,7 @@ impl ReminderScanner {
         let claimed: Vec<(String, i64)> = inner
             .bridge
             .run(async move {
-                let client = db.pool.get().await.map_err(|e| pool_error(&e))?;
+                let client = db.pool.get().await.map_err(pool_error)?;
                 let rows = client
                     .query(
                         &db.sql(
@@ -232,7 +232,7 @@ impl ReminderScanner {
                         &[&now, &limit, &host, &ttl.as_secs_f64(), &skipped],
                     )
                     .await
-                    .map_err(|e| backend(&e))?;
+                    .map_err(backend)?;
                 let mut claimed: Vec<(String, i64, chrono::DateTime<chrono::Utc>)> = rows
                     .iter()
                     .map(|row| (row.get(0), row.get(1), row.get(2)))

@@ -1,13 +1,13 @@
 //! [`PgSession`]: one leased session's live log and its flush transaction.
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
 use serde_json::Value;
 use turnkit_core::{
     AppendError, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader, SessionId,
-    read_lock, write_lock,
+    SessionIndex, lock, read_lock, write_lock,
 };
 
 use crate::flush::FlushOutcome;
@@ -35,6 +35,8 @@ pub struct PgSession {
     inner: Arc<Inner>,
     log: RwLock<Vec<RawEvent>>,
     durable: Arc<AtomicU64>,
+    /// The store's index of this session as of the durable events (`None`: no index kept).
+    index: Arc<Mutex<Option<Box<dyn SessionIndex>>>>,
     flushing: Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -56,11 +58,17 @@ impl PgSession {
         lease: Lease,
     ) -> Arc<Self> {
         let durable = events.len() as u64;
+        let index = inner
+            .options
+            .index
+            .as_ref()
+            .map(|rules| rules.start(&events));
         Arc::new(Self {
             header,
             inner,
             log: RwLock::new(events),
             durable: Arc::new(AtomicU64::new(durable)),
+            index: Arc::new(Mutex::new(index)),
             flushing: Arc::new(tokio::sync::Mutex::new(())),
             lease,
         })
@@ -145,7 +153,15 @@ impl Session for PgSession {
         if self.lease.is_lost() {
             return Err(PersistenceError::Fenced(self.header.id.clone()));
         }
-        let db = self.inner.db.clone();
+        // The index rows the batch implies, and the index once it is durable (flushes of one
+        // handle run one at a time, so the index is the durable events').
+        let update = lock(&self.index).as_ref().and_then(|i| i.after(&batch));
+        let (rows, next) = match update {
+            Some(update) => (update.changes, Some(update.next)),
+            None => (Vec::new(), None),
+        };
+        let index_cell = self.index.clone();
+        let writer = self.inner.writer.clone();
         let id = self.header.id.as_str().to_owned();
         let host = self.lease.host().to_owned();
         let epoch = self.lease.epoch();
@@ -156,8 +172,11 @@ impl Session for PgSession {
             .run(async move {
                 let _guard = guard;
                 let count = batch.len() as u64;
-                let outcome = db.flush(&id, &host, epoch, durable, batch).await;
+                let outcome = writer.flush(&id, &host, epoch, durable, batch, rows).await;
                 if let Ok(FlushOutcome::Written) = outcome {
+                    if let Some(next) = next {
+                        *lock(&index_cell) = Some(next);
+                    }
                     durable_cell.store(durable + count, Ordering::Release);
                 }
                 Ok(outcome)

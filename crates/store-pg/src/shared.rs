@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::runtime::{Handle, Runtime};
-use turnkit_core::{Clock, StoreError};
+use turnkit_core::{BackendError, BackendKind, Clock, StoreError};
 
 use crate::db::Db;
+use crate::flush::Writer;
 use crate::options::PgOptions;
 
 thread_local! {
@@ -32,12 +33,12 @@ impl Bridge {
         &self,
         work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
-        self.handle
-            .spawn(work)
-            .await
-            .map_err(|e| StoreError::Backend {
-                message: format!("store task failed: {e}"),
-            })?
+        self.handle.spawn(work).await.map_err(|e| {
+            StoreError::Backend(
+                BackendError::new(BackendKind::Store, format!("store task failed: {e}"))
+                    .with_cause(e),
+            )
+        })?
     }
 
     /// Blocks the calling thread until `work` is done on the store's runtime.
@@ -48,18 +49,20 @@ impl Bridge {
         work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
         if ON_STORE_RUNTIME.with(Cell::get) {
-            return Err(StoreError::Backend {
-                message: "a blocking store call was made on the store's own runtime".to_owned(),
-            });
+            return Err(StoreError::Backend(BackendError::new(
+                BackendKind::Store,
+                "a blocking store call was made on the store's own runtime",
+            )));
         }
         let (reply, answer) = std::sync::mpsc::channel();
         self.handle.spawn(async move {
             let _ = reply.send(work.await);
         });
         answer.recv().unwrap_or_else(|_| {
-            Err(StoreError::Backend {
-                message: "the store's runtime stopped".to_owned(),
-            })
+            Err(StoreError::Backend(BackendError::new(
+                BackendKind::Store,
+                "the store's runtime stopped",
+            )))
         })
     }
 
@@ -85,6 +88,8 @@ impl Bridge {
 
 pub(crate) struct Inner {
     pub(crate) db: Db,
+    /// The flushes of every session of the store (on `db`'s pool).
+    pub(crate) writer: Writer,
     /// The parsed connection string, for connections outside the pool (a follower's `LISTEN`).
     pub(crate) config: tokio_postgres::Config,
     pub(crate) bridge: Bridge,

@@ -5,10 +5,13 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
-use turnkit_core::{Clock, RawEvent, Session, SessionHeader, SessionId, SessionStore, StoreError};
+use turnkit_core::{
+    BackendError, BackendKind, Clock, RawEvent, Session, SessionHeader, SessionId, SessionStore,
+    StoreError,
+};
 
 use crate::db::{Db, describe};
-use crate::flush::Combiner;
+use crate::flush::Writer;
 use crate::lease::Lease;
 use crate::options::PgOptions;
 use crate::session::PgSession;
@@ -66,23 +69,24 @@ impl PgStore {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_');
         if !valid_schema {
-            return Err(StoreError::Backend {
-                message: format!("invalid schema name {:?}", options.schema),
-            });
+            return Err(StoreError::Backend(BackendError::new(
+                BackendKind::Store,
+                format!("invalid schema name {:?}", options.schema),
+            )));
         }
-        let config: tokio_postgres::Config =
-            url.parse()
-                .map_err(|e: tokio_postgres::Error| StoreError::Backend {
-                    message: format!("invalid connection string: {}", describe(&e)),
-                })?;
+        let config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
+            let message = format!("invalid connection string: {}", describe(&e));
+            StoreError::Backend(BackendError::new(BackendKind::Store, message).with_cause(e))
+        })?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("turnkit-store-pg")
             .on_thread_start(|| ON_STORE_RUNTIME.with(|on| on.set(true)))
             .enable_all()
             .build()
-            .map_err(|e| StoreError::Backend {
-                message: format!("could not start the store's runtime: {e}"),
+            .map_err(|e| {
+                let message = format!("could not start the store's runtime: {e}");
+                StoreError::Backend(BackendError::new(BackendKind::Store, message).with_cause(e))
             })?;
         let manager = Manager::from_config(
             config.clone(),
@@ -94,20 +98,22 @@ impl PgStore {
         let pool = Pool::builder(manager)
             .max_size(options.pool_size.max(1))
             .build()
-            .map_err(|e| StoreError::Backend {
-                message: format!("could not build the connection pool: {e}"),
+            .map_err(|e| {
+                let message = format!("could not build the connection pool: {e}");
+                StoreError::Backend(BackendError::new(BackendKind::Store, message).with_cause(e))
             })?;
         let db = Db {
             pool,
             quoted: format!("\"{}\"", options.schema),
-            combiner: Arc::new(Combiner::new(options.flush_writers)),
         };
+        let writer = Writer::new(db.clone(), options.flush_writers);
         let bridge = Bridge {
             handle: runtime.handle().clone(),
         };
         let store = Self {
             inner: Arc::new(Inner {
                 db,
+                writer,
                 config,
                 bridge,
                 clock,
@@ -118,11 +124,12 @@ impl PgStore {
         let db = store.inner.db.clone();
         let schema = store.inner.options.schema.clone();
         store.inner.bridge.block(async move {
-            let mut client = db.pool.get().await.map_err(|e| crate::db::pool_error(&e))?;
+            let mut client = db.pool.get().await.map_err(crate::db::pool_error)?;
             crate::migrate::migrate(&mut client, &schema)
                 .await
-                .map_err(|e| StoreError::Backend {
-                    message: format!("migration failed: {}", describe(&e)),
+                .map_err(|e| {
+                    let message = format!("migration failed: {}", describe(&e));
+                    StoreError::Backend(crate::db::backend_error(message, e))
                 })?;
             Ok(())
         })?;
@@ -148,7 +155,7 @@ impl PgStore {
     /// [`PgOptions::flush_writers`]): a queue depth to watch. Flushes that wait together
     /// are written together.
     pub fn waiting_flushes(&self) -> usize {
-        self.inner.db.combiner.waiting()
+        self.inner.writer.waiting()
     }
 
     /// The migrations recorded as applied, `(version, name)` in order.
@@ -160,7 +167,7 @@ impl PgStore {
         self.inner
             .bridge
             .run(async move {
-                let client = db.pool.get().await.map_err(|e| crate::db::pool_error(&e))?;
+                let client = db.pool.get().await.map_err(crate::db::pool_error)?;
                 let rows = client
                     .query(
                         &db.sql(
@@ -169,7 +176,7 @@ impl PgStore {
                         &[],
                     )
                     .await
-                    .map_err(|e| crate::db::backend(&e))?;
+                    .map_err(crate::db::backend)?;
                 Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
             })
             .await

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use turnkit_bash::{Containment, DEFAULT_KILL_GRACE_MS, ProcessKeys, ProcessKeysMut};
+use turnkit_bash::{Containment, DEFAULT_KILL_GRACE_MS, ProcessKeys, ProcessKeysMut, Sandbox};
 use turnkit_core::{ConfigError, PluginConfig};
 
 /// The plugin name, used as the prefix of configuration errors.
@@ -21,7 +21,7 @@ pub const DEFAULT_RESULT_BYTES: u64 = 256 * 1024;
 /// Configuration of the terminal plugin. Every key is optional; unknown keys are rejected.
 ///
 /// JSON keys (camelCase): `maxResultBytes`, `shell`, `cwd`, `env`, `rows`, `cols`,
-/// `settleMs`, `defaultTimeoutMs`, `maxTimeoutMs`, `killGraceMs`, `containment`,
+/// `settleMs`, `defaultTimeoutMs`, `maxTimeoutMs`, `killGraceMs`, `containment`, `sandbox`,
 /// `maxTerminalsPerOwner`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
@@ -57,6 +57,10 @@ pub struct TerminalConfig {
     /// How each terminal's process tree is contained, as for bash jobs: `"auto"` (default)
     /// or `"processTree"` (see `docs/process-containment.md`).
     pub containment: Containment,
+    /// The confinement of every terminal, as for bash jobs ([`Sandbox`]); absent (the
+    /// default): none. Checked at install: a confinement the host cannot provide is a
+    /// startup error unless `bestEffort`.
+    pub sandbox: Option<Sandbox>,
     /// Terminals one owner may have open at once (exited ones count until killed or their
     /// owner is disposed). ≥ 1; default 8.
     pub max_terminals_per_owner: u64,
@@ -76,6 +80,7 @@ impl Default for TerminalConfig {
             max_timeout_ms: 600_000,
             kill_grace_ms: DEFAULT_KILL_GRACE_MS,
             containment: Containment::Auto,
+            sandbox: None,
             max_terminals_per_owner: 8,
         }
     }
@@ -127,7 +132,7 @@ impl TerminalConfig {
     }
 }
 
-/// `cwd`, `env`, `killGraceMs` and `containment` mean what they mean for bash.
+/// `cwd`, `env`, `killGraceMs`, `containment` and `sandbox` mean what they mean for bash.
 impl ProcessKeys for TerminalConfig {
     fn process_keys(&mut self) -> ProcessKeysMut<'_> {
         ProcessKeysMut {
@@ -135,6 +140,7 @@ impl ProcessKeys for TerminalConfig {
             env: &mut self.env,
             kill_grace_ms: &mut self.kill_grace_ms,
             containment: &mut self.containment,
+            sandbox: &mut self.sandbox,
         }
     }
 }
@@ -185,6 +191,9 @@ impl PluginConfig for TerminalConfig {
                 "an integer ≥ defaultTimeoutMs",
                 &self.max_timeout_ms,
             );
+        }
+        if let Some(sandbox) = &self.sandbox {
+            sandbox.validate().map_err(Self::invalid)?;
         }
         if self.max_terminals_per_owner == 0 {
             return fail(

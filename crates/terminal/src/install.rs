@@ -65,6 +65,11 @@ pub fn install(
     config: TerminalConfig,
 ) -> Result<Installed, ConfigError> {
     config.validate()?;
+    if let Some(sandbox) = &config.sandbox {
+        let summary = turnkit_bash::probe_sandbox(sandbox)
+            .map_err(|e| <TerminalConfig as turnkit_core::PluginConfig>::invalid(e.0))?;
+        tracing::info!("terminal: {summary}");
+    }
     let jobs = harness.services().get::<Arc<dyn JobRegistry>>();
     let terminals = Terminals::new(config, harness.clock(), jobs);
     let mut tools = Vec::with_capacity(3);

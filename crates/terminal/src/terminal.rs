@@ -15,7 +15,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::watch;
-use turnkit_bash::{Containment, Group, JobTree, MARKER_VAR, Mechanism, Signal, TTY_GATE};
+use turnkit_bash::{
+    Containment, Group, JobSandbox, JobTree, MARKER_VAR, Mechanism, Sandbox, Signal, TTY_GATE,
+};
 use turnkit_core::{Clock, lock};
 
 use crate::Screen;
@@ -45,6 +47,9 @@ pub struct TerminalOptions {
     pub cols: u16,
     /// How the process tree is contained (as for bash jobs).
     pub containment: Containment,
+    /// The confinement of every process of the terminal, as for bash jobs (default
+    /// `None`: none).
+    pub sandbox: Option<Arc<Sandbox>>,
     /// Time between SIGHUP + SIGTERM and SIGKILL when the terminal is stopped, on `clock`.
     pub kill_grace: Duration,
     /// The clock of the kill grace.
@@ -65,6 +70,7 @@ impl TerminalOptions {
             rows: 24,
             cols: 200,
             containment: Containment::Auto,
+            sandbox: None,
             kill_grace: Duration::from_millis(2000),
             clock,
             max_pending_bytes: 256 * 1024,
@@ -216,6 +222,9 @@ struct Shared {
     activity: watch::Sender<u64>,
     writer: tokio::sync::Mutex<pty_process::OwnedWritePty>,
     tree: Arc<JobTree>,
+    /// The terminal's confinement (its temporary folder and limit cgroups live as long as
+    /// this).
+    _sandbox: Option<JobSandbox>,
     /// Set once the program is reaped: no more process-group signals.
     reaped: AtomicBool,
     stop_requested: AtomicBool,
@@ -333,7 +342,15 @@ impl Terminal {
         pty.resize(pty_process::Size::new(options.rows, options.cols))
             .map_err(spawn_error)?;
         let mut tree = JobTree::prepare(options.containment);
-        let mut command = if tree.gated() {
+        let mut sandbox = match &options.sandbox {
+            Some(sandbox) => Some(
+                JobSandbox::prepare(sandbox, &tree)
+                    .map_err(|e| TerminalError::Spawn(e.to_string()))?,
+            ),
+            None => None,
+        };
+        let gated = tree.gated() || sandbox.as_ref().is_some_and(JobSandbox::needs_gate);
+        let mut command = if gated {
             pty_process::Command::new("bash")
                 .args(["--posix", "-c", TTY_GATE, "bash"])
                 .arg(program)
@@ -352,9 +369,19 @@ impl Terminal {
         if let Some(cwd) = &options.cwd {
             command = command.current_dir(cwd);
         }
+        if let Some(sandbox) = &mut sandbox {
+            command = sandbox.confine_pty(command.env("TMPDIR", sandbox.temp_dir()));
+        }
         let mut child = command.spawn(pts).map_err(spawn_error)?;
         let pid = child.id().unwrap_or(0);
         tree.adopt(pid);
+        if let Some(sandbox) = &sandbox
+            && let Err(error) = sandbox.enter(pid)
+        {
+            // Still at the gate: nothing ran; the program is killed on drop.
+            tree.signal(Signal::KILL, Group::Include);
+            return Err(TerminalError::Spawn(error.to_string()));
+        }
         // Opens the gate (a program started without one has the terminal as stdin).
         drop(child.stdin.take());
         let (reader, writer) = pty.into_split();
@@ -369,6 +396,7 @@ impl Terminal {
             activity,
             writer: tokio::sync::Mutex::new(writer),
             tree: Arc::new(tree),
+            _sandbox: sandbox,
             reaped: AtomicBool::new(false),
             stop_requested: AtomicBool::new(false),
             max_pending: options.max_pending_bytes.max(1),

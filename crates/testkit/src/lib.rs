@@ -8,6 +8,7 @@ mod fake_job;
 mod faults;
 mod host;
 mod logs;
+pub mod skip;
 pub mod store_conformance;
 pub mod strategies;
 

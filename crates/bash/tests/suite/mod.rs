@@ -1,5 +1,7 @@
+mod cgroup_folders;
 mod contain;
 mod process;
+mod sandbox;
 mod spill;
 mod support;
 mod tool;

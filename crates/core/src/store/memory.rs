@@ -7,8 +7,9 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use serde_json::Value;
 
+use super::error::StoreError;
 use super::log::EventLog;
-use super::{SessionStore, StoreError};
+use super::seam::SessionStore;
 use crate::{
     AppendError, Clock, JsonText, PersistenceError, RawEvent, Session, SessionEvent, SessionHeader,
     SessionId,

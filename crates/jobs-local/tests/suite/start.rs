@@ -80,7 +80,10 @@ async fn c045_every_terminal_status_frees_the_slot() {
     ] {
         let host = Host::with_limit(1);
         let (_, p1) = host.start_ok(bash());
-        assert!(host.start(bash()).0.is_err());
+        assert_eq!(
+            host.start(bash()).0.unwrap_err().to_string(),
+            "background job limit reached for this owner (limit: 1); use job_kill to stop an unneeded job, wait for it to finish, then retry"
+        );
         p1.settle(outcome);
         tick().await;
         assert_eq!(host.start_ok(bash()).0, "bash-2");
@@ -281,12 +284,14 @@ async fn install_checks_owners_against_the_hosts_agents() {
             .unwrap(),
         "bash-2"
     );
-    assert!(
+    assert_eq!(
         turnkit_jobs_local::install(
             &harness.as_dyn(),
             serde_json::from_str(r#"{"maxConcurrentJobsPerOwner": 0}"#).unwrap()
         )
-        .is_err()
+        .unwrap_err()
+        .to_string(),
+        "jobs-local: maxConcurrentJobsPerOwner must be an integer from 1 to 9007199254740991, got 0"
     );
 }
 

@@ -238,7 +238,7 @@ async fn a_disposing_owner_is_refused() {
         JobStatus::Stopping
     );
     let (refused, next) = host.start(bash().owner(owner.as_dyn()));
-    assert!(refused.is_err());
+    assert_eq!(refused.unwrap_err().to_string(), "agent owner is disposed");
     assert!(!next.was_run());
     job.settle(JobOutcome::killed());
     disposing.await.unwrap();

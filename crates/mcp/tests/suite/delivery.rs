@@ -171,3 +171,75 @@ async fn a_restart_neither_repeats_nor_loses_a_delivery() {
         .collect();
     assert_eq!(types, ["mcp/queued", "mcp/claimed"]);
 }
+
+/// `logging/setLevel` filters the log lines: at `warning` a queued notice is not logged (no
+/// log line arrives before the inbox updates of its queueing and of its claim, which follow
+/// it on the one notification stream), at `info` again it is.
+#[tokio::test]
+async fn set_level_above_info_silences_the_notice_log_lines_until_lowered() {
+    #![expect(
+        deprecated,
+        reason = "logging and the legacy subscription are what this protocol version has"
+    )]
+    use rmcp::model::{LoggingLevel, SetLevelRequestParams};
+
+    let notice = |n: u32, command: &str| {
+        format!(
+            "background job bash-{n} (bash: {command}) finished [status: completed, exit code: \
+             0]. Read its output with job_output."
+        )
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path(), "s1", &config(), &[]).await;
+    server
+        .client
+        .subscribe(SubscribeRequestParams::new("harness://inbox"))
+        .await
+        .unwrap();
+    server
+        .client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Warning))
+        .await
+        .unwrap();
+    let background = |command: &str| json!({"command": command, "run_in_background": true});
+    assert_eq!(
+        server.texts("bash", background("printf one")).await,
+        ["started background job bash-1"]
+    );
+    let updated = Note::Updated("harness://inbox".to_owned());
+    let mut notes = Vec::new();
+    let mut until_update = async |server: &mut crate::suite::support::Server| {
+        server
+            .wait_for(|note| {
+                notes.push(note.clone());
+                *note == updated
+            })
+            .await
+    };
+    // Queued: the inbox changed.
+    assert_eq!(until_update(&mut server).await, updated);
+    assert_eq!(
+        server.texts("job_list", json!({})).await,
+        [
+            "bash-1 [bash] completed — printf one".to_owned(),
+            notice(1, "printf one")
+        ]
+    );
+    // Claimed: the inbox changed again.
+    assert_eq!(until_update(&mut server).await, updated);
+    assert_eq!(notes.iter().filter(|n| is_log(n)).count(), 0, "{notes:?}");
+    server
+        .client
+        .set_level(SetLevelRequestParams::new(LoggingLevel::Info))
+        .await
+        .unwrap();
+    assert_eq!(
+        server.texts("bash", background("printf two")).await,
+        ["started background job bash-2"]
+    );
+    let Note::Log(logged) = server.wait_for(is_log).await else {
+        unreachable!("wait_for(is_log) returns a log line");
+    };
+    assert_eq!(logged["text"], notice(2, "printf two"));
+    server.stop().await;
+}

@@ -9,9 +9,8 @@ use serde_json::{Value, json};
 
 use super::support::{BOUND, config, harness_bin, serve_command, texts};
 
-/// The test server's URL, or `None` (after a loud message) when it is not set outside CI.
-/// With `CI=true` a missing server fails the test.
-#[expect(clippy::print_stderr, reason = "a skipped test says so on stderr")]
+/// The test server's URL, or `None` (after a skip line every run shows) when it is not set
+/// outside CI. With `CI=true` a missing server fails the test.
 fn server_url() -> Option<String> {
     match std::env::var("HARNESS_TEST_POSTGRES_URL") {
         Ok(url) if !url.is_empty() => Some(url),
@@ -21,9 +20,9 @@ fn server_url() -> Option<String> {
                 "HARNESS_TEST_POSTGRES_URL is not set and CI=true: the PostgreSQL tests need a \
                  server (.ci/postgres start)"
             );
-            eprintln!(
-                "SKIPPED: HARNESS_TEST_POSTGRES_URL is not set; start a server with .ci/postgres \
-                 and export its URL to run the PostgreSQL tests"
+            turnkit_testkit::skip::skipped(
+                "HARNESS_TEST_POSTGRES_URL is not set; start a server with .ci/postgres and \
+                 export its URL to run the PostgreSQL tests",
             );
             None
         }

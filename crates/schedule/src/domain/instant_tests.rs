@@ -66,7 +66,12 @@ fn serde_uses_the_canonical_form() {
         serde_json::from_str::<Timestamp>("\"2026-08-05T12:00:00.001Z\"").unwrap(),
         at
     );
-    assert!(serde_json::from_str::<Timestamp>("\"2026-08-05T12:00:00Z\"").is_err());
+    assert_eq!(
+        serde_json::from_str::<Timestamp>("\"2026-08-05T12:00:00Z\"")
+            .unwrap_err()
+            .to_string(),
+        "not a canonical schedule instant"
+    );
 }
 
 proptest! {

@@ -20,7 +20,12 @@ fn accepts_valid_and_vetoes_invalid_candidates() {
     assert!(veto.detail.contains("inactive id"));
     check_schedule_append(&log, None, SCHEDULE_CHANGE, &dispatch("schedule-1")).unwrap();
     check_schedule_append(&log, None, "turn/start", &json!("anything")).unwrap();
-    assert!(check_schedule_append(&log, None, SCHEDULE_CHANGE, &json!({"version":9})).is_err());
+    assert_eq!(
+        check_schedule_append(&log, None, SCHEDULE_CHANGE, &json!({"version":9}))
+            .unwrap_err()
+            .to_string(),
+        "corrupt schedule log: change version must be 1"
+    );
 }
 
 /// Case 103 (pure part).
@@ -52,7 +57,10 @@ fn every_dispatch_needs_accepted_at() {
 #[test]
 fn malformed_owned_logs_fail_and_inherited_prefixes_are_ignored() {
     let seed = changes(&[json!({"version":9,"operation":"delete","id":"schedule-1"})]);
-    assert!(check_schedule_log(&seed, None).is_err());
+    assert_eq!(
+        check_schedule_log(&seed, None).unwrap_err().to_string(),
+        "corrupt schedule log: change version must be 1"
+    );
     check_schedule_log(&seed, Some(1)).unwrap();
     check_schedule_append(
         &seed,
@@ -61,5 +69,8 @@ fn malformed_owned_logs_fail_and_inherited_prefixes_are_ignored() {
         &create_after("child", "x", 1, "2026-08-05T12:00:01.000Z"),
     )
     .unwrap();
-    assert!(check_schedule_log(&seed, Some(2)).is_err());
+    assert_eq!(
+        check_schedule_log(&seed, Some(2)).unwrap_err().to_string(),
+        "corrupt schedule log: seedLength 2 exceeds the log length 1"
+    );
 }

@@ -50,11 +50,13 @@ mod presentation;
 mod test_support;
 
 pub use at::{ZoneContext, resolve_local_at, resolve_time_zone};
+pub(crate) use change::decode_change_text;
 pub use change::{
     RecordKind, ReminderState, Rule, SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord, decode_change,
 };
 pub use create::{create_after, create_at, create_every};
 pub use error::{ErrorCode, InputError, ResolveError, RuleViolation, ScheduleLogError};
+pub(crate) use every::resolve_every;
 pub use fold::{Decision, EveryBatch, FoldSnapshot, ScheduleFold, SeenIds};
 pub use instant::{MAX_MILLIS, MIN_MILLIS, Timestamp};
 pub use invariant::{check_schedule_append, check_schedule_log};

@@ -71,7 +71,13 @@ async fn case_49_unregister_twice_removes_all_three() {
     );
     let registration = tools.register(t.host.host.as_ref()).unwrap();
     // A second registration for the same agent conflicts and changes nothing.
-    assert!(tools.register(t.host.host.as_ref()).is_err());
+    assert_eq!(
+        tools
+            .register(t.host.host.as_ref())
+            .unwrap_err()
+            .to_string(),
+        "tool \"schedule_create\" is already registered"
+    );
     assert_eq!(
         t.host
             .host
@@ -116,7 +122,10 @@ async fn case_50_registration_rolls_back_on_conflict() {
         Arc::new(t.host.clock.clone()),
         Arc::new(|| {}),
     );
-    assert!(mine.register(t.host.host.as_ref()).is_err());
+    assert_eq!(
+        mine.register(t.host.host.as_ref()).unwrap_err().to_string(),
+        "tool \"schedule_list\" is already registered"
+    );
     let names: Vec<String> = t
         .host
         .host

@@ -38,6 +38,7 @@ fn one_writer_on(url: &str, schema: &str, host: &str, clock: Arc<dyn Clock>) -> 
             lease_ttl: TTL,
             pool_size: 4,
             flush_writers: 1,
+            index: Some(Arc::new(turnkit_schedule::ReminderIndex)),
         },
     )
     .unwrap_or_else(|e| panic!("connect to the test server: {e}"))
@@ -442,6 +443,7 @@ async fn a_long_log_opens_on_a_store_of_one_pooled_connection() {
             lease_ttl: TTL,
             pool_size: 1,
             flush_writers: 1,
+            index: Some(Arc::new(turnkit_schedule::ReminderIndex)),
         },
     )
     .unwrap();

@@ -1,6 +1,7 @@
 mod conformance;
 mod follow;
 mod group;
+mod outage;
 mod ownership;
 mod processes;
 mod replay;
@@ -14,21 +15,20 @@ use std::time::Duration;
 use turnkit_core::SystemClock;
 use turnkit_store_pg::{PgOptions, PgStore};
 
-/// The test server's URL, or `None` (after a loud message) when it is not set outside CI.
-/// With `CI=true` a missing server fails the test.
-#[allow(clippy::print_stderr, reason = "a skipped test says so on stderr")]
+/// The test server's URL, or `None` (after a skip line every run shows) when it is not set
+/// outside CI. With `CI=true` a missing server fails the test.
 pub(crate) fn server_url() -> Option<String> {
     match std::env::var("HARNESS_TEST_POSTGRES_URL") {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
             assert!(
                 std::env::var("CI").as_deref() != Ok("true"),
-                "HARNESS_TEST_POSTGRES_URL is not set and CI=true: the PostgreSQL tests need a server \
-                 (.ci/postgres start)"
+                "HARNESS_TEST_POSTGRES_URL is not set and CI=true: the PostgreSQL tests need a \
+                 server (.ci/postgres start)"
             );
-            eprintln!(
-                "SKIPPED: HARNESS_TEST_POSTGRES_URL is not set; start a server with .ci/postgres \
-                 and export its URL to run the PostgreSQL store tests"
+            turnkit_testkit::skip::skipped(
+                "HARNESS_TEST_POSTGRES_URL is not set; start a server with .ci/postgres and \
+                 export its URL to run the PostgreSQL store tests",
             );
             None
         }
@@ -59,6 +59,7 @@ pub(crate) fn store(url: &str, schema: &str, host: &str, ttl: Duration) -> PgSto
             host: host.to_owned(),
             lease_ttl: ttl,
             pool_size: 4,
+            index: Some(Arc::new(turnkit_schedule::ReminderIndex)),
             ..PgOptions::default()
         },
     )

@@ -1,6 +1,6 @@
 //! Replay and the flush statement at their edges: ids that need quoting, payloads in other
-//! JSON forms, a corrupt log, a durable seq that moved, and a fenced flush with reminder
-//! changes.
+//! JSON forms, a corrupt log (rows missing or beyond `last_seq`), a durable seq that moved, and
+//! a fenced flush with reminder changes.
 
 use std::time::Duration;
 
@@ -120,6 +120,47 @@ async fn a_gap_or_a_short_log_is_malformed_at_its_line() {
     assert_eq!(
         super::malformed(a.open_session(&id).await.unwrap_err()),
         (place, 2, "seq 3 where 2 was expected".to_owned())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn event_rows_beyond_the_session_rows_last_seq_are_refused_at_open_by_their_seqs() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("beyond");
+    let a = super::store(&url, &schema, "host-a", TTL);
+    let session = a.create_session(SessionHeader::new("s")).await.unwrap();
+    for n in 1..=5 {
+        session.append("test/n", json!({ "n": n })).unwrap();
+    }
+    session.flush().await.unwrap();
+    drop(session);
+    let sql = super::client(&url).await;
+    // An operator's edit or a partial restore: the row says 3, the log holds 5.
+    sql.batch_execute(&format!(
+        "UPDATE \"{schema}\".sessions SET last_seq = 3 WHERE id = 's'"
+    ))
+    .await
+    .unwrap();
+    let id = SessionId::from("s");
+    assert_eq!(
+        super::malformed(a.open_session(&id).await.unwrap_err()),
+        (
+            format!("postgres \"{schema}\".events session s"),
+            4,
+            "event rows 4..=5 (2 of them) are beyond the session row's last seq 3".to_owned()
+        )
+    );
+    // A log of one half or two (the split read) is checked alike.
+    sql.batch_execute(&format!(
+        "UPDATE \"{schema}\".sessions SET last_seq = 0, owner = NULL WHERE id = 's'"
+    ))
+    .await
+    .unwrap();
+    assert_eq!(
+        super::malformed(a.open_session(&id).await.unwrap_err()).2,
+        "event rows 1..=5 (5 of them) are beyond the session row's last seq 0"
     );
 }
 

@@ -375,10 +375,33 @@ async fn a_failed_claim_statement_is_an_error_and_counted() {
     let keep = Arc::new(Keep::default());
     let scan = scanner(&b, &keep, ScanOptions::default());
     match scan.scan_once().await {
-        Err(turnkit_core::StoreError::Backend { message }) => assert_eq!(
-            message,
-            format!("ERROR: relation \"{schema}.reminders\" does not exist")
-        ),
+        Err(error @ turnkit_core::StoreError::Backend(_)) => {
+            let backend = error.as_backend().unwrap();
+            assert_eq!(
+                (backend.message(), backend.kind(), backend.code()),
+                (
+                    format!("ERROR: relation \"{schema}.reminders\" does not exist").as_str(),
+                    turnkit_core::BackendKind::Refused,
+                    Some("42P01")
+                )
+            );
+            // The client's error is the cause, its SQLSTATE and server message intact.
+            let cause = std::error::Error::source(backend)
+                .and_then(|cause| cause.downcast_ref::<tokio_postgres::Error>())
+                .unwrap();
+            assert_eq!(
+                cause.code(),
+                Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE)
+            );
+            assert!(std::error::Error::source(&error).is_some());
+            // The text is the one the store always gave.
+            assert_eq!(
+                error.to_string(),
+                format!(
+                    "store backend error: ERROR: relation \"{schema}.reminders\" does not exist"
+                )
+            );
+        }
         other => panic!("expected a backend error, got {other:?}"),
     }
     assert_eq!(

@@ -363,3 +363,62 @@ async fn without_wait_for_a_send_ends_when_output_is_quiet_for_settle_ms_on_the_
         "[status: completed, output quiet for 500ms]"
     );
 }
+
+#[tokio::test]
+async fn a_sandboxed_terminal_cannot_write_outside_its_roots() {
+    let base = tempfile::tempdir().unwrap();
+    let root = base.path().join("root");
+    let out = base.path().join("out");
+    std::fs::create_dir(&root).unwrap();
+    std::fs::create_dir(&out).unwrap();
+    let sandbox: turnkit_bash::Sandbox =
+        serde_json::from_value(json!({"writableRoots": [root]})).unwrap();
+    if let Err(missing) = turnkit_bash::probe_sandbox(&sandbox) {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "sandbox test cannot run under CI: {missing}"
+        );
+        turnkit_testkit::skip::skipped(&format!(
+            "this host cannot confine terminals ({missing}): run the tests as root on Linux with \
+             Landlock"
+        ));
+        return;
+    }
+    let host = Host::new(&json!({"sandbox": {"writableRoots": [root]}}));
+    host.session("s1");
+    let command = format!(
+        "echo x > {out}/plain; echo x > {root}/../out/dotdot; \
+         setsid -w bash -c 'echo x > {out}/setsid'; echo ok > {root}/inside; \
+         echo done-$((6*7)); read -r _",
+        out = out.display(),
+        root = root.display()
+    );
+    let started = host
+        .call(Some("s1"), "terminal_start", json!({"command": command}))
+        .await;
+    assert_eq!(started.text(), "started terminal term-1");
+    let sent = host
+        .call(
+            Some("s1"),
+            "terminal_send",
+            json!({"terminal_id": "term-1", "wait_for": "done-42"}),
+        )
+        .await;
+    let text = sent.text();
+    assert_eq!(text.matches("Permission denied").count(), 3, "{text}");
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        0,
+        "nothing got through"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join("inside")).unwrap(),
+        "ok\n"
+    );
+    host.call(
+        Some("s1"),
+        "terminal_kill",
+        json!({"terminal_id": "term-1"}),
+    )
+    .await;
+}

@@ -9,10 +9,9 @@ use pretty_assertions::assert_eq;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use turnkit_core::{
-    Agent, AgentError, AgentId, AgentListener, AgentStatus, Busy, Clock, DisposeHook, Harness,
-    HookId, LifecycleListener, MaintenanceGuard, MemoryStore, ProjectionView, PromptSection,
-    RegisterError, Registration, RegistrationScope, SessionHeader, SessionId, SessionStore,
-    ToolOutput, UserMessage, same_agent,
+    Agent, AgentError, AgentId, AgentListener, AgentStatus, Busy, DisposeHook, Harness, HookId,
+    MaintenanceGuard, MemoryStore, ProjectionView, Registration, SessionHeader, SessionId,
+    SessionStore, ToolOutput, UserMessage, same_agent,
 };
 use turnkit_host::{HostKit, LoopAgent};
 use turnkit_testkit::conformance::{self, AGENT_CHECKS, Candidate, HARNESS_CHECKS, HostCandidate};
@@ -125,42 +124,76 @@ async fn a_stub_agent_fails_the_checks_it_breaks() {
         Candidate::new(agent, || async {}.boxed())
     })
     .await;
-    assert_eq!(
-        report.failed(),
-        [
-            "followup_opens_a_turn",
-            "status_follows_the_turn",
-            "inject_does_not_wake",
+    // Where a turn must end first, the stub fails on that (it never runs one); each of those
+    // obligations fails on its own for the broken agents of `broken_agent`.
+    let failed: Vec<(&str, String)> = report
+        .checks
+        .iter()
+        .filter_map(|c| c.outcome.clone().err().map(|why| (c.name, why)))
+        .collect();
+    let expected: Vec<(&str, String)> = [
+        ("followup_opens_a_turn", "never saw the turn end (idle)"),
+        ("status_follows_the_turn", "never saw the turn end (idle)"),
+        ("inject_does_not_wake", "never saw the turn end (idle)"),
+        (
             "turn_drains_inbox_before_ending",
+            "never saw the turn end (idle)",
+        ),
+        (
             "withdraw_returns_unclaimed",
-            "idle_listener_followup_runs",
+            "withdraw gave None then None, expected Some(\"n1\") then None",
+        ),
+        ("idle_listener_followup_runs", "never saw a second turn end"),
+        (
             "maintenance_refused_during_turn",
+            "never saw the turn end (idle)",
+        ),
+        (
             "maintenance_is_exclusive",
+            "a second maintenance guard was granted",
+        ),
+        (
             "maintenance_parks_input",
+            "never saw the parked turn end (idle)",
+        ),
+        (
             "when_idle_waits_for_maintenance",
-            "unsubscribe_stops_events",
+            "when_idle completed while a maintenance guard was held",
+        ),
+        ("unsubscribe_stops_events", "never saw the turn end (idle)"),
+        (
             "dispose_awaits_hooks",
+            "is_disposed is false after disposal",
+        ),
+        (
             "removed_hook_does_not_run",
+            "remove_dispose_hook did not hand the hook back",
+        ),
+        (
             "disposed_refuses_input",
+            "followup was accepted after disposal",
+        ),
+        (
             "disposed_is_the_last_event",
-        ],
-        "{report}"
-    );
-    assert_eq!(
-        report.checks[1].outcome,
-        Err("never saw the turn end (idle)".to_owned())
-    );
+            "events [], expected [\"disposed\"]",
+        ),
+    ]
+    .into_iter()
+    .map(|(name, why)| (name, why.to_owned()))
+    .collect();
+    assert_eq!(failed, expected, "{report}");
 }
 
-/// `HostKit` over a memory store, each agent a `LoopAgent` driven by its own task.
-struct Kit {
-    kit: Arc<HostKit>,
+/// `HostKit` over a memory store, each agent a `LoopAgent` driven by its own task (the broken
+/// hosts of `broken_harness` wrap it).
+pub(super) struct Kit {
+    pub(super) kit: Arc<HostKit>,
     store: Arc<MemoryStore>,
     agents: Mutex<Vec<Arc<LoopAgent>>>,
 }
 
 impl Kit {
-    fn new() -> Arc<Self> {
+    pub(super) fn new() -> Arc<Self> {
         let clock = Arc::new(ManualClock::at_default());
         Arc::new(Self {
             kit: Arc::new(HostKit::new(clock.clone())),
@@ -282,114 +315,25 @@ async fn the_memory_harness_passes_the_harness_checks() {
     assert_eq!(report.failed(), Vec::<&str>::new(), "{report}");
 }
 
-/// `HostKit` behind a wrapper that keeps every tool and prompt section registered (its
-/// guards undo nothing),
-/// serves the first view it read of each projection ever after, and reports a generation
-/// that never moves.
-struct Broken(Arc<Kit>, Mutex<Vec<(String, ProjectionView)>>);
-
-struct BrokenHarness {
-    kit: Arc<HostKit>,
-}
-
-impl Harness for BrokenHarness {
-    fn register_tool(
-        &self,
-        tool: Arc<dyn turnkit_core::Tool>,
-        scope: RegistrationScope,
-    ) -> Result<Registration, RegisterError> {
-        let real = self.kit.register_tool(tool, scope)?;
-        std::mem::forget(real);
-        Ok(Registration::noop())
-    }
-    fn register_projection(
-        &self,
-        projection: Arc<dyn turnkit_core::Projection>,
-    ) -> Result<Option<Registration>, RegisterError> {
-        self.kit.register_projection(projection)
-    }
-    fn register_prompt_section(&self, section: PromptSection) -> Registration {
-        std::mem::forget(self.kit.register_prompt_section(section));
-        Registration::noop()
-    }
-    fn agent(&self, id: &AgentId) -> Option<Arc<dyn Agent>> {
-        self.kit.agent(id)
-    }
-    fn agents_generation(&self) -> Option<u64> {
-        Some(0)
-    }
-    fn agents(&self) -> Vec<Arc<dyn Agent>> {
-        self.kit.agents()
-    }
-    fn subscribe_agents(&self, listener: LifecycleListener) -> Registration {
-        self.kit.subscribe_agents(listener)
-    }
-    fn clock(&self) -> Arc<dyn Clock> {
-        self.kit.clock()
-    }
-    fn services(&self) -> &turnkit_core::Services {
-        self.kit.services()
-    }
-}
-
-impl HostCandidate for Broken {
-    fn harness(&self) -> Arc<dyn Harness> {
-        Arc::new(BrokenHarness {
-            kit: self.0.kit.clone(),
-        })
-    }
-    fn start_agent(&self, id: &str) -> Arc<dyn Agent> {
-        self.0.start_agent(id)
-    }
-    fn dispose_agent(&self, agent: Arc<dyn Agent>) -> BoxFuture<'static, ()> {
-        self.0.dispose_agent(agent)
-    }
-    fn call(
-        &self,
-        name: &str,
-        arguments: Value,
-        caller: Option<Arc<dyn Agent>>,
-    ) -> BoxFuture<'static, ToolOutput> {
-        self.0.call(name, arguments, caller)
-    }
-    fn view(&self, session: &SessionId, key: &str) -> Option<ProjectionView> {
-        let cache_key = format!("{session}/{key}");
-        let mut stale = self.1.lock().unwrap();
-        if let Some((_, view)) = stale.iter().find(|(k, _)| *k == cache_key) {
-            return Some(view.clone());
-        }
-        let view = self.0.view(session, key)?;
-        stale.push((cache_key, view.clone()));
-        Some(view)
-    }
-    fn system_prompt(&self, agent: &dyn Agent) -> String {
-        self.0.system_prompt(agent)
-    }
-}
-
-#[tokio::test(start_paused = true)]
-async fn a_broken_harness_fails_the_checks_it_breaks() {
-    let report = conformance::check_harness(|| {
-        Arc::new(Broken(Kit::new(), Mutex::default())) as Arc<dyn HostCandidate>
-    })
-    .await;
-    assert_eq!(
-        report.failed(),
-        [
-            "tool_unregisters_on_drop",
-            "views_follow_appends",
-            "prompt_section_serves_its_scope",
-            "generation_increases",
-        ],
-        "{report}"
-    );
-    assert_eq!(
-        report.checks[3].outcome,
-        Err(
-            "a call after unregister() answered \"ran for none\", expected \"Error: unknown tool: conformance_echo\""
-                .to_owned()
-        )
-    );
+/// docs/host-contract.md's table of broken implementations has one row per check, in order.
+#[test]
+fn the_contract_page_shows_every_check_failing() {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/host-contract.md"
+    ))
+    .unwrap();
+    let (_, section) = page
+        .split_once("## Every check shown failing")
+        .unwrap_or_else(|| panic!("docs/host-contract.md has no \"Every check shown failing\""));
+    let section = section.split_once("\n## ").map_or(section, |(s, _)| s);
+    let rows: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `"))
+        .filter_map(|l| l.split_once('`').map(|(name, _)| name))
+        .collect();
+    let checks: Vec<&str> = AGENT_CHECKS.iter().chain(HARNESS_CHECKS).copied().collect();
+    assert_eq!(rows, checks);
 }
 
 /// docs/host-contract.md names, in brackets, exactly the checks the suite runs.

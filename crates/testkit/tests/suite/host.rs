@@ -208,15 +208,20 @@ async fn disposal_awaits_hooks_and_refuses_input() {
     };
     settle().await;
     assert!(!disposing.is_finished(), "disposal waits for the hook");
-    assert!(agent.followup(notice("late")).is_err());
+    assert_eq!(
+        agent.followup(notice("late")).unwrap_err().to_string(),
+        "agent s1 is disposed"
+    );
     clock.advance(Duration::from_secs(5)).await;
     assert!(disposing.is_finished());
     assert_eq!(done.load(Ordering::SeqCst), 1);
     assert!(host.memory_agent(&SessionId::from("s1")).is_none());
-    assert!(
+    assert_eq!(
         agent
             .add_dispose_hook(Box::new(|| Box::pin(async {})))
-            .is_err()
+            .unwrap_err()
+            .to_string(),
+        "agent s1 is disposed"
     );
 }
 
@@ -235,12 +240,21 @@ async fn flush_failure_is_reported_and_append_faults_change_nothing() {
     );
     faults.set_flush_fail(false);
     faults.script_flushes([false, true]);
-    assert!(session.flush().await.is_err());
+    assert_eq!(
+        session.flush().await.unwrap_err().to_string(),
+        "flush failed: injected flush failure"
+    );
     assert!(session.flush().await.is_ok());
     assert!(session.flush().await.is_ok());
     assert_eq!(faults.flush_count(), 4);
     faults.set_append_fail(true);
-    assert!(session.append("x", serde_json::json!({})).is_err());
+    assert_eq!(
+        session
+            .append("x", serde_json::json!({}))
+            .unwrap_err()
+            .to_string(),
+        "append rejected: injected append failure"
+    );
     let payload = turnkit_core::JsonText::serialize(&serde_json::json!({})).unwrap();
     assert_eq!(
         session.append_raw("x", payload).unwrap_err().to_string(),
@@ -328,7 +342,10 @@ async fn manual_clock_fires_sleeps_in_order_and_set_fires_nothing() {
         ["a 2026-08-05T12:00:10.000Z", "b 2026-08-05T12:00:20.000Z"]
     );
     clock.fail_next("boom");
-    assert!(clock.try_now().is_err());
+    assert_eq!(
+        clock.try_now().unwrap_err().to_string(),
+        "clock unavailable: boom"
+    );
     assert!(clock.try_now().is_ok());
 }
 

@@ -1,3 +1,5 @@
+mod broken_agent;
+mod broken_harness;
 mod conformance;
 mod host;
 mod store_conformance;

@@ -422,7 +422,10 @@ async fn a_quiet_notice_pending_on_disposal_is_never_delivered() {
         [format!("inject s1: {}", exit0("bash-1", "pnpm test"))]
     );
     agent.dispose().await;
-    assert_eq!(agent.send_user("hello", None).is_err(), true);
+    assert_eq!(
+        agent.send_user("hello", None).unwrap_err().to_string(),
+        "agent s1 is disposed"
+    );
     agent.start_turn();
     settle().await;
     assert_eq!(fx.take(), Vec::<String>::new(), "no turn ever claims it");

@@ -239,11 +239,36 @@ fn view_has_state_and_delivery_mode() {
 #[test]
 fn record_constructor_enforces_the_record_rules() {
     let at = Timestamp::parse("2026-08-05T12:00:00.000Z").unwrap();
-    assert!(ScheduleRecord::new(" a", "p", Rule::At, at).is_err());
-    assert!(ScheduleRecord::new("a", "p\n", Rule::At, at).is_err());
-    assert!(ScheduleRecord::new("a", "", Rule::At, at).is_err());
-    assert!(ScheduleRecord::new("a", "p", Rule::After { seconds: 0 }, at).is_err());
-    assert!(ScheduleRecord::new("a", "p", Rule::Every { seconds: 299 }, at).is_err());
+    assert_eq!(
+        ScheduleRecord::new(" a", "p", Rule::At, at)
+            .unwrap_err()
+            .to_string(),
+        "corrupt schedule log: id must be non-empty without surrounding whitespace"
+    );
+    assert_eq!(
+        ScheduleRecord::new("a", "p\n", Rule::At, at)
+            .unwrap_err()
+            .to_string(),
+        "corrupt schedule log: prompt must be non-empty without surrounding whitespace"
+    );
+    assert_eq!(
+        ScheduleRecord::new("a", "", Rule::At, at)
+            .unwrap_err()
+            .to_string(),
+        "corrupt schedule log: prompt must be non-empty without surrounding whitespace"
+    );
+    assert_eq!(
+        ScheduleRecord::new("a", "p", Rule::After { seconds: 0 }, at)
+            .unwrap_err()
+            .to_string(),
+        "corrupt schedule log: afterSeconds must be a positive safe integer"
+    );
+    assert_eq!(
+        ScheduleRecord::new("a", "p", Rule::Every { seconds: 299 }, at)
+            .unwrap_err()
+            .to_string(),
+        "corrupt schedule log: everySeconds must be at least 300"
+    );
     assert!(ScheduleRecord::new("a", "\u{0085}", Rule::At, at).is_ok());
     assert!(ScheduleRecord::new("a\u{200B}", "p", Rule::At, at).is_ok());
 }

@@ -1,27 +1,20 @@
-//! The fold (schedule.md §5), maintained incrementally, with id allocation (§7) and the due
-//! decision (§12.3).
-//!
-//! [`ScheduleFold::open_raw`] replays a whole log once (at session open); afterwards the
-//! owner keeps the fold and calls [`ScheduleFold::apply_raw`] for each new event
-//! (`session.raw_events_after(fold.last_seq())`), so a tool call costs O(new events), not
-//! O(log). [`ScheduleFold::open`] and [`ScheduleFold::apply`] do the same over decoded
-//! [`SessionEvent`]s.
+//! [`ScheduleFold`]: the folded state of a session's owned suffix (§5, §5.1), its replay and
+//! incremental apply, the transitions a change makes, and the queries on it.
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 
 use serde_json::Value;
 use turnkit_core::{MAX_SAFE_INTEGER, RawEvent, SessionEvent, as_safe_integer};
 
-use super::change::{
-    ChangeRef, SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord, canonical_transition,
-    decode_change, decode_change_text,
+use super::event::FoldEvent;
+use super::seen::{SeenIds, allocate_with};
+use crate::domain::change::{
+    ChangeRef, SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord, decode_change,
 };
-use super::error::{ResolveError, ScheduleLogError};
-use super::every::resolve_every;
-use super::framing::{BatchItem, batch_framing, one_shot_framing};
-use super::instant::Timestamp;
+use crate::domain::error::ScheduleLogError;
+use crate::domain::every::resolve_every;
+use crate::domain::instant::Timestamp;
 
 /// The folded schedule state of one session's owned suffix (§5, §5.1).
 ///
@@ -32,13 +25,13 @@ use super::instant::Timestamp;
 #[derive(Clone, Debug, Default)]
 pub struct ScheduleFold {
     /// Creation counter → active record.
-    active: BTreeMap<u64, ScheduleRecord>,
+    pub(super) active: BTreeMap<u64, ScheduleRecord>,
     /// Every id created in the owned suffix, with its creation counter (the record's slot
     /// while it is active).
     ids: SeenIds,
     /// `(scheduledAt ms, creation counter)` of active one-shots / every records.
-    one_shot_targets: BTreeSet<(i64, u64)>,
-    every_targets: BTreeSet<(i64, u64)>,
+    pub(super) one_shot_targets: BTreeSet<(i64, u64)>,
+    pub(super) every_targets: BTreeSet<(i64, u64)>,
     seed_length: u64,
     last_seq: u64,
     corrupt: Option<ScheduleLogError>,
@@ -423,309 +416,13 @@ impl ScheduleFold {
     pub fn allocate_id(&self) -> String {
         allocate_with(self.ids.len(), |id| self.ids.contains(id))
     }
-
-    /// The earliest target over all active records (what a waiting runtime arms its timer
-    /// for), if any.
-    pub fn next_target(&self) -> Option<Timestamp> {
-        let one_shot = self.one_shot_targets.first().map(|(ms, _)| *ms);
-        let every = self.every_targets.first().map(|(ms, _)| *ms);
-        one_shot
-            .into_iter()
-            .chain(every)
-            .min()
-            .and_then(Timestamp::from_millis)
-    }
-
-    /// The due decision at `now_ms` (§12.3), pure:
-    /// 1. the due one-shot with the smallest target (ties: creation order) →
-    ///    [`Decision::OneShot`];
-    /// 2. else every due `every` record, ordered by target then creation order, each with its
-    ///    latest occurrence at `now_ms` → [`Decision::EveryBatch`] with
-    ///    `accepted_at = now_ms`;
-    /// 3. else [`Decision::Wait`] for [`ScheduleFold::next_target`].
-    ///
-    /// # Errors
-    /// [`ResolveError`] when a batch is due but `now_ms` is not representable (an absurd
-    /// clock): the runtime warns and arms nothing.
-    pub fn decide(&self, now_ms: i64) -> Result<Decision, ResolveError> {
-        if let Some((target, slot)) = self.one_shot_targets.first()
-            && *target <= now_ms
-            && let Some(record) = self.active.get(slot)
-        {
-            return Ok(Decision::OneShot(record.clone()));
-        }
-        let due: Vec<u64> = self
-            .every_targets
-            .iter()
-            .take_while(|(target, _)| *target <= now_ms)
-            .map(|(_, slot)| *slot)
-            .collect();
-        if due.is_empty() {
-            return Ok(Decision::Wait {
-                next_target: self.next_target(),
-            });
-        }
-        let accepted_at =
-            Timestamp::from_millis(now_ms).ok_or(ResolveError::AcceptedAtOutOfRange)?;
-        let mut items = Vec::with_capacity(due.len());
-        for record in due.iter().filter_map(|slot| self.active.get(slot)) {
-            let every_seconds = record.every_seconds().unwrap_or(0);
-            let occurrence = resolve_every(record.scheduled_at(), every_seconds, now_ms)?;
-            items.push(BatchItem {
-                record: record.clone(),
-                occurrence_at: occurrence.occurrence_at,
-                next_scheduled_at: occurrence.next_scheduled_at,
-            });
-        }
-        Ok(Decision::EveryBatch(EveryBatch { accepted_at, items }))
-    }
-}
-
-/// What the fold reads of an event: both event forms fold alike.
-trait FoldEvent {
-    fn seq(&self) -> u64;
-    /// Whether the event is a `schedule/change` (decided without decoding the payload).
-    fn is_change(&self) -> bool;
-    /// The payload decoded strictly (§4).
-    fn change(&self) -> Result<ScheduleChange, ScheduleLogError>;
-    /// The payload as a delete or dispatch read in place, when it is in its canonical form
-    /// (then [`FoldEvent::change`] decodes it to the same change).
-    fn transition(&self) -> Option<ChangeRef<'_>> {
-        None
-    }
-}
-
-impl FoldEvent for SessionEvent {
-    fn seq(&self) -> u64 {
-        self.seq
-    }
-    fn is_change(&self) -> bool {
-        self.r#type == SCHEDULE_CHANGE
-    }
-    fn change(&self) -> Result<ScheduleChange, ScheduleLogError> {
-        decode_change(&self.data)
-    }
-}
-
-impl FoldEvent for RawEvent {
-    fn seq(&self) -> u64 {
-        RawEvent::seq(self)
-    }
-    fn is_change(&self) -> bool {
-        self.r#type() == SCHEDULE_CHANGE
-    }
-    fn change(&self) -> Result<ScheduleChange, ScheduleLogError> {
-        decode_change_text(self.payload())
-    }
-    fn transition(&self) -> Option<ChangeRef<'_>> {
-        canonical_transition(self.payload())
-    }
-}
-
-/// The fold's id map: foldhash, not SipHash (ids come from our own log, and the map is
-/// touched once per change).
-type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-
-/// Every id created in a fold's owned suffix, in creation order, each with its creation
-/// counter (its index in that order).
-///
-/// Ids of the form `schedule-N` (what §7 allocates: `N` in decimal without leading zeros)
-/// are held as the number `N`, most of them in a table indexed by `N`; other ids are
-/// hashed. Remembering an allocated id costs a few bytes and no allocation.
-#[derive(Clone, Debug, Default)]
-pub struct SeenIds {
-    /// Creation order: `N` of a `schedule-N` id, or the index of a named id in `named`
-    /// with [`NAMED`] set.
-    order: Vec<u64>,
-    /// At `N`: 1 + the creation counter of `schedule-N` (0: not seen or held in `sparse`).
-    dense: Vec<u64>,
-    /// `schedule-N` ids whose `N` is too far beyond the count to be held in `dense`.
-    sparse: HashMap<u64, u64>,
-    /// Every other id → its creation counter.
-    named: HashMap<Arc<str>, u64>,
-    /// Other ids in creation order (indexed from `order`).
-    names: Vec<Arc<str>>,
-}
-
-/// The tag of a named id in [`SeenIds::order`].
-const NAMED: u64 = 1 << 63;
-
-/// `N` of an id `schedule-N` whose `N` is written in decimal without leading zeros (so the
-/// id is `format!("schedule-{N}")`), below 10^18.
-fn numbered(id: &str) -> Option<u64> {
-    let digits = id.strip_prefix("schedule-")?.as_bytes();
-    if digits.is_empty() || digits.len() > 18 || (digits[0] == b'0' && digits.len() > 1) {
-        return None;
-    }
-    digits.iter().try_fold(0u64, |n, &digit| {
-        digit
-            .is_ascii_digit()
-            .then(|| n * 10 + u64::from(digit - b'0'))
-    })
-}
-
-impl SeenIds {
-    /// How many ids were seen.
-    pub fn len(&self) -> usize {
-        self.order.len()
-    }
-
-    /// Whether no id was seen.
-    pub fn is_empty(&self) -> bool {
-        self.order.is_empty()
-    }
-
-    /// Whether `id` was seen.
-    pub fn contains(&self, id: &str) -> bool {
-        self.slot(id).is_some()
-    }
-
-    /// The ids in creation order.
-    pub fn iter(&self) -> impl ExactSizeIterator<Item = Cow<'_, str>> + '_ {
-        self.order.iter().map(|&entry| {
-            if entry & NAMED == 0 {
-                Cow::Owned(format!("schedule-{entry}"))
-            } else {
-                let index = usize::try_from(entry & !NAMED).unwrap_or(usize::MAX);
-                Cow::Borrowed(self.names.get(index).map_or("", |name| &**name))
-            }
-        })
-    }
-
-    /// The creation counter of a seen id.
-    fn slot(&self, id: &str) -> Option<u64> {
-        match numbered(id) {
-            Some(n) => usize::try_from(n)
-                .ok()
-                .and_then(|n| self.dense.get(n))
-                .and_then(|slot| slot.checked_sub(1))
-                .or_else(|| {
-                    if self.sparse.is_empty() {
-                        None
-                    } else {
-                        self.sparse.get(&n).copied()
-                    }
-                }),
-            None => self.named.get(id).copied(),
-        }
-    }
-
-    /// Adds an id not seen before; returns its creation counter.
-    fn insert(&mut self, id: &Arc<str>) -> u64 {
-        let slot = self.order.len() as u64;
-        match numbered(id) {
-            Some(n) => {
-                // The table grows to twice the count (plus some room), so ids allocated
-                // by §7 (from the count upward) land in it.
-                let bound = 2 * self.order.len() + 4096;
-                match usize::try_from(n).ok().filter(|&n| n < bound) {
-                    Some(index) => {
-                        if self.dense.len() <= index {
-                            self.dense.resize((index + 1).max(2 * self.dense.len()), 0);
-                        }
-                        self.dense[index] = slot + 1;
-                    }
-                    None => {
-                        self.sparse.insert(n, slot);
-                    }
-                }
-                self.order.push(n);
-            }
-            None => {
-                self.order.push(NAMED | self.names.len() as u64);
-                self.names.push(Arc::clone(id));
-                self.named.insert(Arc::clone(id), slot);
-            }
-        }
-        slot
-    }
 }
 
 #[derive(Clone, Copy)]
-enum Transition {
+pub(super) enum Transition {
     Create,
     Remove(u64),
     Advance(u64, Timestamp),
-}
-
-/// §7 over an arbitrary set of seen ids.
-#[cfg(test)]
-pub(crate) fn allocate_id_in<S: std::borrow::Borrow<str> + Eq + std::hash::Hash>(
-    seen: &std::collections::HashSet<S>,
-) -> String {
-    allocate_with(seen.len(), |id| seen.contains(id))
-}
-
-fn allocate_with(seen_len: usize, is_seen: impl Fn(&str) -> bool) -> String {
-    let mut n = seen_len as u64 + 1;
-    loop {
-        let id = format!("schedule-{n}");
-        if !is_seen(&id) {
-            return id;
-        }
-        n += 1;
-    }
-}
-
-/// §7 over seen ids in any order (e.g. `["custom", "schedule-3"]` → `schedule-4`).
-#[cfg(test)]
-pub(crate) fn allocate_id<S: AsRef<str>>(seen_ids: &[S]) -> String {
-    let seen: std::collections::HashSet<&str> = seen_ids.iter().map(AsRef::as_ref).collect();
-    allocate_id_in(&seen)
-}
-
-/// What the runtime should do now (§12.3).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
-    /// Deliver exactly this one-shot (others follow in later passes).
-    OneShot(ScheduleRecord),
-    /// Deliver one batch of every due `every` record.
-    EveryBatch(EveryBatch),
-    /// Nothing is due; arm a timer for `next_target` if there is one.
-    Wait {
-        /// The earliest active target, `None` when nothing is active.
-        next_target: Option<Timestamp>,
-    },
-}
-
-impl Decision {
-    /// The framing text of §13 for a delivery, `None` for [`Decision::Wait`].
-    pub fn framing_text(&self) -> Option<String> {
-        match self {
-            Decision::OneShot(record) => Some(one_shot_framing(record)),
-            Decision::EveryBatch(batch) => Some(batch_framing(&batch.items)),
-            Decision::Wait { .. } => None,
-        }
-    }
-
-    /// The dispatch changes to append after the follow-up was queued (§12.2 e): one id-only
-    /// dispatch for a one-shot; for a batch, one dispatch per item in batch order, all with
-    /// the same `acceptedAt`. Empty for [`Decision::Wait`].
-    pub fn dispatch_changes(&self) -> Vec<ScheduleChange> {
-        match self {
-            Decision::OneShot(record) => vec![ScheduleChange::Dispatch {
-                id: Arc::clone(record.id_arc()),
-            }],
-            Decision::EveryBatch(batch) => batch
-                .items
-                .iter()
-                .map(|item| ScheduleChange::DispatchEvery {
-                    id: Arc::clone(item.record.id_arc()),
-                    accepted_at: batch.accepted_at,
-                })
-                .collect(),
-            Decision::Wait { .. } => Vec::new(),
-        }
-    }
-}
-
-/// A batch of due `every` records (§12.3 step 2).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EveryBatch {
-    /// The decision time, written as every dispatch's `acceptedAt`.
-    pub accepted_at: Timestamp,
-    /// Due records ordered by target, then creation order.
-    pub items: Vec<BatchItem>,
 }
 
 /// Validates a JSON `seedLength` (§5 step 1) against a log of `len` events.
@@ -743,7 +440,3 @@ pub(crate) fn check_seed_length(seed_length: &Value, len: usize) -> Result<u64, 
             ))
         })
 }
-
-#[cfg(test)]
-#[path = "fold_tests.rs"]
-mod tests;

@@ -1,0 +1,159 @@
+//! The confinement steps run in the child between `fork` and `exec` (`pre_exec`): the one
+//! place of the workspace that may use `unsafe`.
+//!
+//! Why `unsafe` is sound here: `pre_exec` is unsafe because the closure runs in a forked
+//! copy of a multi-threaded process, where only async-signal-safe work is allowed (another
+//! thread may have held the allocator's or any other lock at the fork). [`ChildSetup::run`]
+//! therefore only makes system calls through `rustix` and `landlock` with values prepared in
+//! the parent before the fork: `setrlimit`, `unshare`, `open`/`write` of preformatted bytes
+//! to `/proc/self/{setgroups,uid_map,gid_map}`, `socket` + `ioctl(SIOCSIFFLAGS)` to bring up
+//! the loopback, `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self` on a ruleset
+//! descriptor opened in the parent. It allocates nothing, takes no lock and formats
+//! nothing; an error is returned as a raw `errno` (`std` reports it to the parent, and the
+//! spawn fails). The ruleset is moved out of an `Option` (a move, not an allocation), and
+//! the rules' path descriptors were all closed in the parent when the ruleset was built.
+#![expect(
+    unsafe_code,
+    reason = "Command::pre_exec is unsafe; the closure only makes system calls on values \
+              prepared before the fork (see the module documentation)"
+)]
+
+use std::io;
+
+use rustix::process::{Resource, Rlimit};
+
+/// Everything the child does before `exec`, prepared in the parent.
+pub(crate) struct ChildSetup {
+    /// `(resource, value)` pairs for `setrlimit` (soft and hard).
+    pub(crate) rlimits: Vec<(Resource, u64)>,
+    /// Unshare the network namespace (and bring its loopback up).
+    pub(crate) network_off: bool,
+    /// For a host that is not root: the user namespace that makes the network namespace
+    /// possible, with the user and group mapped to themselves (preformatted lines).
+    pub(crate) user_maps: Option<UserMaps>,
+    /// The Landlock ruleset, applied last.
+    #[cfg(target_os = "linux")]
+    pub(crate) ruleset: Option<landlock::RulesetCreated>,
+}
+
+/// The lines written to `uid_map` and `gid_map` (`<id> <id> 1\n`).
+pub(crate) struct UserMaps {
+    pub(crate) uid_map: Vec<u8>,
+    pub(crate) gid_map: Vec<u8>,
+}
+
+impl UserMaps {
+    /// The maps of this process's user and group onto themselves.
+    pub(crate) fn own() -> Self {
+        let uid = rustix::process::geteuid().as_raw();
+        let gid = rustix::process::getegid().as_raw();
+        Self {
+            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        }
+    }
+}
+
+fn errno(error: rustix::io::Errno) -> io::Error {
+    io::Error::from_raw_os_error(error.raw_os_error())
+}
+
+/// `struct ifreq` with the `ifr_flags` member (40 bytes on Linux).
+#[repr(C)]
+struct IfreqFlags {
+    name: [u8; 16],
+    flags: i16,
+    pad: [u8; 22],
+}
+
+/// `SIOCSIFFLAGS`.
+const SET_FLAGS: rustix::ioctl::Opcode = 0x8914;
+/// `IFF_UP | IFF_LOOPBACK | IFF_RUNNING`.
+const LOOPBACK_UP: i16 = 0x1 | 0x8 | 0x40;
+
+impl ChildSetup {
+    /// The steps, in order: limits, namespaces, loopback, Landlock (last, so the writes to
+    /// `/proc/self/*_map` are not refused).
+    fn run(&mut self) -> io::Result<()> {
+        for (resource, value) in &self.rlimits {
+            let limit = Rlimit {
+                current: Some(*value),
+                maximum: Some(*value),
+            };
+            rustix::process::setrlimit(*resource, limit).map_err(errno)?;
+        }
+        if self.network_off {
+            self.unshare_network()?;
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(ruleset) = self.ruleset.take() {
+            // Not `io::Error::other`: that would allocate.
+            ruleset.restrict_self().map_err(|_| {
+                io::Error::from_raw_os_error(rustix::io::Errno::PERM.raw_os_error())
+            })?;
+        }
+        Ok(())
+    }
+
+    fn unshare_network(&self) -> io::Result<()> {
+        use rustix::thread::UnshareFlags;
+        let mut flags = UnshareFlags::NEWNET;
+        if self.user_maps.is_some() {
+            flags |= UnshareFlags::NEWUSER;
+        }
+        // SAFETY: the flags create namespaces only (no CLONE_FILES/CLONE_FS/CLONE_VM
+        // changes that could invalidate state the process relies on).
+        unsafe { rustix::thread::unshare_unsafe(flags) }.map_err(errno)?;
+        if let Some(maps) = &self.user_maps {
+            write_file(c"/proc/self/setgroups", b"deny")?;
+            write_file(c"/proc/self/uid_map", &maps.uid_map)?;
+            write_file(c"/proc/self/gid_map", &maps.gid_map)?;
+        }
+        let socket = rustix::net::socket(
+            rustix::net::AddressFamily::INET,
+            rustix::net::SocketType::DGRAM,
+            None,
+        )
+        .map_err(errno)?;
+        let mut request = IfreqFlags {
+            name: [0; 16],
+            flags: LOOPBACK_UP,
+            pad: [0; 22],
+        };
+        request.name[..2].copy_from_slice(b"lo");
+        // SAFETY: SIOCSIFFLAGS reads a `struct ifreq` whose first 16 bytes are the interface
+        // name and whose `ifr_flags` (a short) follows; `IfreqFlags` has that layout and
+        // the full size of the union.
+        unsafe {
+            let setter = rustix::ioctl::Setter::<SET_FLAGS, IfreqFlags>::new(request);
+            rustix::ioctl::ioctl(&socket, setter)
+        }
+        .map_err(errno)?;
+        Ok(())
+    }
+}
+
+fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> io::Result<()> {
+    let fd = rustix::fs::open(path, rustix::fs::OFlags::WRONLY, rustix::fs::Mode::empty())
+        .map_err(errno)?;
+    rustix::io::write(&fd, bytes).map_err(errno)?;
+    Ok(())
+}
+
+/// Runs `setup` in the child of `command` before `exec`.
+pub(crate) fn install_tokio(command: &mut tokio::process::Command, mut setup: ChildSetup) {
+    // SAFETY: see the module documentation: the closure only makes system calls.
+    unsafe {
+        command.pre_exec(move || setup.run());
+    }
+}
+
+/// Runs `setup` in the child of the PTY `command` before `exec` (after it became the leader
+/// of its session).
+pub(crate) fn install_pty(
+    command: pty_process::Command,
+    mut setup: ChildSetup,
+) -> pty_process::Command {
+    // SAFETY: see the module documentation: the closure only makes system calls.
+    unsafe { command.pre_exec(move || setup.run()) }
+}

@@ -1,0 +1,91 @@
+//! [`Sandbox`]: the configuration key `sandbox` of bash and the terminal.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// What a confined job may do (configuration key `sandbox`; its presence turns the
+/// confinement on, for every job and terminal of the plugin). JSON keys (camelCase):
+/// `writableRoots`, `network`, `memoryMaxBytes`, `pidsMax`, `cpuMax`, `bestEffort`; every
+/// key is optional, unknown keys are refused. See `docs/process-containment.md` for what
+/// each mechanism guarantees and what it does not.
+///
+/// ```
+/// let sandbox: turnkit_bash::Sandbox = serde_json::from_value(serde_json::json!({
+///     "writableRoots": ["/srv/work"], "memoryMaxBytes": 536870912, "pidsMax": 256
+/// })).unwrap();
+/// assert!(!sandbox.network);
+/// assert_eq!(sandbox.cpu_max, None);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields, default)]
+#[non_exhaustive]
+pub struct Sandbox {
+    /// The folders (absolute paths, which must exist) under which a job may create, change
+    /// and remove files; everywhere else writes fail with `EACCES` (Landlock). The job's own
+    /// temporary folder (`TMPDIR`, removed with the job) and the terminal devices
+    /// (`/dev/null`, `/dev/tty`, `/dev/pts`, …) are always writable. Default: none.
+    pub writable_roots: Vec<PathBuf>,
+    /// Whether the job may use the network. `false` (the default under a sandbox): a fresh
+    /// network namespace with only its own loopback, so a connect to any address outside
+    /// fails (`ENETUNREACH`; a connect to 127.0.0.1 reaches only listeners of the job).
+    pub network: bool,
+    /// Memory of the whole job in bytes (cgroup `memory.max`, or v1
+    /// `memory.limit_in_bytes`; without a memory cgroup, `RLIMIT_AS` per process). At least
+    /// 1 MiB.
+    pub memory_max_bytes: Option<u64>,
+    /// Processes (and threads) of the whole job at once (cgroup `pids.max`; without a pids
+    /// cgroup, `RLIMIT_NPROC`, which counts every process of the user and does not bind
+    /// root). At least 1.
+    pub pids_max: Option<u64>,
+    /// CPU time of the whole job in CPUs (e.g. `0.5`: half of one CPU; cgroup `cpu.max`
+    /// or v1 `cpu.cfs_quota_us` over a 100 ms period). Greater than 0; no fallback.
+    pub cpu_max: Option<f64>,
+    /// When `true`, a confinement this host cannot provide is left out (the tool's
+    /// description, the server's instructions and `sandboxSummary` say what is in force)
+    /// instead of refusing to start.
+    pub best_effort: bool,
+}
+
+impl Sandbox {
+    /// Checks the ranges documented on the fields; the message names the key, e.g.
+    /// `sandbox.writableRoots: "rel" is not an absolute path`.
+    ///
+    /// # Errors
+    /// The message, without the plugin prefix.
+    pub fn validate(&self) -> Result<(), String> {
+        for root in &self.writable_roots {
+            if !root.is_absolute() {
+                return Err(format!(
+                    "sandbox.writableRoots: {:?} is not an absolute path",
+                    root.display().to_string()
+                ));
+            }
+            if !root.exists() {
+                return Err(format!(
+                    "sandbox.writableRoots: {:?} does not exist",
+                    root.display().to_string()
+                ));
+            }
+        }
+        if let Some(bytes) = self.memory_max_bytes
+            && bytes < 1024 * 1024
+        {
+            return Err(format!(
+                "sandbox.memoryMaxBytes ({bytes}) must be at least 1048576"
+            ));
+        }
+        if self.pids_max == Some(0) {
+            return Err("sandbox.pidsMax (0) must be at least 1".to_owned());
+        }
+        if let Some(cpus) = self.cpu_max
+            && !(cpus.is_finite() && cpus > 0.0 && cpus <= 4096.0)
+        {
+            return Err(format!(
+                "sandbox.cpuMax ({}) must be a number of CPUs greater than 0",
+                turnkit_jobs::format_js_number(cpus)
+            ));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,162 @@
+//! [`JobSandbox`]: the confinement of one job, prepared in the parent before the spawn.
+
+use std::path::{Path, PathBuf};
+
+use super::child::{ChildSetup, UserMaps};
+use super::limits::{JobLimits, LimitHits};
+use super::{Sandbox, SandboxError};
+use crate::JobTree;
+
+/// Devices every confined job may write (and open for writing): the null and zero devices,
+/// the terminals.
+const DEVICES: [&str; 7] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/tty",
+    "/dev/ptmx",
+    "/dev/pts",
+    "/dev/urandom",
+];
+
+/// The confinement of one job (see [`Sandbox`]): its own temporary folder (`TMPDIR`,
+/// removed with the value), its limit cgroups (v1 folders removed with the value), and the
+/// steps its first process runs before `exec`. Bash uses it inside
+/// [`crate::BashProcess::spawn`]; a producer that starts its own process (the terminal)
+/// uses it the same way:
+///
+/// 1. [`JobSandbox::prepare`] after [`JobTree::prepare`], before the spawn;
+/// 2. put `TMPDIR=`[`JobSandbox::temp_dir`] in the environment, and start the process
+///    through [`JobSandbox::confine_pty`]; start it behind the gate if [`JobTree::gated`]
+///    **or** [`JobSandbox::needs_gate`];
+/// 3. after [`JobTree::adopt`], call [`JobSandbox::enter`] before opening the gate;
+/// 4. keep the value as long as the job's record; read [`JobSandbox::hits`] at the end.
+#[derive(Debug)]
+pub struct JobSandbox {
+    temp: tempfile::TempDir,
+    limits: JobLimits,
+    setup: Option<SetupSlot>,
+}
+
+/// A `ChildSetup` behind a `Debug` face.
+struct SetupSlot(ChildSetup);
+
+impl std::fmt::Debug for SetupSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ChildSetup")
+    }
+}
+
+impl JobSandbox {
+    /// Prepares the confinement of the job contained by `tree` under `sandbox`: creates the
+    /// temporary folder, writes the limits (into the job's cgroup v2, or cgroup v1 folders of
+    /// its own), and builds the Landlock ruleset.
+    ///
+    /// # Errors
+    /// [`SandboxError`] naming what this host cannot provide (unless `bestEffort`, then it
+    /// is left out), or an I/O failure.
+    pub fn prepare(sandbox: &Sandbox, tree: &JobTree) -> Result<Self, SandboxError> {
+        Self::prepare_for(sandbox, tree.cgroup_dir(), tree.marker())
+    }
+
+    pub(crate) fn prepare_for(
+        sandbox: &Sandbox,
+        v2: Option<&Path>,
+        marker: &str,
+    ) -> Result<Self, SandboxError> {
+        let temp = tempfile::Builder::new()
+            .prefix("harness-job-")
+            .tempdir()
+            .map_err(|e| SandboxError(format!("sandbox: no temporary folder: {e}")))?;
+        let limits = JobLimits::prepare(sandbox, v2, marker).map_err(SandboxError)?;
+        let network_off = !sandbox.network && super::network_available(sandbox)?;
+        let user_maps = (network_off && !rustix::process::geteuid().is_root()).then(UserMaps::own);
+        let setup = ChildSetup {
+            rlimits: limits.rlimits.clone(),
+            network_off,
+            user_maps,
+            #[cfg(target_os = "linux")]
+            ruleset: ruleset(sandbox, temp.path())?,
+        };
+        Ok(Self {
+            temp,
+            limits,
+            setup: Some(SetupSlot(setup)),
+        })
+    }
+
+    /// The job's own temporary folder (always writable; removed with the value).
+    pub fn temp_dir(&self) -> &Path {
+        self.temp.path()
+    }
+
+    /// Whether the first process must wait at a start gate until [`JobSandbox::enter`].
+    pub fn needs_gate(&self) -> bool {
+        self.limits.needs_entry()
+    }
+
+    /// Moves the started (gated) process into the job's limit cgroups.
+    ///
+    /// # Errors
+    /// [`SandboxError`] when a move fails (the caller stops the process).
+    pub fn enter(&self, pid: u32) -> Result<(), SandboxError> {
+        let pid = i32::try_from(pid).map_err(|_| SandboxError(format!("bad pid {pid}")))?;
+        self.limits
+            .enter(pid)
+            .map_err(|e| SandboxError(format!("sandbox: {e}")))
+    }
+
+    /// Which limits stopped something of the job so far.
+    pub fn hits(&self) -> LimitHits {
+        self.limits.hits()
+    }
+
+    /// `command` with the confinement steps run in its child before `exec` (once: a second
+    /// call returns `command` unchanged).
+    pub fn confine_pty(&mut self, command: pty_process::Command) -> pty_process::Command {
+        match self.setup.take() {
+            Some(SetupSlot(setup)) => super::child::install_pty(command, setup),
+            None => command,
+        }
+    }
+
+    pub(crate) fn confine_tokio(&mut self, command: &mut tokio::process::Command) {
+        if let Some(SetupSlot(setup)) = self.setup.take() {
+            super::child::install_tokio(command, setup);
+        }
+    }
+}
+
+/// The Landlock ruleset: every write right handled (reads and execution are not), granted
+/// under the writable roots, the temporary folder and the devices.
+#[cfg(target_os = "linux")]
+fn ruleset(
+    sandbox: &Sandbox,
+    temp: &Path,
+) -> Result<Option<landlock::RulesetCreated>, SandboxError> {
+    use landlock::{
+        ABI, AccessFs, CompatLevel, Compatible as _, Ruleset, RulesetAttr as _,
+        RulesetCreatedAttr as _, path_beneath_rules,
+    };
+    let level = if sandbox.best_effort {
+        CompatLevel::BestEffort
+    } else {
+        CompatLevel::HardRequirement
+    };
+    // ABI 3: every write right (including `Refer`, so links and renames cannot carry a
+    // file out of the roots, and `Truncate`), but not ABI 5's device ioctls.
+    let access = AccessFs::from_write(ABI::V3);
+    let missing = |e: landlock::RulesetError| SandboxError(format!("sandbox: Landlock: {e}"));
+    let mut paths: Vec<PathBuf> = sandbox.writable_roots.clone();
+    paths.push(temp.to_path_buf());
+    paths.extend(DEVICES.iter().map(PathBuf::from));
+    let ruleset = Ruleset::default()
+        .set_compatibility(level)
+        .handle_access(access)
+        .map_err(missing)?
+        .create()
+        .map_err(missing)?
+        .add_rules(path_beneath_rules(&paths, access))
+        .map_err(missing)?;
+    Ok(Some(ruleset))
+}
