@@ -12,7 +12,12 @@
 //!   200 plain `tokio::process::Command` spawns of the same command. Ratio = job time /
 //!   plain time (target ≤ 1.3).
 //!
-//! Results go to stderr. `BASH_BENCH_BYTES` overrides the 1 GiB (for a quick run).
+//! - `sandbox`: 100 sequential `bash -c true` processes (spawn, wait for the end) without a
+//!   sandbox against 100 with one (a writable root, network off, `memoryMaxBytes` and
+//!   `pidsMax`), rounds interleaved in the same run. Reported: the extra start cost per job in
+//!   ms (target <= 2 ms).
+//!
+//! Results go to stderr. `BASH_BENCH_ONLY=sandbox` runs only the sandbox measurement. `BASH_BENCH_BYTES` overrides the 1 GiB (for a quick run).
 #![expect(
     clippy::print_stderr,
     clippy::unwrap_used,
@@ -175,6 +180,49 @@ async fn spawn_overhead() {
     );
 }
 
+async fn start_and_wait(options: &ProcessOptions, count: usize) -> Duration {
+    let started = Instant::now();
+    for _ in 0..count {
+        let process = BashProcess::spawn(options.clone()).unwrap();
+        let end = process.wait().await;
+        assert_eq!(end.status, turnkit::bash::EndStatus::Exited(0));
+    }
+    started.elapsed()
+}
+
+async fn sandbox_overhead() {
+    const JOBS: usize = 100;
+    let root = tempfile::tempdir().unwrap();
+    let sandbox: turnkit::bash::Sandbox = serde_json::from_value(serde_json::json!({
+        "writableRoots": [root.path()],
+        "network": false,
+        "memoryMaxBytes": 256u64 << 20,
+        "pidsMax": 128,
+    }))
+    .unwrap();
+    if let Err(missing) = turnkit::bash::probe_sandbox(&sandbox) {
+        eprintln!("bash/sandbox: SKIPPED, this host cannot confine jobs: {missing}");
+        return;
+    }
+    let off = ProcessOptions::new("true", Arc::new(SystemClock));
+    let mut on = off.clone();
+    on.sandbox = Some(Arc::new(sandbox));
+    let (mut plain, mut confined) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        plain.push(start_and_wait(&off, JOBS).await);
+        confined.push(start_and_wait(&on, JOBS).await);
+    }
+    let (plain, confined) = (median(plain), median(confined));
+    let per = |d: Duration| d.as_secs_f64() * 1e3 / JOBS as f64;
+    eprintln!(
+        "bash/sandbox: {JOBS} jobs off {:.3} ms each, on {:.3} ms each, extra {:.3} ms per job (target <= 2 ms), ratio {:.2}",
+        per(plain),
+        per(confined),
+        per(confined) - per(plain),
+        confined.as_secs_f64() / plain.as_secs_f64(),
+    );
+}
+
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing special either, so
     // a test run (no `--bench`) does a tiny smoke run only.
@@ -188,10 +236,16 @@ fn main() {
         .enable_all()
         .build()
         .unwrap();
+    let only_sandbox = std::env::var("BASH_BENCH_ONLY").as_deref() == Ok("sandbox");
     runtime.block_on(async {
-        throughput(bytes).await;
+        if !only_sandbox {
+            throughput(bytes).await;
+        }
         if benching {
-            spawn_overhead().await;
+            if !only_sandbox {
+                spawn_overhead().await;
+            }
+            sandbox_overhead().await;
         }
     });
 }

@@ -41,9 +41,9 @@ pub struct Sandbox {
     /// CPU time of the whole job in CPUs (e.g. `0.5`: half of one CPU; cgroup `cpu.max`
     /// or v1 `cpu.cfs_quota_us` over a 100 ms period). Greater than 0; no fallback.
     pub cpu_max: Option<f64>,
-    /// When `true`, a confinement this host cannot provide is left out (the tool's
-    /// description, the server's instructions and `sandboxSummary` say what is in force)
-    /// instead of refusing to start.
+    /// When `true`, a confinement this host cannot provide is left out instead of refusing
+    /// to start; the install logs what is in force (the line of [`crate::probe_sandbox`],
+    /// which a host can show in its instructions).
     pub best_effort: bool,
 }
 

@@ -32,6 +32,7 @@ use futures::StreamExt;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 use tokio::io::AsyncBufReadExt;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use turnkit_core::{Harness, Session, SessionHeader, SessionId, SessionStore, SystemClock};
 use turnkit_host::{HostKit, LoopAgent};
@@ -121,13 +122,20 @@ async fn owner(store: &PgStore, kit: &Arc<HostKit>, id: &str) {
 struct Resumer {
     kit: Arc<HostKit>,
     crash: Arc<Crash>,
+    /// How many resumed sessions the drivers let go so far.
+    closed: Arc<watch::Sender<u64>>,
 }
 
 impl Resume for Resumer {
     fn resume(&self, session: Arc<PgSession>) {
         say(&format!("resumed {}", session.id()));
         let agent = self.kit.start_agent(session.clone());
-        tokio::spawn(drive(agent, session, self.crash.clone()));
+        tokio::spawn(drive(
+            agent,
+            session,
+            self.crash.clone(),
+            self.closed.clone(),
+        ));
     }
 }
 
@@ -153,7 +161,12 @@ impl Crash {
 /// Runs turns until none opened for a while (5 s for the first, which the delivery runtime's
 /// first pass opens, 200 ms after a turn), then disposes the agent (which flushes) and lets
 /// the session go (which releases the lease).
-async fn drive(agent: Arc<LoopAgent>, session: Arc<PgSession>, crash: Arc<Crash>) {
+async fn drive(
+    agent: Arc<LoopAgent>,
+    session: Arc<PgSession>,
+    crash: Arc<Crash>,
+    closed: Arc<watch::Sender<u64>>,
+) {
     let turns = agent.turns();
     let mut wait = Duration::from_secs(5);
     while let Ok(Some(mut turn)) = tokio::time::timeout(wait, turns.next_turn()).await {
@@ -183,12 +196,15 @@ async fn drive(agent: Arc<LoopAgent>, session: Arc<PgSession>, crash: Arc<Crash>
     let id = session.id().clone();
     drop((turns, agent, session));
     say(&format!("closed {id}"));
+    closed.send_modify(|n| *n += 1);
 }
 
 async fn scanner(store: &PgStore, kit: &Arc<HostKit>, interval: Duration) {
+    let (closed, mut closings) = watch::channel(0_u64);
     let scan = Arc::new(ReminderScanner::new(
         store.clone(),
         Arc::new(Resumer {
+            closed: Arc::new(closed),
             kit: kit.clone(),
             crash: Arc::new(Crash {
                 at: std::env::var("HARNESS_PG_DIE_AT")
@@ -224,13 +240,12 @@ async fn scanner(store: &PgStore, kit: &Arc<HostKit>, interval: Duration) {
     }
     stop.cancel();
     running.await.unwrap();
-    // Bounded: the drivers close their sessions after the linger.
-    for _ in 0..500 {
-        if scan.open_resumed() == 0 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    // The drivers close their sessions after the linger, each announcing it; bounded (what
+    // is still open after 10 s is reported below).
+    let _ = tokio::time::timeout(Duration::from_secs(10), async {
+        while scan.open_resumed() > 0 && closings.changed().await.is_ok() {}
+    })
+    .await;
     say(&format!(
         "done {} open {}",
         scan.stats().borrow().resumed,
