@@ -421,7 +421,7 @@ fn run_child(command: &mut Command) -> Run {
 /// The `log` child: summarizes `path` as `harness log` does, then prints its own peak
 /// resident memory in kB.
 fn log_child(path: &Path) {
-    let summary = turnkit_scenario::summarize_log_file(path).unwrap();
+    let summary = turnkit_families::summarize_log_file(path).unwrap();
     black_box(summary.text.len());
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let peak = status

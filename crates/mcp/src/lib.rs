@@ -1,6 +1,5 @@
 #![doc = include_str!("../README.md")]
 
-mod config;
 mod error;
 mod host;
 mod inbox;
@@ -9,11 +8,9 @@ mod server;
 mod session;
 mod transport;
 
-pub use config::FamilyConfigs;
 pub use error::ServeError;
 pub use inbox::{CLAIMED_EVENT, InboxLogError, QUEUED_EVENT};
 pub use serve::{ServeOptions, serve, serve_stdio};
 pub use server::ResultShape;
-pub use session::{
-    INBOX_URI, JOB_URI_PREFIX, JOBS_URI, REMINDERS_URI, SessionHost, SessionOptions, TODOS_URI,
-};
+pub use session::{INBOX_URI, SessionHost, SessionOptions};
+pub use turnkit_families::FamiliesConfig;

@@ -125,11 +125,7 @@ impl MemoryHarness {
     /// which [`runtime_present`] checked.
     fn publish(&self, session: Arc<dyn turnkit_core::Session>) -> Arc<MemoryAgent> {
         let faults = self.faults(session.id());
-        let host_session = Arc::new(HostSession::new(
-            session,
-            faults,
-            self.kit.projections().clone(),
-        ));
+        let host_session = Arc::new(HostSession::new(session, faults));
         let kit = Arc::downgrade(&self.kit);
         let agent = MemoryAgent::spawn(
             host_session,
