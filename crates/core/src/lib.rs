@@ -38,7 +38,9 @@ pub use projection::{
 };
 pub use prompt::{PromptSection, PromptSections};
 pub use registration::Registration;
-pub use registry::{ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry};
+pub use registry::{
+    ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry, current_tool_call_id,
+};
 pub use session::{AppendError, PersistenceError, Session};
 pub use store::{
     BackendError, BackendKind, BatchIndex, IndexChange, IndexUpdate, JsonlStore, MemoryStore,
