@@ -39,7 +39,9 @@ pub use projection::{
 };
 pub use prompt::{PromptSection, PromptSections};
 pub use registration::Registration;
-pub use registry::{ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry};
+pub use registry::{
+    ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry, current_tool_call_id,
+};
 pub use services::Services;
 pub use session::{AppendError, PersistenceError, Session};
 pub use store::{
