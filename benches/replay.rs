@@ -355,8 +355,7 @@ fn open_once(dir: &Path, pristine: &Path) -> Duration {
         )
         .unwrap();
         let jobs = turnkit::jobs_local::install(&harness, Default::default()).unwrap();
-        let tool_jobs =
-            turnkit::tool_jobs::install(&harness, jobs.registry(), Default::default()).unwrap();
+        let tool_jobs = turnkit::tool_jobs::install(&harness, Default::default()).unwrap();
         let schedule = turnkit::schedule::install(&harness, Default::default()).unwrap();
         let id = SessionId::from("open");
         host.resume(&id).unwrap();
@@ -421,7 +420,7 @@ fn run_child(command: &mut Command) -> Run {
 /// The `log` child: summarizes `path` as `harness log` does, then prints its own peak
 /// resident memory in kB.
 fn log_child(path: &Path) {
-    let summary = turnkit_scenario::summarize_log_file(path).unwrap();
+    let summary = turnkit_families::summarize_log_file(path).unwrap();
     black_box(summary.text.len());
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     let peak = status

@@ -4,6 +4,10 @@
 #[cfg(unix)]
 pub use turnkit_bash as bash;
 pub use turnkit_core as core;
+/// Every family configured, installed and catalogued in one place (Unix only: it installs
+/// bash and the terminal).
+#[cfg(unix)]
+pub use turnkit_families as families;
 pub use turnkit_host as host;
 pub use turnkit_jobs as jobs;
 pub use turnkit_jobs_local as jobs_local;

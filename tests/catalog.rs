@@ -3,11 +3,14 @@
 
 #[test]
 fn tool_catalog_doc_is_current() {
-    let served: Vec<String> = turnkit_scenario::tool_catalog()
-        .unwrap()
-        .into_iter()
-        .map(|d| d.name)
-        .collect();
+    let served: Vec<String> = turnkit_families::catalog(
+        &turnkit_families::FamiliesConfig::defaults(),
+        turnkit_families::ChildrenMode::Without,
+    )
+    .unwrap()
+    .into_iter()
+    .map(|d| d.name)
+    .collect();
     assert_eq!(
         served,
         [
@@ -21,7 +24,11 @@ fn tool_catalog_doc_is_current() {
             "schedule_delete",
         ]
     );
-    let definitions = turnkit_scenario::host_tool_catalog().unwrap();
+    let definitions = turnkit_families::catalog(
+        &turnkit_families::FamiliesConfig::defaults(),
+        turnkit_families::ChildrenMode::With,
+    )
+    .unwrap();
     let names: Vec<&str> = definitions.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(
         names,
@@ -37,7 +44,7 @@ fn tool_catalog_doc_is_current() {
             "schedule_delete",
         ]
     );
-    let expected = turnkit_scenario::catalog_markdown(&definitions);
+    let expected = turnkit_families::catalog_markdown(&definitions);
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/tool-catalog.md");
     let actual = std::fs::read_to_string(&path).unwrap();
     assert!(
@@ -50,19 +57,22 @@ fn tool_catalog_doc_is_current() {
 /// `name: readOnly destructive idempotent openWorld`.
 #[test]
 fn every_tool_declares_its_annotations() {
-    let lines: Vec<String> = turnkit_scenario::host_tool_catalog()
-        .unwrap()
-        .iter()
-        .map(|d| {
-            let a = d
-                .annotations
-                .unwrap_or_else(|| panic!("{} has no annotations", d.name));
-            format!(
-                "{}: {} {} {} {}",
-                d.name, a.read_only, a.destructive, a.idempotent, a.open_world
-            )
-        })
-        .collect();
+    let lines: Vec<String> = turnkit_families::catalog(
+        &turnkit_families::FamiliesConfig::defaults(),
+        turnkit_families::ChildrenMode::With,
+    )
+    .unwrap()
+    .iter()
+    .map(|d| {
+        let a = d
+            .annotations
+            .unwrap_or_else(|| panic!("{} has no annotations", d.name));
+        format!(
+            "{}: {} {} {} {}",
+            d.name, a.read_only, a.destructive, a.idempotent, a.open_world
+        )
+    })
+    .collect();
     assert_eq!(
         lines,
         [

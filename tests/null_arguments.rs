@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Map, Value, json};
-use turnkit_scenario::{run_scenario, tool_catalog};
+use turnkit_scenario::run_scenario;
 
 /// One call with nulls, after `setup` scenario lines.
 struct Case {
@@ -137,7 +137,12 @@ fn an_explicit_null_is_an_absent_optional_argument() {
         );
     }
     let mut optional = BTreeSet::new();
-    for definition in tool_catalog().unwrap() {
+    for definition in turnkit_families::catalog(
+        &turnkit_families::FamiliesConfig::defaults(),
+        turnkit_families::ChildrenMode::Without,
+    )
+    .unwrap()
+    {
         optional_paths(
             &definition.name,
             &definition.input_schema,

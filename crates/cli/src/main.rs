@@ -1,13 +1,12 @@
 //! The `harness` command: run scenario files, print the tool catalog, inspect a session log.
 #![expect(clippy::print_stderr, reason = "a command-line program reports errors")]
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{Parser, Subcommand};
-use turnkit_scenario::LogFileError;
+use turnkit_families::{ChildrenMode, FamiliesConfig, LogFileError};
 
 mod inspect;
 mod mcp;
@@ -36,7 +35,9 @@ enum Format {
 #[derive(Subcommand)]
 enum Command {
     /// Run a scenario file (or `-` for standard input) and print its transcript.
-    /// Exits with status 2 on a scenario error.
+    /// Exits with status 2 on a scenario error. Needs a binary built with the `scenarios`
+    /// feature (`cargo run -p turnkit-cli --features scenarios -- run FILE`): the runner's
+    /// in-memory host and manual clock are test support the shipped binary leaves out.
     Run {
         /// The scenario file, or `-`.
         file: String,
@@ -45,6 +46,11 @@ enum Command {
     /// tool format with `--format`, or as Markdown with `--markdown` (which also lists the
     /// tools a host with its own model step adds: `agent`).
     Tools {
+        /// The families' configuration file of `harness mcp --config` (the tools printed are
+        /// the ones it serves, e.g. the terminal tools with a `terminal` object). Default:
+        /// every family at its defaults.
+        #[arg(long)]
+        config: Option<PathBuf>,
         /// Print a Markdown catalog instead of JSON.
         #[arg(long, conflicts_with = "format")]
         markdown: bool,
@@ -75,7 +81,8 @@ enum Command {
         #[arg(long)]
         session: Option<String>,
         /// A JSON file with the families' configuration (keys `todo`, `jobs`, `toolJobs`,
-        /// `schedule`, `bash`); `todo.allowParallelInProgress` must be set.
+        /// `schedule`, `bash`, `terminal`); `todo.allowParallelInProgress` must be set, and the
+        /// terminal tools are served when a `terminal` object is given.
         #[arg(long)]
         config: Option<PathBuf>,
         /// Add output schemas and `structuredContent` to tool results.
@@ -147,32 +154,20 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             store,
         } => mcp::run(dir, session, config.as_ref(), structured, store.as_deref()),
         Command::Inspect { dir, addr } => inspect::run(dir, addr),
-        Command::Run { file } => {
-            let source = if file == "-" {
-                let mut text = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut text)
-                    .context("reading standard input")?;
-                text
-            } else {
-                std::fs::read_to_string(&file).with_context(|| format!("reading {file}"))?
-            };
-            let transcript = turnkit_scenario::run_scenario(&source);
-            emit(&transcript.to_text())?;
-            Ok(if transcript.failed {
-                ExitCode::from(2)
-            } else {
-                ExitCode::SUCCESS
-            })
-        }
+        Command::Run { file } => run_file(&file),
         Command::Tools {
+            config,
             markdown,
             format,
             strict,
             output_schema,
         } => {
             use turnkit_core::formats;
-            let definitions = turnkit_scenario::tool_catalog().map_err(anyhow::Error::msg)?;
+            let config = match &config {
+                Some(path) => mcp::read_config(path)?,
+                None => FamiliesConfig::defaults(),
+            };
+            let definitions = turnkit_families::catalog(&config, ChildrenMode::Without)?;
             if strict && !matches!(format, Some(Format::Openai | Format::OpenaiResponses)) {
                 anyhow::bail!("--strict applies to --format openai and openai-responses only");
             }
@@ -180,9 +175,8 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 anyhow::bail!("--output-schema applies to --format mcp only");
             }
             if markdown {
-                let definitions =
-                    turnkit_scenario::host_tool_catalog().map_err(anyhow::Error::msg)?;
-                emit(&turnkit_scenario::catalog_markdown(&definitions))?;
+                let definitions = turnkit_families::catalog(&config, ChildrenMode::With)?;
+                emit(&turnkit_families::catalog_markdown(&definitions))?;
                 return Ok(ExitCode::SUCCESS);
             }
             let shaped: Vec<serde_json::Value> = match format {
@@ -211,7 +205,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         }
         Command::Log { file } => {
             // Inspection never changes the file: a torn tail is reported, not truncated.
-            let summary = match turnkit_scenario::summarize_log_file(&file) {
+            let summary = match turnkit_families::summarize_log_file(&file) {
                 Ok(summary) => summary,
                 Err(LogFileError::Store(error)) => {
                     return Err(
@@ -232,6 +226,39 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
     }
+}
+
+/// `harness run FILE`: runs the scenario and prints its transcript; status 2 on a scenario
+/// error.
+#[cfg(feature = "scenarios")]
+fn run_file(file: &str) -> anyhow::Result<ExitCode> {
+    use anyhow::Context;
+    use std::io::Read;
+    let source = if file == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .context("reading standard input")?;
+        text
+    } else {
+        std::fs::read_to_string(file).with_context(|| format!("reading {file}"))?
+    };
+    let transcript = turnkit_scenario::run_scenario(&source);
+    emit(&transcript.to_text())?;
+    Ok(if transcript.failed {
+        ExitCode::from(2)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Without the scenario runner: says how to get it.
+#[cfg(not(feature = "scenarios"))]
+fn run_file(_file: &str) -> anyhow::Result<ExitCode> {
+    anyhow::bail!(
+        "this harness binary was built without the scenario runner; build it with \
+         `--features scenarios` (cargo install turnkit-cli --features scenarios)"
+    )
 }
 
 /// Writes `value` as pretty JSON and a newline to standard output.

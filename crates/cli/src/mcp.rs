@@ -1,6 +1,6 @@
 //! `harness mcp`: one session served over stdio.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -13,7 +13,8 @@ use turnkit_core::{
 };
 use turnkit_store_pg::{PgOptions, PgSession, PgStore};
 
-use turnkit_mcp::{FamilyConfigs, ResultShape, ServeOptions, SessionHost, SessionOptions};
+use turnkit_families::FamiliesConfig;
+use turnkit_mcp::{ResultShape, ServeOptions, SessionHost, SessionOptions};
 
 /// Where the served session is kept (`--store`).
 enum Store {
@@ -104,6 +105,16 @@ pub(crate) fn default_dir() -> anyhow::Result<PathBuf> {
         .join("sessions"))
 }
 
+/// Reads the families' configuration file of `--config`.
+pub(crate) fn read_config(path: &Path) -> anyhow::Result<FamiliesConfig> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    FamiliesConfig::from_json(&value)
+        .with_context(|| format!("{}: invalid configuration", path.display()))
+}
+
 pub(crate) fn run(
     dir: Option<PathBuf>,
     session: Option<String>,
@@ -112,14 +123,7 @@ pub(crate) fn run(
     store: Option<&str>,
 ) -> anyhow::Result<ExitCode> {
     let configs = match config {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            let value: serde_json::Value = serde_json::from_str(&text)
-                .with_context(|| format!("{}: not JSON", path.display()))?;
-            FamilyConfigs::from_json(&value)
-                .with_context(|| format!("{}: invalid configuration", path.display()))?
-        }
+        Some(path) => read_config(path)?,
         None => anyhow::bail!(
             "--config FILE.json is required: todo.allowParallelInProgress must be chosen \
              explicitly, e.g. {{\"todo\":{{\"allowParallelInProgress\":false}}}}"
@@ -152,10 +156,10 @@ pub(crate) fn run(
         let host = match store {
             Store::Jsonl(_) => SessionHost::open(&options)?,
             Store::Postgres(url) => {
-                // The scanner of any host finds this session's due reminders by schedule's
-                // index rows.
+                // The scanner of any host finds this session's due reminders by the index rows
+                // the families' batches imply (turnkit-families names them).
                 let pg_options = PgOptions {
-                    index: Some(Arc::new(turnkit_schedule::ReminderIndex)),
+                    index: Some(turnkit_families::Families::batch_index()),
                     ..PgOptions::default()
                 };
                 let pg = PgStore::connect(&url, Arc::new(SystemClock), pg_options)

@@ -142,7 +142,7 @@ string_newtype!(
     SessionId
 );
 string_newtype!(
-    /// The identity of a live agent. As upstream does, an agent's id equals its session's id
+    /// The identity of a live agent. As the spec's host contract has it, an agent's id equals its session's id
     /// (todo-jobs §1.1); job access is authorized by comparing these ids.
     AgentId
 );

@@ -5,6 +5,7 @@ mod config;
 mod event;
 pub mod formats;
 mod harness;
+mod hooked;
 mod ids;
 mod json;
 mod message;
@@ -12,6 +13,7 @@ mod projection;
 mod prompt;
 mod registration;
 mod registry;
+mod services;
 mod session;
 mod store;
 mod sync;
@@ -21,13 +23,14 @@ mod tool;
 mod validate;
 
 pub use agent::{
-    Agent, AgentError, AgentEvent, AgentHandle, AgentListener, AgentStatus, Busy, DisposeHook,
-    HookId, MaintenanceGuard, same_agent,
+    Agent, AgentError, AgentEvent, AgentHandle, AgentKey, AgentListener, AgentStatus, Busy,
+    DisposeHook, HookId, MaintenanceGuard, same_agent,
 };
 pub use config::{ConfigError, PluginConfig, decode_config};
 pub use event::{RawEvent, SessionEvent, SessionHeader};
 pub use formats::null_as_absent;
-pub use harness::{AgentDirectory, Harness, LifecycleEvent, LifecycleListener};
+pub use harness::{AgentDirectory, Harness, HostKey, LifecycleEvent, LifecycleListener};
+pub use hooked::{HookedSession, SessionHooks};
 pub use ids::{AgentId, ScopeKey, SessionId};
 pub use json::JsonText;
 pub use message::{ContentBlock, MessageSource, UserMessage, join_text};
@@ -36,7 +39,10 @@ pub use projection::{
 };
 pub use prompt::{PromptSection, PromptSections};
 pub use registration::Registration;
-pub use registry::{ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry};
+pub use registry::{
+    ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry, current_tool_call_id,
+};
+pub use services::Services;
 pub use session::{AppendError, PersistenceError, Session};
 pub use store::{
     BackendError, BackendKind, BatchIndex, IndexChange, IndexUpdate, JsonlStore, MemoryStore,

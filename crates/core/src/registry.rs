@@ -72,6 +72,20 @@ pub struct ToolRegistry {
     inner: Arc<Mutex<Registered<Entry>>>,
 }
 
+/// The counter behind generated tool call ids (`harness-call-<N>`).
+static NEXT_CALL: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+tokio::task_local! {
+    static TOOL_CALL_ID: Arc<str>;
+}
+
+/// The `gen_ai.tool.call.id` of the tool call whose body is running on this task
+/// ([`ToolRegistry::execute_call`]), or `None` outside one. A background job records the id
+/// of the call that started it (docs/observability.md).
+pub fn current_tool_call_id() -> Option<Arc<str>> {
+    TOOL_CALL_ID.try_with(Arc::clone).ok()
+}
+
 impl ToolRegistry {
     /// An empty registry.
     pub fn new() -> Self {
@@ -136,11 +150,15 @@ impl ToolRegistry {
     /// input schema (decision 2), run the body, and render failures as `Error: <message>`
     /// (todo-jobs §1.4). Never panics on any input.
     ///
-    /// Each call runs inside a `tracing` span named `harness.tool_call` with the fields
-    /// `tool` (the requested name), `session` (the caller's id, empty without a caller) and
-    /// `outcome`, recorded when the call ends: `ok`, `error` (the tool's error result or
-    /// thrown error), `aborted`, `unknown_tool` or `invalid_arguments`
-    /// (docs/observability.md).
+    /// Each call runs inside a `tracing` span named `execute_tool` (OpenTelemetry GenAI
+    /// conventions; exported as `execute_tool {gen_ai.tool.name}` through its `otel.name`)
+    /// with `gen_ai.operation.name` (`execute_tool`), `gen_ai.tool.name` (the requested name),
+    /// `gen_ai.tool.call.id` (a process-unique `harness-call-<N>`; see
+    /// [`ToolRegistry::execute_call`] for a caller's own id), `gen_ai.conversation.id` (the
+    /// caller's session id, empty without a caller) and `error.type`, recorded on failure
+    /// (`tool_error`, `aborted`, `unknown_tool` or `invalid_arguments`); and the earlier
+    /// fields `tool`, `session` and `outcome` (`ok`, `error`, `aborted`, `unknown_tool`,
+    /// `invalid_arguments`), kept as aliases for one release (docs/observability.md).
     pub async fn execute(
         &self,
         name: &str,
@@ -148,17 +166,58 @@ impl ToolRegistry {
         caller: Option<Arc<dyn Agent>>,
         cancel: CancellationToken,
     ) -> ToolOutput {
+        self.execute_call(None, name, arguments, caller, cancel)
+            .await
+    }
+
+    /// [`ToolRegistry::execute`] for a call the caller has an id for (the model's tool call
+    /// id, an MCP request id): `call_id` becomes the span's `gen_ai.tool.call.id`, and the
+    /// body sees it as [`current_tool_call_id`] (a job started by the call records it).
+    /// `None` gives the call a process-unique `harness-call-<N>`.
+    pub async fn execute_call(
+        &self,
+        call_id: Option<&str>,
+        name: &str,
+        arguments: Value,
+        caller: Option<Arc<dyn Agent>>,
+        cancel: CancellationToken,
+    ) -> ToolOutput {
+        let call_id: Arc<str> = match call_id {
+            Some(id) => Arc::from(id),
+            None => {
+                let n = NEXT_CALL.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                Arc::from(format!("harness-call-{n}"))
+            }
+        };
+        let session = caller.as_ref().map_or("", |a| a.id().as_str());
         let span = tracing::info_span!(
-            "harness.tool_call",
+            "execute_tool",
+            "otel.name" = %format_args!("execute_tool {name}"),
+            "gen_ai.operation.name" = "execute_tool",
+            "gen_ai.tool.name" = name,
+            "gen_ai.tool.call.id" = &*call_id,
+            "gen_ai.conversation.id" = session,
+            "error.type" = tracing::field::Empty,
             tool = name,
-            session = caller.as_ref().map_or("", |a| a.id().as_str()),
+            session = session,
             outcome = tracing::field::Empty,
         );
-        let (output, outcome) = self
-            .run(name, arguments, caller, cancel)
-            .instrument(span.clone())
+        let (output, outcome) = TOOL_CALL_ID
+            .scope(
+                call_id,
+                self.run(name, arguments, caller, cancel)
+                    .instrument(span.clone()),
+            )
             .await;
         span.record("outcome", outcome);
+        if outcome != "ok" {
+            let error_type = if outcome == "error" {
+                "tool_error"
+            } else {
+                outcome
+            };
+            span.record("error.type", error_type);
+        }
         output
     }
 

@@ -188,7 +188,7 @@ pub trait Tool: Send + Sync {
     /// A [`ToolError`] becomes the `Error: <message>` envelope.
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError>;
 
-    /// The UI's card for a call with these arguments (upstream `presentCall`), as JSON
+    /// The UI's card for a call with these arguments (the spec's `presentCall`), as JSON
     /// `{"card":"generic","title",…,"kind",…,"rawInput"?}`; pure and never failing, it
     /// validates nothing. `None` (the default): the tool defines no card. Each family's card
     /// is its spec's (todo-jobs §2.2 and §5.4, schedule §9.8).

@@ -5,7 +5,7 @@
 //! in the exact formats of todo-jobs §1.4, in a fixed order: type, enum, missing required
 //! properties (in `required` order), undeclared properties (in argument order), then each
 //! declared property (in schema order) and each array item. The root object is open: an
-//! `additionalProperties: false` at the root is not enforced, as upstream's implicit root is.
+//! `additionalProperties: false` at the root is not enforced, as the spec's implicit root is.
 //! Other keywords (bounds, formats) are left to the tool body, which owns those messages.
 
 use serde_json::{Map, Value};

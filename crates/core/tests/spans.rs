@@ -1,4 +1,5 @@
-//! Every tool call is one `harness.tool_call` span (docs/observability.md).
+//! Every tool call is one `execute_tool` span in the OpenTelemetry GenAI conventions, with
+//! the earlier `harness.tool_call` fields as aliases (docs/observability.md).
 //!
 //! A test binary of its own: `tracing` caches each callsite's interest process-wide, so a
 //! test on another thread with no subscriber could register these callsites as
@@ -35,7 +36,7 @@ impl std::io::Write for Capture {
     }
 }
 
-/// Every call runs in a `harness.tool_call` span whose `outcome` is recorded at its end
+/// Every call runs in an `execute_tool` span whose `outcome` and `error.type` are recorded at its end
 /// (docs/observability.md).
 #[tokio::test]
 async fn each_tool_call_is_a_span_with_its_outcome() {
@@ -61,7 +62,15 @@ async fn each_tool_call_is_a_span_with_its_outcome() {
     run(&registry, "echo", json!({"n": 1})).await;
     run(&registry, "echo", json!({"n": 1, "fail": true})).await;
     run(&registry, "echo", json!({})).await;
-    run(&registry, "nope", json!({})).await;
+    registry
+        .execute_call(
+            Some("call-9"),
+            "nope",
+            json!({}),
+            None,
+            tokio_util::sync::CancellationToken::new(),
+        )
+        .await;
     let text = String::from_utf8(capture.0.lock().unwrap().clone()).unwrap();
     let spans: Vec<&str> = text
         .lines()
@@ -70,10 +79,10 @@ async fn each_tool_call_is_a_span_with_its_outcome() {
     assert_eq!(
         spans,
         [
-            r#"INFO harness.tool_call{tool="echo" session="" outcome="ok"}"#,
-            r#"INFO harness.tool_call{tool="echo" session="" outcome="error"}"#,
-            r#"INFO harness.tool_call{tool="echo" session="" outcome="invalid_arguments"}"#,
-            r#"INFO harness.tool_call{tool="nope" session="" outcome="unknown_tool"}"#,
+            r#"INFO execute_tool{otel.name=execute_tool echo gen_ai.operation.name="execute_tool" gen_ai.tool.name="echo" gen_ai.tool.call.id="harness-call-1" gen_ai.conversation.id="" tool="echo" session="" outcome="ok"}"#,
+            r#"INFO execute_tool{otel.name=execute_tool echo gen_ai.operation.name="execute_tool" gen_ai.tool.name="echo" gen_ai.tool.call.id="harness-call-2" gen_ai.conversation.id="" tool="echo" session="" outcome="error" error.type="tool_error"}"#,
+            r#"INFO execute_tool{otel.name=execute_tool echo gen_ai.operation.name="execute_tool" gen_ai.tool.name="echo" gen_ai.tool.call.id="harness-call-3" gen_ai.conversation.id="" tool="echo" session="" outcome="invalid_arguments" error.type="invalid_arguments"}"#,
+            r#"INFO execute_tool{otel.name=execute_tool nope gen_ai.operation.name="execute_tool" gen_ai.tool.name="nope" gen_ai.tool.call.id="call-9" gen_ai.conversation.id="" tool="nope" session="" outcome="unknown_tool" error.type="unknown_tool"}"#,
         ]
     );
 }

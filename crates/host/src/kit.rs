@@ -8,8 +8,8 @@ use tokio_util::sync::CancellationToken;
 use turnkit_core::{
     Agent, AgentDirectory, AgentId, Clock, Harness, LifecycleListener, PersistenceError,
     Projection, ProjectionSet, ProjectionView, PromptSection, PromptSections, RegisterError,
-    Registration, RegistrationScope, Session, SessionId, Tool, ToolDefinition, ToolOutput,
-    ToolRegistry,
+    Registration, RegistrationScope, Services, Session, SessionId, Tool, ToolDefinition,
+    ToolOutput, ToolRegistry,
 };
 
 use crate::agent::{LoopAgent, TurnObserver};
@@ -22,7 +22,8 @@ use crate::agent::{LoopAgent, TurnObserver};
 /// * projections in a [`ProjectionSet`] that folds each published agent's session by reading
 ///   the log suffix it has not folded yet (`raw_events_after`) whenever a view is read, so
 ///   the host's sessions need no wrapper: [`HostKit::view`] is always current;
-/// * live agents in an [`AgentDirectory`] with its lifecycle broadcast and generation.
+/// * live agents in an [`AgentDirectory`] with its lifecycle broadcast and generation;
+/// * the services plugins provide each other in a [`Services`] slot map.
 ///
 /// Publish agents with [`HostKit::publish`] (any [`Agent`]) or [`HostKit::start_agent`] (a
 /// [`LoopAgent`] that leaves the directory when disposed).
@@ -32,6 +33,7 @@ pub struct HostKit {
     projections: ProjectionSet,
     prompts: PromptSections,
     directory: AgentDirectory,
+    services: Services,
 }
 
 impl std::fmt::Debug for HostKit {
@@ -51,6 +53,7 @@ impl HostKit {
             projections: ProjectionSet::new(),
             prompts: PromptSections::new(),
             directory: AgentDirectory::new(),
+            services: Services::new(),
         }
     }
 
@@ -210,5 +213,9 @@ impl Harness for HostKit {
 
     fn clock(&self) -> Arc<dyn Clock> {
         self.clock.clone()
+    }
+
+    fn services(&self) -> &Services {
+        &self.services
     }
 }

@@ -357,7 +357,7 @@ fn rejected(id: &JobId, error: &str) -> JobOutcome {
     JobOutcome::failed().with_detail(error)
 }
 
-/// An error as upstream stringifies it: `Error: <Display>` (decision 10).
+/// An error as the spec renders it: `Error: <Display>` (decision 10).
 pub(crate) fn error_text(error: &BoxError) -> String {
     format!("Error: {error}")
 }

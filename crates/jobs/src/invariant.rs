@@ -16,7 +16,7 @@ pub struct InvariantViolation(pub String);
 
 /// Checks one snapshot (todo-jobs §3.3), in the spec's order:
 /// 1. the kind is non-empty and the id is `<kind>-` followed by a positive safe integer
-///    (ASCII digits; leading zeros are accepted, as upstream's `Number()` does);
+///    (ASCII digits; leading zeros are accepted, as the spec's numeric reading (`Number()`) does);
 /// 2. the label is non-empty;
 /// 3. `startedAt` is non-negative;
 /// 4. `finishedAt` is present exactly for a terminal status;

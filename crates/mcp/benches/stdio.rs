@@ -23,7 +23,7 @@ use rmcp::model::{CallToolRequestParams, ClientConfig, ProtocolVersion};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
-use turnkit_mcp::{FamilyConfigs, SessionHost, SessionOptions};
+use turnkit_mcp::{FamiliesConfig, SessionHost, SessionOptions};
 
 const CALLS: usize = 10_000;
 const WARM_UP: usize = 200;
@@ -126,7 +126,7 @@ async fn in_process() -> Vec<Duration> {
     let host = SessionHost::open(&SessionOptions {
         dir: dir.path().join("sessions"),
         session: Some("bench".to_owned()),
-        configs: FamilyConfigs::from_json(&config()).unwrap(),
+        configs: FamiliesConfig::from_json(&config()).unwrap(),
     })
     .unwrap();
     let mut samples = Vec::with_capacity(CALLS);

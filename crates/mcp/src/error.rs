@@ -1,6 +1,6 @@
 //! [`ServeError`]: why a session could not be served.
 
-use turnkit_core::StoreError;
+use turnkit_core::{ConfigError, StoreError};
 
 use crate::InboxLogError;
 
@@ -30,4 +30,10 @@ pub enum ServeError {
     /// The connection failed before or during the `initialize` handshake, or while serving.
     #[error("transport: {0}")]
     Transport(String),
+}
+
+impl From<ConfigError> for ServeError {
+    fn from(error: ConfigError) -> Self {
+        Self::Config(error.to_string())
+    }
 }

@@ -6,11 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use serde_json::Value;
-use turnkit_core::{
-    AgentId, AppendError, JsonText, PersistenceError, RawEvent, Session, SessionEvent,
-    SessionHeader, SessionId, UserMessage,
-};
+use turnkit_core::{AgentId, HookedSession, Session, SessionHooks, UserMessage};
 use turnkit_host::{InputSink, LoopAgent, TurnObserver};
 
 use crate::inbox::{Inbox, Lane};
@@ -21,64 +17,34 @@ pub(crate) type AppendHook = Arc<dyn Fn(&str) + Send + Sync>;
 /// Called after a message was queued in the inbox, with its text.
 pub(crate) type QueuedHook = Arc<dyn Fn(&UserMessage) + Send + Sync>;
 
-/// The stored session as the host sees it: every committed append is reported to the
-/// change hook.
-pub(crate) struct HostSession {
-    inner: Arc<dyn Session>,
+/// The stored session as the host sees it: turnkit-core's [`HookedSession`], whose
+/// [`ChangeHook`] reports every committed append's type to the change hook.
+pub(crate) type HostSession = HookedSession<ChangeHook>;
+
+/// Wraps `inner`; the hook is set once the server's change channel exists.
+pub(crate) fn host_session(inner: Arc<dyn Session>) -> Arc<HostSession> {
+    Arc::new(HookedSession::new(inner, ChangeHook::default()))
+}
+
+/// The [`SessionHooks`] of the served session: after each committed append, the hook set by
+/// [`ChangeHook::set`] hears the event's type.
+#[derive(Default)]
+pub(crate) struct ChangeHook {
     hook: Mutex<Option<AppendHook>>,
 }
 
-impl HostSession {
-    pub(crate) fn new(inner: Arc<dyn Session>) -> Arc<Self> {
-        Arc::new(Self {
-            inner,
-            hook: Mutex::new(None),
-        })
-    }
-
-    pub(crate) fn set_hook(&self, hook: AppendHook) {
+impl ChangeHook {
+    pub(crate) fn set(&self, hook: AppendHook) {
         *turnkit_core::lock(&self.hook) = Some(hook);
     }
 }
 
-#[async_trait]
-impl Session for HostSession {
-    fn id(&self) -> &SessionId {
-        self.inner.id()
-    }
-
-    fn header(&self) -> &SessionHeader {
-        self.inner.header()
-    }
-
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-
-    fn raw_events_after(&self, after: u64) -> Vec<RawEvent> {
-        self.inner.raw_events_after(after)
-    }
-
-    fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
-        let event = self.inner.append(r#type, data)?;
+impl SessionHooks for ChangeHook {
+    fn appended(&self, _seq: u64, r#type: &str) {
         let hook = turnkit_core::lock(&self.hook).clone();
         if let Some(hook) = hook {
             hook(r#type);
         }
-        Ok(event)
-    }
-
-    fn append_raw(&self, r#type: &str, payload: JsonText) -> Result<RawEvent, AppendError> {
-        let event = self.inner.append_raw(r#type, payload)?;
-        let hook = turnkit_core::lock(&self.hook).clone();
-        if let Some(hook) = hook {
-            hook(r#type);
-        }
-        Ok(event)
-    }
-
-    async fn flush(&self) -> Result<(), PersistenceError> {
-        self.inner.flush().await
     }
 }
 

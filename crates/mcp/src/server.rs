@@ -20,7 +20,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use turnkit_core::{ToolDefinition, ToolOutput, lock};
 
-use crate::session::{INBOX_URI, JOB_URI_PREFIX, JOBS_URI, REMINDERS_URI, SessionHost, TODOS_URI};
+use crate::session::{INBOX_URI, SessionHost};
 
 /// How tool results are shaped.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -180,25 +180,23 @@ impl Server {
         level as u8 >= self.log_level.load(Ordering::SeqCst)
     }
 
-    /// The subscribed URIs a change of `uri` touches (a job list change touches every job).
+    /// The subscribed URIs a change of `uri` touches (a family resource's change touches
+    /// every resource of its template: a job list change touches every job).
     pub(crate) fn touched(&self, uri: &str) -> Vec<String> {
+        let prefix = turnkit_families::resources()
+            .iter()
+            .find(|r| r.uri == uri)
+            .and_then(|r| r.template)
+            .map(|t| t.prefix);
         lock(&self.subscribed)
             .iter()
-            .filter(|s| s.as_str() == uri || (uri == JOBS_URI && s.starts_with(JOB_URI_PREFIX)))
+            .filter(|s| s.as_str() == uri || prefix.is_some_and(|p| s.starts_with(p)))
             .cloned()
             .collect()
     }
 
-    async fn resource_value(&self, uri: &str) -> Option<Value> {
-        match uri {
-            TODOS_URI => Some(self.host.todos_value()),
-            JOBS_URI => Some(self.host.jobs_value()),
-            REMINDERS_URI => Some(self.host.reminders_value().await),
-            INBOX_URI => Some(self.host.inbox_value()),
-            _ => uri
-                .strip_prefix(JOB_URI_PREFIX)
-                .and_then(|id| self.host.job_value(id)),
-        }
+    fn resource_value(&self, uri: &str) -> Option<Value> {
+        self.host.resource_value(uri)
     }
 
     async fn call(
@@ -344,12 +342,16 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        decode(json!({"resources": [
-            resource(TODOS_URI, "todos", "The session's todo list (the `todos` projection)."),
-            resource(JOBS_URI, "jobs", "The session's background jobs, as job_list shows them."),
-            resource(REMINDERS_URI, "reminders", "The session's active reminders, as schedule_list shows them."),
-            resource(INBOX_URI, "inbox", "Notices and reminders owed to the next tool result."),
-        ]}))
+        let mut resources: Vec<Value> = turnkit_families::resources()
+            .iter()
+            .map(|r| resource(r.uri, r.name, r.description))
+            .collect();
+        resources.push(resource(
+            INBOX_URI,
+            "inbox",
+            "Notices and reminders owed to the next tool result.",
+        ));
+        decode(json!({ "resources": resources }))
     }
 
     async fn list_resource_templates(
@@ -357,12 +359,19 @@ impl ServerHandler for Server {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
-        decode(json!({"resourceTemplates": [{
-            "uriTemplate": format!("{JOB_URI_PREFIX}{{id}}"),
-            "name": "job",
-            "description": "One background job of the session, as job_list shows it.",
-            "mimeType": "application/json",
-        }]}))
+        let templates: Vec<Value> = turnkit_families::resources()
+            .iter()
+            .filter_map(|r| r.template)
+            .map(|t| {
+                json!({
+                    "uriTemplate": format!("{}{{id}}", t.prefix),
+                    "name": t.name,
+                    "description": t.description,
+                    "mimeType": "application/json",
+                })
+            })
+            .collect();
+        decode(json!({ "resourceTemplates": templates }))
     }
 
     async fn read_resource(
@@ -370,7 +379,7 @@ impl ServerHandler for Server {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
-        let Some(value) = self.resource_value(&request.uri).await else {
+        let Some(value) = self.resource_value(&request.uri) else {
             return Err(ErrorData::resource_not_found(
                 format!("unknown resource: {}", request.uri),
                 None,
@@ -389,7 +398,7 @@ impl ServerHandler for Server {
         request: SubscribeRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        if self.resource_value(&request.uri).await.is_none() {
+        if self.resource_value(&request.uri).is_none() {
             return Err(ErrorData::resource_not_found(
                 format!("unknown resource: {}", request.uri),
                 None,

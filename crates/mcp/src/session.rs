@@ -16,19 +16,13 @@ use turnkit_jobs::{JobRegistry, JobsChangedListener};
 
 use turnkit_host::{HostKit, LoopAgent};
 
-use crate::host::{HostSession, pull_agent};
+use crate::ServeError;
+use crate::host::{HostSession, host_session, pull_agent};
 use crate::inbox::{CLAIMED_EVENT, Inbox, Pending, QUEUED_EVENT};
-use crate::{FamilyConfigs, ServeError};
+use turnkit_families::{ChangedBy, Families, FamiliesConfig, ResourceContext};
 
-/// Resource URI of the `todos` projection.
-pub const TODOS_URI: &str = "harness://todos";
-/// Resource URI of the job list.
-pub const JOBS_URI: &str = "harness://jobs";
-/// Prefix of one job's resource URI (`harness://jobs/<id>`).
-pub const JOB_URI_PREFIX: &str = "harness://jobs/";
-/// Resource URI of the active reminders.
-pub const REMINDERS_URI: &str = "harness://reminders";
-/// Resource URI of the notices and reminders owed to the next tool result.
+/// Resource URI of the notices and reminders owed to the next tool result (the server's own
+/// resource; the families declare theirs: `turnkit_families::resources`).
 pub const INBOX_URI: &str = "harness://inbox";
 
 /// The tool-jobs prompt section's sentence about notices, true of a host with a turn loop.
@@ -46,9 +40,13 @@ pub const MCP_DELIVERY: &str = "Over this MCP server nothing reaches you between
     restart.";
 
 /// Refuses a `bash.cwd` that is not an existing folder: every `bash` call would fail.
-fn check_cwd(configs: &FamilyConfigs) -> Result<(), ServeError> {
-    let bash = configs.bash_value();
-    let Some(cwd) = bash.get("cwd").and_then(Value::as_str) else {
+fn check_cwd(configs: &FamiliesConfig) -> Result<(), ServeError> {
+    let Some(cwd) = configs
+        .bash
+        .as_ref()
+        .and_then(|bash| bash.get("cwd"))
+        .and_then(Value::as_str)
+    else {
         return Ok(());
     };
     match std::fs::metadata(cwd) {
@@ -90,26 +88,18 @@ pub struct SessionOptions {
     pub dir: PathBuf,
     /// The session to open, created if absent; `None` creates a session with a fresh id.
     pub session: Option<String>,
-    /// Every family's configuration.
-    pub configs: FamilyConfigs,
+    /// Every family's configuration (the terminal family is served when it has a
+    /// `terminal` object; a `subagent` object is refused: the client lends no model step).
+    pub configs: FamiliesConfig,
 }
 
 /// Something a client may want to hear about.
 #[derive(Clone, Debug)]
 pub(crate) enum Change {
-    /// The resource with this URI (or, for [`JOBS_URI`], every job resource) changed.
+    /// The resource with this URI (and every resource of its template) changed.
     Resource(&'static str),
     /// A notice or reminder was queued for the next tool result.
     Queued(UserMessage),
-}
-
-struct Families {
-    bash: turnkit_bash::Installed,
-    jobs: turnkit_jobs_local::Installed,
-    tool_jobs: turnkit_tool_jobs::Installed,
-    schedule: turnkit_schedule::Installed,
-    todo: turnkit_todo::Installed,
-    _jobs_changed: turnkit_core::Registration,
 }
 
 /// A tool result ready to be sent: the tool's output with the owed messages appended, and
@@ -133,6 +123,8 @@ pub struct SessionHost {
     inbox: Inbox,
     jobs: Arc<dyn JobRegistry>,
     families: Mutex<Option<Families>>,
+    /// The job list listener (todo-jobs §4.7) that feeds the job resources' changes.
+    jobs_changed: Mutex<Option<turnkit_core::Registration>>,
     created: bool,
     changes_rx: Mutex<Option<mpsc::UnboundedReceiver<Change>>>,
     /// Set once the session's write ownership passed to another host: the text every later
@@ -207,25 +199,33 @@ impl SessionHost {
         let harness: Arc<dyn turnkit_core::Harness> = host.clone();
         let (changes, changes_rx) = mpsc::unbounded_channel();
         let tx = changes.clone();
-        let families = install(
-            &harness,
-            &options.configs,
-            Arc::new(move |_owner: Option<&Arc<dyn Agent>>| {
-                let _ = tx.send(Change::Resource(JOBS_URI));
-                Ok(())
-            }),
-        )?;
-        let session = HostSession::new(stored);
+        let families = Families::install(&harness, &options.configs, None)?;
+        let jobs_changed: JobsChangedListener = Arc::new(move |_owner: Option<&Arc<dyn Agent>>| {
+            for resource in turnkit_families::resources() {
+                if resource.changed_by == ChangedBy::JobList {
+                    let _ = tx.send(Change::Resource(resource.uri));
+                }
+            }
+            Ok(())
+        });
+        let jobs_changed = families
+            .registry()
+            .on_jobs_changed(RegistrationScope::Global, jobs_changed);
+        let session = host_session(stored);
         let inbox = Inbox::open(session.clone())?;
         let tx = changes.clone();
-        session.set_hook(Arc::new(move |r#type: &str| {
-            let change = match r#type {
-                "todo/write" => TODOS_URI,
-                "schedule/change" => REMINDERS_URI,
-                QUEUED_EVENT | CLAIMED_EVENT => INBOX_URI,
-                _ => return,
-            };
-            let _ = tx.send(Change::Resource(change));
+        session.hooks().set(Arc::new(move |r#type: &str| {
+            if r#type == QUEUED_EVENT || r#type == CLAIMED_EVENT {
+                let _ = tx.send(Change::Resource(INBOX_URI));
+                return;
+            }
+            for resource in turnkit_families::resources() {
+                if let ChangedBy::Events(types) = resource.changed_by
+                    && types.contains(&r#type)
+                {
+                    let _ = tx.send(Change::Resource(resource.uri));
+                }
+            }
         }));
         let tx = changes;
         let agent = pull_agent(
@@ -235,7 +235,7 @@ impl SessionHost {
                 let _ = tx.send(Change::Queued(message.clone()));
             }),
         );
-        let jobs = families.jobs.registry();
+        let jobs = families.registry();
         host.publish(agent.as_dyn());
         Ok(Arc::new(Self {
             host,
@@ -244,6 +244,7 @@ impl SessionHost {
             inbox,
             jobs,
             families: Mutex::new(Some(families)),
+            jobs_changed: Mutex::new(Some(jobs_changed)),
             created,
             changes_rx: Mutex::new(Some(changes_rx)),
             fenced: OnceLock::new(),
@@ -261,9 +262,10 @@ impl SessionHost {
         self.created
     }
 
-    /// The definitions of the installed tools, in registration order.
+    /// The definitions of the tools the session's agent may call, in registration order
+    /// (what `turnkit_families::catalog` lists for the same configuration).
     pub fn definitions(&self) -> Vec<ToolDefinition> {
-        self.host.tools().all_definitions()
+        self.host.tool_definitions(self.agent.as_ref())
     }
 
     /// The server's instructions: the system-prompt sections of the installed families,
@@ -398,32 +400,30 @@ impl SessionHost {
         )
     }
 
-    /// The `todos` projection's view.
-    pub(crate) fn todos_value(&self) -> Value {
-        self.host
-            .projections()
-            .view(self.session.id(), turnkit_todo::TODOS_KEY)
-            .map_or(Value::Null, |view| view.value)
-    }
-
-    /// The session's jobs as the tools show them.
-    pub(crate) fn jobs_value(&self) -> Value {
-        Value::Array(
-            self.jobs
-                .list(Some(self.agent.id()))
-                .iter()
-                .map(|s| turnkit_tool_jobs::PublicJob::from_snapshot(s).to_value())
-                .collect(),
-        )
-    }
-
-    /// One job as the tools show it, if the session may see it.
-    pub(crate) fn job_value(&self, id: &str) -> Option<Value> {
-        let id = turnkit_jobs::JobId::from(id);
-        self.jobs
-            .get(&id, Some(self.agent.id()))
-            .ok()
-            .map(|s| turnkit_tool_jobs::PublicJob::from_snapshot(&s).to_value())
+    /// The value of resource `uri`: a family's ([`turnkit_families::resources`], or one of
+    /// a family's templates) or the inbox; `None` for an unknown URI or a job the session
+    /// may not see.
+    pub(crate) fn resource_value(&self, uri: &str) -> Option<Value> {
+        if uri == INBOX_URI {
+            return Some(self.inbox_value());
+        }
+        let agent: Arc<dyn Agent> = self.agent.clone();
+        let clock = self.clock();
+        let context = ResourceContext {
+            session: self.session.as_ref(),
+            agent: &agent,
+            projections: self.host.projections(),
+            jobs: &self.jobs,
+            clock: clock.as_ref(),
+        };
+        turnkit_families::resources().iter().find_map(|resource| {
+            if resource.uri == uri {
+                return Some((resource.read)(&context));
+            }
+            let template = resource.template?;
+            let id = uri.strip_prefix(template.prefix)?;
+            (template.read)(&context, id)
+        })
     }
 
     /// A running job's live progress line, if it has one.
@@ -434,22 +434,6 @@ impl SessionHost {
             return None;
         }
         snapshot.detail.as_deref().map(str::to_owned)
-    }
-
-    /// The active reminders: the value of `schedule_list` (which changes nothing).
-    pub(crate) async fn reminders_value(&self) -> Value {
-        let caller: Arc<dyn Agent> = self.agent.clone();
-        let output = self
-            .host
-            .tools()
-            .execute(
-                "schedule_list",
-                Value::Object(serde_json::Map::new()),
-                Some(caller),
-                CancellationToken::new(),
-            )
-            .await;
-        output.value
     }
 
     /// The session's write ownership passed to another host (a flush was fenced, or the
@@ -494,12 +478,9 @@ impl SessionHost {
         self.host.remove(&agent);
         let families = turnkit_core::lock(&self.families).take();
         if let Some(families) = families {
-            families.bash.dispose();
-            families.schedule.dispose().await;
-            families.tool_jobs.dispose();
-            families.jobs.dispose().await;
-            families.todo.dispose();
+            families.dispose().await;
         }
+        drop(turnkit_core::lock(&self.jobs_changed).take());
     }
 }
 
@@ -512,40 +493,4 @@ fn append_owed(output: &mut ToolOutput, owed: &[Pending]) -> Vec<Value> {
             serde_json::json!({"source": pending.message.source, "text": text})
         })
         .collect()
-}
-
-/// Installs every family; `jobs_changed` observes every job list change (todo-jobs §4.7) for as long
-/// as the families are installed.
-fn install(
-    harness: &Arc<dyn turnkit_core::Harness>,
-    configs: &FamilyConfigs,
-    jobs_changed: JobsChangedListener,
-) -> Result<Families, ServeError> {
-    let config = |e: turnkit_core::ConfigError| ServeError::Config(e.to_string());
-    let todo = turnkit_todo::TodoConfig::from_json(configs.todo_value())
-        .and_then(|c| turnkit_todo::install(harness, c))
-        .map_err(config)?;
-    let jobs = turnkit_jobs_local::JobsConfig::from_json(configs.jobs_value())
-        .and_then(|c| turnkit_jobs_local::install(harness, c))
-        .map_err(config)?;
-    let jobs_changed = jobs
-        .registry()
-        .on_jobs_changed(RegistrationScope::Global, jobs_changed);
-    let tool_jobs = turnkit_tool_jobs::ToolJobsConfig::from_json(configs.tool_jobs_value())
-        .and_then(|c| turnkit_tool_jobs::install(harness, jobs.registry(), c))
-        .map_err(config)?;
-    let schedule = turnkit_schedule::ScheduleConfig::from_json(configs.schedule_value())
-        .and_then(|c| turnkit_schedule::install(harness, c))
-        .map_err(config)?;
-    let bash = turnkit_bash::BashConfig::from_json(configs.bash_value())
-        .and_then(|c| turnkit_bash::install(harness, Some(jobs.registry()), c))
-        .map_err(config)?;
-    Ok(Families {
-        bash,
-        jobs,
-        tool_jobs,
-        schedule,
-        todo,
-        _jobs_changed: jobs_changed,
-    })
 }

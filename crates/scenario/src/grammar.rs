@@ -5,8 +5,9 @@
 //! a wrong type is a scenario error, never a silent default. The table of steps in
 //! `docs/scenarios.md` lists exactly these variants and fields; a test keeps the two equal.
 
-use serde::{Deserialize, Deserializer};
+use serde::{Deserialize, Deserializer, de};
 use serde_json::{Map, Value};
+use turnkit_families::FamiliesConfig;
 
 /// One scenario step, as written on one line of a scenario file (`docs/scenarios.md`).
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -257,38 +258,74 @@ impl Step {
     }
 }
 
-/// The `config` step: how the scenario host is set up.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+/// The `config` step: how the scenario host is set up. Its keys are the families' (every key
+/// of [`FamiliesConfig`]: `todo`, `jobs`, `toolJobs`, `schedule`, `bash`, `terminal`,
+/// `subagent`; `todo.allowParallelInProgress` defaults to false here) and the host's own
+/// (`clock`, `store`, `autoTurns`); any other key is refused.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Config {
-    /// turnkit-todo's configuration (`allowParallelInProgress` defaults to false here).
-    #[serde(default, deserialize_with = "present")]
-    pub todo: Option<Map<String, Value>>,
-    /// turnkit-jobs-local's configuration.
-    #[serde(default, deserialize_with = "present")]
-    pub jobs: Option<Map<String, Value>>,
-    /// turnkit-tool-jobs' configuration.
-    #[serde(default, deserialize_with = "present")]
-    pub tool_jobs: Option<Map<String, Value>>,
-    /// turnkit-schedule's configuration.
-    #[serde(default, deserialize_with = "present")]
-    pub schedule: Option<Map<String, Value>>,
-    /// turnkit-bash's configuration.
-    #[serde(default, deserialize_with = "present")]
-    pub bash: Option<Map<String, Value>>,
-    /// turnkit-terminal's configuration; the terminal plugin is installed only with one.
-    #[serde(default, deserialize_with = "present")]
-    pub terminal: Option<Map<String, Value>>,
-    /// turnkit-subagent's configuration.
-    #[serde(default, deserialize_with = "present")]
-    pub subagent: Option<Map<String, Value>>,
+    /// Every family's configuration; the terminal family is installed only with a `terminal`
+    /// object.
+    pub families: FamiliesConfig,
     /// The scenario clock (default: manual, at `2026-08-05T12:00:00.000Z`).
-    #[serde(default, deserialize_with = "present")]
     pub clock: Option<ClockSpec>,
     /// The session store (default: `memory`).
     pub store: Option<StoreKind>,
     /// Whether an idle agent runs a turn for new input at once (default: true).
     pub auto_turns: Option<bool>,
+}
+
+/// The `config` step's own keys, after the families'.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct HostKeys {
+    #[serde(default, deserialize_with = "turnkit_families::present")]
+    clock: Option<ClockSpec>,
+    store: Option<StoreKind>,
+    auto_turns: Option<bool>,
+}
+
+impl Config {
+    /// Every key of the step, in order: the families' keys, then the host's.
+    const KEYS: [&'static str; 10] = [
+        "todo",
+        "jobs",
+        "toolJobs",
+        "schedule",
+        "bash",
+        "terminal",
+        "subagent",
+        "clock",
+        "store",
+        "autoTurns",
+    ];
+    const HOST_KEYS: [&'static str; 3] = ["clock", "store", "autoTurns"];
+}
+
+impl<'de> Deserialize<'de> for Config {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let mut families = Map::<String, Value>::deserialize(deserializer)?;
+        if let Some(key) = families.keys().find(|k| !Self::KEYS.contains(&k.as_str())) {
+            return Err(de::Error::unknown_field(key, &Self::KEYS));
+        }
+        let host: Map<String, Value> = Self::HOST_KEYS
+            .iter()
+            .filter_map(|key| {
+                families
+                    .remove(*key)
+                    .map(|value| ((*key).to_owned(), value))
+            })
+            .collect();
+        let families =
+            FamiliesConfig::deserialize(Value::Object(families)).map_err(de::Error::custom)?;
+        let host = HostKeys::deserialize(Value::Object(host)).map_err(de::Error::custom)?;
+        Ok(Self {
+            families,
+            clock: host.clock,
+            store: host.store,
+            auto_turns: host.auto_turns,
+        })
+    }
 }
 
 /// The `config` step's `clock` object.
@@ -363,11 +400,4 @@ pub enum FaultMode {
     Fail,
     /// Calls succeed again.
     Ok,
-}
-
-/// A field that may be absent but, when present, must hold a `T` (not `null`).
-fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    deserializer: D,
-) -> Result<Option<T>, D::Error> {
-    T::deserialize(deserializer).map(Some)
 }

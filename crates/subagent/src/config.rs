@@ -39,7 +39,7 @@ pub struct SubagentConfig {
     /// process-local (a restart starts it again).
     pub max_spawns_per_session: u32,
     /// `maxDepth`: how deep children may nest (at least 1; default 1: a root's children
-    /// cannot start children of their own, as in the field's agent tools).
+    /// cannot start children of their own, as the spec's `agent` tool has it).
     pub max_depth: u32,
 }
 

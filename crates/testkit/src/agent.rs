@@ -127,7 +127,12 @@ impl TurnObserver for Observer {
 
     async fn shutting_down(&self, agent: &AgentId, _session: &Arc<dyn Session>) {
         // A graceful shutdown persists what the log holds (a crash is a restart without it).
-        if let Err(error) = self.host_session.flush_store().await {
+        if let Err(error) = self
+            .host_session
+            .hooks()
+            .flush_store(&self.host_session)
+            .await
+        {
             tracing::warn!(agent = %agent, "could not flush the session at disposal: {error}");
         }
     }

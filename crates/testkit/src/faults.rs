@@ -1,16 +1,12 @@
-//! Persistence fault injection: [`SessionFaults`] and the [`HostSession`] wrapper.
+//! Persistence fault injection: [`SessionFaults`], the hooks of the [`HostSession`] decorator.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use serde_json::Value;
 use tokio::sync::watch;
-use turnkit_core::{
-    AppendError, JsonText, PersistenceError, ProjectionSet, RawEvent, Session, SessionEvent,
-    SessionHeader, SessionId,
-};
+use turnkit_core::{AppendError, HookedSession, PersistenceError, SessionHooks};
 
 /// Switches that make one session's appends or flushes fail, and counters of what happened.
 /// Shared by every [`HostSession`] of that session id, so they survive resume and restart.
@@ -77,99 +73,44 @@ impl SessionFaults {
     }
 }
 
-/// The host's view of a stored session: applies [`SessionFaults`] and folds every committed
-/// event into the host's projections.
-pub struct HostSession {
-    inner: Arc<dyn Session>,
-    faults: Arc<SessionFaults>,
-    projections: ProjectionSet,
+/// The host's view of a stored session: turnkit-core's [`HookedSession`] with the session's
+/// [`SessionFaults`] as its hooks. Projections are not fed from here: the host kit pulls the
+/// log when a view is read.
+pub type HostSession = HookedSession<Arc<SessionFaults>>;
+
+#[async_trait]
+impl SessionHooks for SessionFaults {
+    fn before_append(&self, _type: &str) -> Result<(), AppendError> {
+        if self.append_fails() {
+            return Err(AppendError::Rejected("injected append failure".to_owned()));
+        }
+        Ok(())
+    }
+
+    async fn before_flush(&self) -> Result<(), PersistenceError> {
+        if !self.flush_outcome().await {
+            return Err(PersistenceError::Failed(
+                "injected flush failure".to_owned(),
+            ));
+        }
+        Ok(())
+    }
 }
 
-impl HostSession {
-    /// Wraps `inner`; the caller must `track` it in `projections` once.
-    pub fn new(
-        inner: Arc<dyn Session>,
-        faults: Arc<SessionFaults>,
-        projections: ProjectionSet,
-    ) -> Self {
-        Self {
-            inner,
-            faults,
-            projections,
-        }
-    }
-
-    /// Stops folding this session into the host's projections and lets go of the
-    /// projections' reference to it (for a durable store, the last reference to the session
-    /// handle may then close its file).
-    pub fn untrack(&self) {
-        self.projections.untrack(self.inner.id());
-    }
-
-    /// The fault switches of this session.
-    pub fn faults(&self) -> &Arc<SessionFaults> {
-        &self.faults
-    }
-
-    /// The host's own flush when an agent shuts down gracefully: it obeys the
+impl SessionFaults {
+    /// The host's own flush of `session` when an agent shuts down gracefully: it obeys the
     /// [`SessionFaults::set_flush_fail`] switch (so a test can make the shutdown lose the
     /// unflushed suffix, like a crash) but neither counts as a plugin barrier nor consumes
     /// scripted outcomes.
     ///
     /// # Errors
     /// The injected failure, or the store's [`PersistenceError`].
-    pub async fn flush_store(&self) -> Result<(), PersistenceError> {
-        if self.faults.flush_fail.load(Ordering::SeqCst) {
+    pub async fn flush_store(&self, session: &HostSession) -> Result<(), PersistenceError> {
+        if self.flush_fail.load(Ordering::SeqCst) {
             return Err(PersistenceError::Failed(
                 "injected flush failure".to_owned(),
             ));
         }
-        self.inner.flush().await
-    }
-}
-
-#[async_trait]
-impl Session for HostSession {
-    fn id(&self) -> &SessionId {
-        self.inner.id()
-    }
-
-    fn header(&self) -> &SessionHeader {
-        self.inner.header()
-    }
-
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-
-    fn raw_events_after(&self, after: u64) -> Vec<RawEvent> {
-        self.inner.raw_events_after(after)
-    }
-
-    fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
-        if self.faults.append_fails() {
-            return Err(AppendError::Rejected("injected append failure".to_owned()));
-        }
-        let event = self.inner.append(r#type, data)?;
-        self.projections.apply(self.inner.id(), &event);
-        Ok(event)
-    }
-
-    fn append_raw(&self, r#type: &str, payload: JsonText) -> Result<RawEvent, AppendError> {
-        if self.faults.append_fails() {
-            return Err(AppendError::Rejected("injected append failure".to_owned()));
-        }
-        let event = self.inner.append_raw(r#type, payload)?;
-        self.projections.apply_raw(self.inner.id(), &event);
-        Ok(event)
-    }
-
-    async fn flush(&self) -> Result<(), PersistenceError> {
-        if !self.faults.flush_outcome().await {
-            return Err(PersistenceError::Failed(
-                "injected flush failure".to_owned(),
-            ));
-        }
-        self.inner.flush().await
+        session.inner().flush().await
     }
 }

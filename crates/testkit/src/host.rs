@@ -125,11 +125,7 @@ impl MemoryHarness {
     /// which [`runtime_present`] checked.
     fn publish(&self, session: Arc<dyn turnkit_core::Session>) -> Arc<MemoryAgent> {
         let faults = self.faults(session.id());
-        let host_session = Arc::new(HostSession::new(
-            session,
-            faults,
-            self.kit.projections().clone(),
-        ));
+        let host_session = Arc::new(HostSession::new(session, faults));
         let kit = Arc::downgrade(&self.kit);
         let agent = MemoryAgent::spawn(
             host_session,
@@ -320,6 +316,10 @@ impl Harness for MemoryHarness {
 
     fn clock(&self) -> Arc<dyn Clock> {
         self.clock.clone()
+    }
+
+    fn services(&self) -> &turnkit_core::Services {
+        self.kit.services()
     }
 }
 

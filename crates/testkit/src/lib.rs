@@ -1,7 +1,6 @@
 #![doc = include_str!("../README.md")]
 
 mod agent;
-mod catalog_doc;
 mod clock;
 pub mod conformance;
 mod fake_job;
@@ -13,7 +12,6 @@ pub mod store_conformance;
 pub mod strategies;
 
 pub use agent::{HostRecord, MemoryAgent, Recorder};
-pub use catalog_doc::catalog_markdown;
 pub use clock::{ManualClock, settle};
 pub use fake_job::{FakeJob, FakeProducer, OnCancel};
 pub use faults::{HostSession, SessionFaults};

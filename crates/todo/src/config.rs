@@ -31,7 +31,7 @@ impl TodoConfig {
         }
     }
 
-    /// Decodes the configuration from JSON with the upstream messages (todo-jobs §2.1),
+    /// Decodes the configuration from JSON with the spec's messages (todo-jobs §2.1),
     /// prefixed with the plugin name:
     ///
     /// - not an object → `tool-todo: $ expected object`

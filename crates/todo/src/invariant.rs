@@ -36,7 +36,7 @@ pub struct InvariantViolation {
 /// - its `content` repeats an earlier entry's → `todo/write repeats content "<content>"`
 ///   (JSON-quoted)
 /// - its `status` is not one of the three → `todo/write carries unknown status <JSON>`, e.g.
-///   `42` or `"paused"`; a missing status prints `undefined`, as upstream's `JSON.stringify`
+///   `42` or `"paused"`; a missing status prints `undefined`, as the spec's `JSON.stringify`
 ///   does.
 ///
 /// # Errors
@@ -172,7 +172,7 @@ fn coherent<'a>(entries: impl ExactSizeIterator<Item = (&'a str, &'a str)>) -> b
 }
 
 /// Checks a session's whole history, stopping at the first violation (what installing the
-/// upstream companion does: a bad existing snapshot fails the install).
+/// spec's invariant companion does: a bad existing snapshot fails the install).
 ///
 /// # Errors
 /// The first [`InvariantViolation`] in log order.

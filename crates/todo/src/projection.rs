@@ -13,7 +13,7 @@ use crate::{TodoItem, TodoStatus};
 /// The projection key (exact).
 pub const TODOS_KEY: &str = "todos";
 
-/// The state version upstream publishes for this unit (todo-jobs §2.5).
+/// The state version the spec publishes for this unit (todo-jobs §2.5).
 pub const TODOS_STATE_VERSION: u32 = 2;
 
 /// The event type that clears the plan.

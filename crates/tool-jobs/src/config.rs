@@ -84,7 +84,7 @@ impl Default for ToolJobsConfig {
     }
 }
 
-/// Formats a number the way JavaScript prints it in the upstream messages: integers without
+/// Formats a number the way JavaScript prints it in the spec's messages: integers without
 /// a decimal point, `Infinity`, `NaN`.
 pub(crate) fn js_number(value: f64) -> String {
     if value.is_nan() {

@@ -210,7 +210,7 @@ pub(crate) fn notice_summary(kind: &str, label: &str, status_line: &str) -> Stri
     summarize_chars(&format!("{kind} {label} {status_line}"), SUMMARY_MAX_CHARS)
 }
 
-/// The UI card for a call (upstream `presentCall`, todo-jobs §5.4), as a JSON object:
+/// The UI card for a call (the spec's `presentCall`, todo-jobs §5.4), as a JSON object:
 /// `{card:"generic", title, kind, rawInput?}`. Unknown tool names give `None`.
 pub fn present_call(tool: &str, arguments: &Value) -> Option<Value> {
     let job_id = arguments.get("job_id").cloned().unwrap_or(Value::Null);

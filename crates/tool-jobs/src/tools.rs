@@ -134,7 +134,7 @@ impl Tool for JobOutputTool {
             return Ok(ToolOutput::error(EMPTY_JOB_ID));
         }
         let id = JobId::new(args.job_id.as_str());
-        // Captured before the body runs, as upstream's prepended pre-execute listener does.
+        // Captured before the body runs, as the spec's prepended pre-execute listener does.
         let limit = limit_of(self.registry.as_ref(), &id, caller_id(&call).as_ref());
         let output = self.run(&id, &args, &call).await;
         Ok(cap_result(JOB_OUTPUT, output, limit))

@@ -346,7 +346,8 @@ impl Shared {
 
     /// Opens job `id`'s `harness.job` span (fields `job.id`, `job.kind`, `job.owner` — the
     /// owner's session id, absent for an unowned job — and `job.status`, recorded at
-    /// settlement; see `docs/observability.md`) and keeps it in the record until settlement.
+    /// settlement; `gen_ai.tool.call.id`, the id of the tool call that started it, and
+    /// `gen_ai.conversation.id`, the owner's session id; see `docs/observability.md`) and keeps it in the record until settlement.
     /// Made outside the lock: a subscriber's code never runs under it.
     fn attach_span(&self, id: &JobId, kind: &JobKind, ticket: Ticket) {
         let span = tracing::info_span!(
@@ -355,6 +356,8 @@ impl Shared {
             job.kind = %kind,
             job.owner = tracing::field::Empty,
             job.status = tracing::field::Empty,
+            "gen_ai.tool.call.id" = tracing::field::Empty,
+            "gen_ai.conversation.id" = tracing::field::Empty,
         );
         if span.is_disabled() {
             return;
@@ -365,6 +368,10 @@ impl Shared {
         };
         if let Some(owner) = &record.owner {
             span.record("job.owner", tracing::field::display(&owner.id));
+            span.record("gen_ai.conversation.id", tracing::field::display(&owner.id));
+        }
+        if let Some(call) = turnkit_core::current_tool_call_id() {
+            span.record("gen_ai.tool.call.id", &*call);
         }
         if record.status.is_terminal() {
             // Settled on another thread meanwhile: the span closes with its status.

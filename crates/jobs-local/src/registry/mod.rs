@@ -31,7 +31,7 @@ pub const OWNER_DISPOSED_REASON: &str = "owner disposed";
 /// The teardown reason used when the registry is disposed (§4.9).
 pub const SERVICE_DISPOSED_REASON: &str = "jobs service disposed";
 
-/// The longest wait timer, in milliseconds (2^31−1, upstream's timer maximum; todo-jobs
+/// The longest wait timer, in milliseconds (2^31−1, the spec's timer maximum; todo-jobs
 /// §4.5, marked ambiguous there). Longer waits are clamped to it: they return the live snapshot then.
 pub const MAX_WAIT_TIMEOUT_MS: f64 = 2_147_483_647.0;
 

@@ -284,10 +284,90 @@ async fn a_job_span_records_its_status_at_settlement() {
     assert_eq!(
         lines,
         [
-            "INFO harness.job{job.id=subagent-1 job.kind=subagent job.owner=owner job.status=failed}: listener saw subagent-1",
-            "INFO harness.job{job.id=subagent-1 job.kind=subagent job.owner=owner job.status=failed}: close",
+            "INFO harness.job{job.id=subagent-1 job.kind=subagent job.owner=owner gen_ai.conversation.id=owner job.status=failed}: listener saw subagent-1",
+            "INFO harness.job{job.id=subagent-1 job.kind=subagent job.owner=owner gen_ai.conversation.id=owner job.status=failed}: close",
             "INFO harness.job{job.id=bash-1 job.kind=bash job.status=completed}: listener saw bash-1",
             "INFO harness.job{job.id=bash-1 job.kind=bash job.status=completed}: close",
+        ]
+    );
+}
+
+/// A tool whose body starts one prepared job.
+struct StartsJob {
+    definition: turnkit_core::ToolDefinition,
+    registry: turnkit_jobs_local::LocalJobRegistry,
+    start: Mutex<Option<turnkit_jobs::JobStart>>,
+}
+
+#[async_trait::async_trait]
+impl turnkit_core::Tool for StartsJob {
+    fn definition(&self) -> &turnkit_core::ToolDefinition {
+        &self.definition
+    }
+
+    async fn call(
+        &self,
+        _call: turnkit_core::ToolCall,
+    ) -> Result<turnkit_core::ToolOutput, turnkit_core::ToolError> {
+        let start = self.start.lock().ok().and_then(|mut slot| slot.take());
+        let start = start.ok_or_else(|| turnkit_core::ToolError::msg("no job prepared"))?;
+        let id = self
+            .registry
+            .start(start)
+            .map_err(|error| turnkit_core::ToolError::msg(error.to_string()))?;
+        Ok(turnkit_core::ToolOutput::json(serde_json::Value::from(
+            id.to_string(),
+        )))
+    }
+}
+
+/// A job started by a tool call records the call's `gen_ai.tool.call.id`, and its span nests
+/// under the call's `execute_tool` span (docs/observability.md).
+#[tokio::test(start_paused = true)]
+async fn a_job_span_records_the_tool_call_that_started_it() {
+    let logs = LogCapture::start();
+    let host = Host::new();
+    let (start, job) = bash().build();
+    let tools = turnkit_core::ToolRegistry::new();
+    tools
+        .register(
+            Arc::new(StartsJob {
+                definition: turnkit_core::ToolDefinition {
+                    name: "start_job".to_owned(),
+                    description: "starts a job".to_owned(),
+                    input_schema: serde_json::json!({"type": "object"}),
+                    output_schema: None,
+                    annotations: None,
+                },
+                registry: host.registry.clone(),
+                start: Mutex::new(Some(start)),
+            }),
+            RegistrationScope::Global,
+        )
+        .unwrap()
+        .keep();
+    let output = tools
+        .execute_call(
+            Some("call-7"),
+            "start_job",
+            serde_json::json!({}),
+            None,
+            turnkit_core::CancellationToken::new(),
+        )
+        .await;
+    assert_eq!(output.value, serde_json::json!("bash-1"));
+    job.settle(JobOutcome::completed());
+    tick().await;
+    let text = logs.text();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|line| line.split(" time.busy").next().unwrap_or(line).trim())
+        .filter(|line| line.contains("harness.job"))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            r#"INFO execute_tool{otel.name=execute_tool start_job gen_ai.operation.name="execute_tool" gen_ai.tool.name="start_job" gen_ai.tool.call.id="call-7" gen_ai.conversation.id="" tool="start_job" session="" outcome="ok"}:harness.job{job.id=bash-1 job.kind=bash gen_ai.tool.call.id="call-7" job.status=completed}: close"#,
         ]
     );
 }

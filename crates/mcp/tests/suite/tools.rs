@@ -3,23 +3,26 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::suite::support::{config, start, texts};
+use crate::suite::support::{config, harness_bin, start, texts};
 
 /// The catalog's definitions as the MCP tools they must be: name, description, input schema
 /// and annotations, and no output schema in the default (text) shape.
 fn expected_tools() -> Vec<Value> {
-    turnkit_scenario::tool_catalog()
-        .unwrap()
-        .iter()
-        .map(|d| {
-            json!({
-                "name": d.name,
-                "description": d.description,
-                "inputSchema": d.input_schema,
-                "annotations": d.annotations.expect("every tool declares annotations"),
-            })
+    turnkit_families::catalog(
+        &turnkit_families::FamiliesConfig::defaults(),
+        turnkit_families::ChildrenMode::Without,
+    )
+    .unwrap()
+    .iter()
+    .map(|d| {
+        json!({
+            "name": d.name,
+            "description": d.description,
+            "inputSchema": d.input_schema,
+            "annotations": d.annotations.expect("every tool declares annotations"),
         })
-        .collect()
+    })
+    .collect()
 }
 
 #[tokio::test]
@@ -51,13 +54,62 @@ async fn tools_list_is_the_catalog_with_annotations_and_no_output_schema() {
     server.stop().await;
 }
 
+/// `harness tools --config C --format mcp` prints exactly the `tools/list` of `harness mcp
+/// --config C`: for the default configuration, and with the terminal family enabled (whose
+/// three tools come after bash).
+#[tokio::test]
+async fn harness_tools_prints_what_harness_mcp_serves() {
+    for (config, terminal) in [
+        (config(), false),
+        (
+            json!({"todo": {"allowParallelInProgress": true}, "terminal": {}}),
+            true,
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let server = start(dir.path(), "s1", &config, &[]).await;
+        let listed: Vec<Value> = server
+            .client
+            .list_all_tools()
+            .await
+            .unwrap()
+            .iter()
+            .map(|t| serde_json::to_value(t).unwrap())
+            .collect();
+        server.stop().await;
+        let output = std::process::Command::new(harness_bin())
+            .args(["tools", "--format", "mcp", "--config"])
+            .arg(dir.path().join("config.json"))
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            "",
+            "harness tools failed"
+        );
+        let printed: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+        assert_eq!(printed, listed, "{config}");
+        let names: Vec<&str> = listed.iter().filter_map(|t| t["name"].as_str()).collect();
+        let mut expected = vec!["todo_write", "job_output", "job_list", "job_kill", "bash"];
+        if terminal {
+            expected.extend(["terminal_start", "terminal_send", "terminal_kill"]);
+        }
+        expected.extend(["schedule_create", "schedule_list", "schedule_delete"]);
+        assert_eq!(names, expected, "{config}");
+    }
+}
+
 #[tokio::test]
 async fn structured_option_adds_output_schemas_and_structured_content() {
     let dir = tempfile::tempdir().unwrap();
     let server = start(dir.path(), "s1", &config(), &["--structured"]).await;
     let tools = server.client.list_all_tools().await.unwrap();
     let todo = serde_json::to_value(&tools[0]).unwrap();
-    let catalog = turnkit_scenario::tool_catalog().unwrap();
+    let catalog = turnkit_families::catalog(
+        &turnkit_families::FamiliesConfig::defaults(),
+        turnkit_families::ChildrenMode::Without,
+    )
+    .unwrap();
     let mut schema = todo["outputSchema"].clone();
     let owed = schema["properties"]
         .as_object_mut()

@@ -129,7 +129,7 @@ fn log_summary_counts_projects_and_flags_problems() {
         )
         .unwrap();
     let summary: serde_json::Value =
-        serde_json::from_str(&turnkit_scenario::summarize_log(session.as_ref()).unwrap()).unwrap();
+        serde_json::from_str(&turnkit_families::summarize_log(session.as_ref()).unwrap()).unwrap();
     assert_eq!(
         summary,
         serde_json::json!({
@@ -184,11 +184,14 @@ async fn public_functions_inside_a_runtime() {
         ]
     );
     assert!(!transcript.failed);
-    let names: Vec<String> = turnkit_scenario::tool_catalog()
-        .unwrap()
-        .into_iter()
-        .map(|d| d.name)
-        .collect();
+    let names: Vec<String> = turnkit_families::catalog(
+        &turnkit_families::FamiliesConfig::defaults(),
+        turnkit_families::ChildrenMode::Without,
+    )
+    .unwrap()
+    .into_iter()
+    .map(|d| d.name)
+    .collect();
     assert_eq!(
         names,
         [
@@ -210,7 +213,7 @@ async fn public_functions_inside_a_runtime() {
     let todos = serde_json::json!({"todos": [{"content": "a", "status": "pending"}]});
     session.append("todo/write", todos).unwrap();
     let summary: serde_json::Value =
-        serde_json::from_str(&turnkit_scenario::summarize_log(session.as_ref()).unwrap()).unwrap();
+        serde_json::from_str(&turnkit_families::summarize_log(session.as_ref()).unwrap()).unwrap();
     assert_eq!(summary["events"], 1);
     assert_eq!(
         summary["projections"]["todos"],

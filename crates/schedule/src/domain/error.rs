@@ -296,7 +296,7 @@ impl InputError {
 /// The durable schedule log is malformed (schedule.md §4, §5): public code
 /// `corrupt_schedule_log`, message "The session schedule log is corrupt.".
 ///
-/// `detail` is a diagnostic (never shown to the model); it contains the upstream test
+/// `detail` is a diagnostic (never shown to the model); it contains the spec's test
 /// fragments (`was reused`, `inactive id`, `seedLength`, `must contain acceptedAt`,
 /// `must not contain acceptedAt`, `cannot precede`, …).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]

@@ -16,7 +16,7 @@ fn terminal_tools_doc_is_current() {
         Arc::new(KillTool::new(terminals)),
     ];
     let definitions: Vec<_> = tools.iter().map(|t| t.definition().clone()).collect();
-    let generated = turnkit_testkit::catalog_markdown(&definitions);
+    let generated = turnkit_families::catalog_markdown(&definitions);
     // The generated text starts with the default catalog's heading; this file names itself.
     let tools_part = &generated[generated.find("\n## ").unwrap_or(0)..];
     let expected = format!(

@@ -153,6 +153,9 @@ impl Harness for BrokenHarness {
     fn clock(&self) -> Arc<dyn Clock> {
         self.kit.clock()
     }
+    fn services(&self) -> &turnkit_core::Services {
+        self.kit.services()
+    }
 }
 
 impl HostCandidate for Broken {

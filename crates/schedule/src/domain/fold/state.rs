@@ -108,7 +108,7 @@ impl ScheduleFold {
         Ok(fold)
     }
 
-    /// Full fold of bare payloads `(event type, data)` (the shape of the upstream domain
+    /// Full fold of bare payloads `(event type, data)` (the shape of the spec's domain
     /// tests): `seed_length` is a JSON number that must be a safe integer within
     /// `0..=events.len()`.
     ///

@@ -1,4 +1,5 @@
-//! The tool catalog and the session-log summary behind `harness tools` and `harness log`.
+//! The session-log summary behind `harness log`: header, event counts by type, every
+//! projection's view and the families' whole-log checks.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -6,91 +7,30 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use turnkit_core::{
-    Agent, JsonlStore, Projection, ProjectionState, RawEvent, Session, SessionHeader, StoreError,
-    ToolDefinition, TornTail,
+    JsonlStore, Projection, ProjectionState, RawEvent, Session, SessionHeader, StoreError, TornTail,
 };
 use turnkit_schedule::domain::{ScheduleFold, ScheduleLogError};
 
-use turnkit_testkit::{ManualClock, MemoryHarness};
+use crate::catalog::{SetupError, projections};
+use crate::config::FamiliesConfig;
 
-use crate::plugins::{self, FamilyConfigs};
-use crate::runtime::{RunFailure, block_on_paused};
-
-/// Runs `body` against a host with every family installed at its defaults, on a fresh
-/// paused runtime (from synchronous code or inside any tokio runtime).
-fn with_default_host<T: Send>(
-    body: impl AsyncFnOnce(&Arc<MemoryHarness>) -> Result<T, String> + Send,
-) -> Result<T, String> {
-    let outcome = block_on_paused(async move || {
-        let host = MemoryHarness::new(Arc::new(ManualClock::at_default()));
-        let installed = plugins::install(&host, &FamilyConfigs::default())?;
-        let result = body(&host).await;
-        host.dispose_all().await;
-        installed.dispose().await;
-        result
-    });
-    match outcome {
-        Ok(result) => result,
-        Err(RunFailure::Runtime(error)) => Err(format!("cannot start a runtime: {error}")),
-        Err(RunFailure::Panic(message)) => Err(format!("internal error: {message}")),
-    }
+/// The projections of the families at their defaults.
+fn default_projections() -> Result<Vec<Arc<dyn Projection>>, SetupError> {
+    projections(&FamiliesConfig::defaults())
 }
-
-/// Every tool definition the families register with default configuration, as a root agent
-/// sees them (global tools first, then per-agent tools), in registration order: the tools
-/// `harness mcp` serves. The tools that need the host's own model step (turnkit-subagent's
-/// `agent`) are left out; [`host_tool_catalog`] includes them.
-///
-/// # Errors
-/// [`SetupError`]: a family refused its default configuration, or no runtime could be
-/// started.
-pub fn tool_catalog() -> Result<Vec<ToolDefinition>, SetupError> {
-    Ok(host_tool_catalog()?
-        .into_iter()
-        .filter(|d| d.name != turnkit_subagent::TOOL_NAME)
-        .collect())
-}
-
-/// [`tool_catalog`] plus the tools a host with a model step adds (turnkit-subagent's
-/// `agent`, after `bash`), as a root agent of such a host sees them: the catalog of
-/// `docs/tool-catalog.md` ([`crate::catalog_markdown`] renders it).
-///
-/// # Errors
-/// As [`tool_catalog`].
-pub fn host_tool_catalog() -> Result<Vec<ToolDefinition>, SetupError> {
-    with_default_host(async |host| {
-        let agent = host
-            .create_session(SessionHeader::new("catalog"))
-            .map_err(|e| e.to_string())?;
-        turnkit_testkit::settle().await;
-        Ok(host.tools().definitions(Some(&agent.scope_chain())))
-    })
-    .map_err(SetupError)
-}
-
-/// The default host behind [`tool_catalog`] and the log summaries could not be set up; the
-/// text says why (a family's configuration message, `cannot start a runtime: …`, or
-/// `internal error: …`).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SetupError(pub String);
 
 /// Summarizes a session: its header, event counts by type, and the current view of every
 /// projection the families register. Returns pretty JSON followed by a newline.
 ///
 /// # Errors
-/// [`SetupError`]: a family refused its default configuration.
+/// [`SetupError`]: a family refused its default configuration (or no runtime could be
+/// started).
 pub fn summarize_log(session: &dyn Session) -> Result<String, SetupError> {
     let mut summary = LogSummary::new(default_projections()?, session.header());
     for event in session.raw_events_after(0) {
         summary.fold(&event);
     }
     summary.render(session.header()).map_err(SetupError)
-}
-
-/// The projections the families register with default configuration.
-fn default_projections() -> Result<Vec<Arc<dyn Projection>>, SetupError> {
-    with_default_host(async |host| Ok(host.projections().projections())).map_err(SetupError)
 }
 
 /// What a log summary keeps while the events stream past: counts, folded projection states
