@@ -355,8 +355,7 @@ fn open_once(dir: &Path, pristine: &Path) -> Duration {
         )
         .unwrap();
         let jobs = turnkit::jobs_local::install(&harness, Default::default()).unwrap();
-        let tool_jobs =
-            turnkit::tool_jobs::install(&harness, jobs.registry(), Default::default()).unwrap();
+        let tool_jobs = turnkit::tool_jobs::install(&harness, Default::default()).unwrap();
         let schedule = turnkit::schedule::install(&harness, Default::default()).unwrap();
         let id = SessionId::from("open");
         host.resume(&id).unwrap();

@@ -37,8 +37,8 @@ fn host(dir: &std::path::Path) -> anyhow::Result<(Arc<HostKit>, Arc<JsonlStore>,
     let jobs = turnkit_jobs_local::install(&harness, Default::default())?;
     let families = Families {
         _todo: turnkit_todo::install(&harness, turnkit_todo::TodoConfig::new(false))?,
-        _tools: turnkit_tool_jobs::install(&harness, jobs.registry(), Default::default())?,
-        _bash: turnkit_bash::install(&harness, Some(jobs.registry()), Default::default())?,
+        _tools: turnkit_tool_jobs::install(&harness, Default::default())?,
+        _bash: turnkit_bash::install(&harness, Default::default())?,
         jobs,
     };
     Ok((kit, Arc::new(JsonlStore::new(dir, clock)?), families))

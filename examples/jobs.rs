@@ -24,8 +24,8 @@ async fn main() -> anyhow::Result<()> {
     }));
     let harness = host.as_dyn();
     let jobs = turnkit_jobs_local::install(&harness, Default::default())?;
-    let _tools = turnkit_tool_jobs::install(&harness, jobs.registry(), Default::default())?;
-    let _bash = turnkit_bash::install(&harness, Some(jobs.registry()), Default::default())?;
+    let _tools = turnkit_tool_jobs::install(&harness, Default::default())?;
+    let _bash = turnkit_bash::install(&harness, Default::default())?;
     let _agent = host.create_session(SessionHeader::new("s1"))?;
     let s1 = SessionId::from("s1");
 

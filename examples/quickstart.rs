@@ -202,18 +202,11 @@ async fn main() -> anyhow::Result<()> {
     let harness = host.as_dyn();
     let todo = turnkit_todo::install(&harness, turnkit_todo::TodoConfig::new(false))?;
     let jobs = turnkit_jobs_local::install(&harness, turnkit_jobs_local::JobsConfig::default())?;
-    let tool_jobs = turnkit_tool_jobs::install(
-        &harness,
-        jobs.registry(),
-        turnkit_tool_jobs::ToolJobsConfig::default(),
-    )?;
+    let tool_jobs =
+        turnkit_tool_jobs::install(&harness, turnkit_tool_jobs::ToolJobsConfig::default())?;
     let schedule =
         turnkit_schedule::install(&harness, turnkit_schedule::ScheduleConfig::default())?;
-    let bash = turnkit_bash::install(
-        &harness,
-        Some(jobs.registry()),
-        turnkit_bash::BashConfig::default(),
-    )?;
+    let bash = turnkit_bash::install(&harness, turnkit_bash::BashConfig::default())?;
 
     let id = kept.session_id(clock.as_ref());
     let agent = host.create_session(SessionHeader::new(id.clone()))?;

@@ -17,7 +17,7 @@ use turnkit_core::{
 };
 use turnkit_host::HostKit;
 use turnkit_jobs::{JobId, JobStatus};
-use turnkit_subagent::{ChildContext, ChildModel, ChildStep, SubagentConfig};
+use turnkit_subagent::{ChildContext, ChildHost, ChildModel, ChildStep, SubagentConfig};
 
 /// The children's model step: plans with `todo_write`, then answers; a prompt starting with
 /// "watch" never answers (it waits until the child is killed).
@@ -54,14 +54,10 @@ async fn main() -> anyhow::Result<()> {
     let todo = turnkit_todo::TodoConfig::from_json(json!({"allowParallelInProgress": false}))?;
     let _todo = turnkit_todo::install(&harness, todo)?;
     let jobs = turnkit_jobs_local::install(&harness, Default::default())?;
-    let _tool_jobs = turnkit_tool_jobs::install(&harness, jobs.registry(), Default::default())?;
-    let _subagents = turnkit_subagent::install(
-        &kit,
-        store.clone(),
-        jobs.registry(),
-        Arc::new(Planner),
-        SubagentConfig::default(),
-    )?;
+    let _tool_jobs = turnkit_tool_jobs::install(&harness, Default::default())?;
+    kit.services()
+        .insert(ChildHost::new(&kit, store.clone(), Arc::new(Planner)));
+    let _subagents = turnkit_subagent::install(&harness, SubagentConfig::default())?;
 
     // The parent's runtime: each turn reports what it claimed (a real runtime would run its
     // model over it).

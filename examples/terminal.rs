@@ -13,9 +13,9 @@ use turnkit_testkit::MemoryHarness;
 async fn main() -> anyhow::Result<()> {
     let host = MemoryHarness::new(Arc::new(SystemClock));
     let harness = host.as_dyn();
-    let jobs = turnkit_jobs_local::install(&harness, Default::default())?;
-    let _tools = turnkit_tool_jobs::install(&harness, jobs.registry(), Default::default())?;
-    let terminal = turnkit_terminal::install(&harness, Some(jobs.registry()), Default::default())?;
+    let _jobs = turnkit_jobs_local::install(&harness, Default::default())?;
+    let _tools = turnkit_tool_jobs::install(&harness, Default::default())?;
+    let terminal = turnkit_terminal::install(&harness, Default::default())?;
     let _agent = host.create_session(SessionHeader::new("s1"))?;
     let s1 = SessionId::from("s1");
 

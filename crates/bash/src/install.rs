@@ -39,25 +39,23 @@ impl Installed {
 }
 
 /// Loads the bash plugin: validates `config` and registers the `bash` tool globally over
-/// `jobs` (the host's job registry; `None` makes every call fail with
-/// [`crate::JOBS_UNAVAILABLE`]). The host clock measures the kill grace.
+/// the host's job registry, the `Arc<dyn JobRegistry>` in its service slot
+/// ([`Harness::services`], provided by turnkit-jobs-local's `install`); without one every
+/// call fails with [`crate::JOBS_UNAVAILABLE`]. The host clock measures the kill grace.
 ///
 /// # Errors
 /// [`ConfigError::Invalid`] from [`BashConfig::validate`], or naming the confinement of
 /// `sandbox` this host cannot provide (e.g. `tool-bash: sandbox: the pids limit cannot be
 /// enforced here: …`) unless `bestEffort`; [`ConfigError::Register`] when a
 /// `bash` tool is already registered.
-pub fn install(
-    harness: &Arc<dyn Harness>,
-    jobs: Option<Arc<dyn JobRegistry>>,
-    config: BashConfig,
-) -> Result<Installed, ConfigError> {
+pub fn install(harness: &Arc<dyn Harness>, config: BashConfig) -> Result<Installed, ConfigError> {
     config.validate()?;
     if let Some(sandbox) = &config.sandbox {
         let summary = crate::probe_sandbox(sandbox)
             .map_err(|e| <BashConfig as PluginConfig>::invalid(e.0))?;
         tracing::info!("bash: {summary}");
     }
+    let jobs = harness.services().get::<Arc<dyn JobRegistry>>();
     // A reopened journal's bash job whose host died: its leftovers are stopped before it is
     // reported (todo-jobs §5.9).
     let leftovers = jobs.as_ref().map(|registry| {

@@ -197,12 +197,25 @@ pub enum StartError {
 ///   refusals; `invalid timeout_ms: expected a positive number of milliseconds, got <n>`.
 pub struct BashTool {
     jobs: BashJobs,
+    /// The definition with what the sandbox enforces appended, when one is configured.
+    confined: Option<ToolDefinition>,
 }
 
 impl BashTool {
-    /// The tool over a launcher.
+    /// The tool over a launcher. With a `sandbox` configured, the description ends with a
+    /// paragraph `Commands run confined: <what is in force>` (the line of
+    /// [`crate::probe_sandbox`]), so the model knows what will be refused; without one the
+    /// definition is the spec's.
     pub fn new(jobs: BashJobs) -> Self {
-        Self { jobs }
+        let confined = jobs.config().sandbox.as_ref().map(|sandbox| {
+            let summary = crate::probe_sandbox(sandbox).unwrap_or_else(|e| e.0);
+            let mut definition = DEFINITION.clone();
+            definition
+                .description
+                .push_str(&format!("\n\nCommands run confined: {summary}."));
+            definition
+        });
+        Self { jobs, confined }
     }
 
     async fn foreground(
@@ -263,7 +276,7 @@ fn render_foreground(output: &str, snapshot: &JobSnapshot, timed_out: Option<f64
 #[async_trait]
 impl Tool for BashTool {
     fn definition(&self) -> &ToolDefinition {
-        &DEFINITION
+        self.confined.as_ref().unwrap_or(&DEFINITION)
     }
 
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {

@@ -170,10 +170,8 @@ pub trait Agent: Send + Sync {
     fn is_disposed(&self) -> bool;
 }
 
-/// Whether two agent handles are the same instance: the one identity test of the workspace,
-/// for strong and weak handles alike (in any mix). It compares the agents' addresses, never
-/// their vtables; a weak handle keeps its agent's allocation, so the address it compares is
-/// never reused while the handle lives.
+/// Whether two agent handles are the same instance: [`AgentKey`] equality, for strong and
+/// weak handles alike (in any mix).
 ///
 /// ```
 /// # use std::sync::Arc;
@@ -183,10 +181,50 @@ pub trait Agent: Send + Sync {
 /// # }
 /// ```
 pub fn same_agent(a: &impl AgentHandle, b: &impl AgentHandle) -> bool {
-    std::ptr::addr_eq(a.address(), b.address())
+    AgentKey::of(a) == AgentKey::of(b)
 }
 
-/// A handle [`same_agent`] compares: `Arc<dyn Agent>` or `Weak<dyn Agent>`. Sealed.
+/// The identity of one agent instance, the workspace's one identity test for agents: two
+/// keys are equal exactly when they were taken from handles of the same instance (a
+/// same-id replacement agent has another key). It is the agent's allocation address (never
+/// its vtable), so it is `Copy`, hashes in one word and orders by address.
+///
+/// A key names its instance only while a handle to it (strong or weak) is held: a weak
+/// handle keeps the allocation, so the address cannot be reused while it lives. Whoever
+/// stores a key keeps a handle next to it (the job registry keeps the owner's `Arc`,
+/// schedule keeps the adopted agent).
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use turnkit_core::{Agent, AgentKey};
+/// # fn check(a: &Arc<dyn Agent>, b: &Arc<dyn Agent>) {
+/// assert_eq!(AgentKey::of(a), AgentKey::of(&Arc::downgrade(a)));
+/// assert_eq!(AgentKey::of(a) == AgentKey::of(b), Arc::ptr_eq(a, b));
+/// # }
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct AgentKey(usize);
+
+impl AgentKey {
+    /// The key of the agent `handle` points at.
+    pub fn of(handle: &impl AgentHandle) -> Self {
+        Self(handle.address() as usize)
+    }
+
+    /// Whether `handle` points at this key's agent.
+    pub fn is(self, handle: &impl AgentHandle) -> bool {
+        self == Self::of(handle)
+    }
+}
+
+impl std::fmt::Debug for AgentKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AgentKey({:#x})", self.0)
+    }
+}
+
+/// A handle [`AgentKey`] and [`same_agent`] read: `Arc<dyn Agent>` or `Weak<dyn Agent>`.
+/// Sealed.
 pub trait AgentHandle: handle::Sealed {
     /// The address of the agent the handle points at.
     fn address(&self) -> *const ();

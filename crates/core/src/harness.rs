@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::{
     Agent, AgentId, Clock, Projection, PromptSection, RegisterError, Registered, Registration,
-    RegistrationScope, Tool, lock,
+    RegistrationScope, Services, Tool, lock,
 };
 
 /// An agent lifecycle change, as [`Harness`] subscribers see it.
@@ -81,6 +81,44 @@ pub trait Harness: Send + Sync {
 
     /// The host clock.
     fn clock(&self) -> Arc<dyn Clock>;
+
+    /// The host's typed service slot: one value per type that plugins provide to each other
+    /// (turnkit-jobs-local provides its `Arc<dyn JobRegistry>` here; bash, terminal,
+    /// subagent and tool-jobs find it here at install). A host keeps one [`Services`] for
+    /// its life and returns the same one on every call.
+    fn services(&self) -> &Services;
+}
+
+/// The identity of one host instance, as [`crate::AgentKey`] is for agents: equal exactly
+/// for handles of the same host value, by its allocation address. It names its host only
+/// while a handle (strong or weak) to it is held; whoever stores a key keeps one beside it.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use turnkit_core::{Harness, HostKey};
+/// # fn check(host: &Arc<dyn Harness>) {
+/// assert_eq!(HostKey::of(host), HostKey::of_weak(&Arc::downgrade(host)));
+/// # }
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HostKey(usize);
+
+impl HostKey {
+    /// The key of `host`.
+    pub fn of(host: &Arc<dyn Harness>) -> Self {
+        Self(Arc::as_ptr(host).cast::<()>() as usize)
+    }
+
+    /// The key of the host `host` points at (alive or not).
+    pub fn of_weak(host: &std::sync::Weak<dyn Harness>) -> Self {
+        Self(host.as_ptr().cast::<()>() as usize)
+    }
+}
+
+impl std::fmt::Debug for HostKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "HostKey({:#x})", self.0)
+    }
 }
 
 #[derive(Default)]

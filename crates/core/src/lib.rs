@@ -13,6 +13,7 @@ mod projection;
 mod prompt;
 mod registration;
 mod registry;
+mod services;
 mod session;
 mod store;
 mod sync;
@@ -22,13 +23,13 @@ mod tool;
 mod validate;
 
 pub use agent::{
-    Agent, AgentError, AgentEvent, AgentHandle, AgentListener, AgentStatus, Busy, DisposeHook,
-    HookId, MaintenanceGuard, same_agent,
+    Agent, AgentError, AgentEvent, AgentHandle, AgentKey, AgentListener, AgentStatus, Busy,
+    DisposeHook, HookId, MaintenanceGuard, same_agent,
 };
 pub use config::{ConfigError, PluginConfig, decode_config};
 pub use event::{RawEvent, SessionEvent, SessionHeader};
 pub use formats::null_as_absent;
-pub use harness::{AgentDirectory, Harness, LifecycleEvent, LifecycleListener};
+pub use harness::{AgentDirectory, Harness, HostKey, LifecycleEvent, LifecycleListener};
 pub use hooked::{HookedSession, SessionHooks};
 pub use ids::{AgentId, ScopeKey, SessionId};
 pub use json::JsonText;
@@ -41,6 +42,7 @@ pub use registration::Registration;
 pub use registry::{
     ABORTED_MESSAGE, RegisterError, RegistrationScope, ToolRegistry, current_tool_call_id,
 };
+pub use services::Services;
 pub use session::{AppendError, PersistenceError, Session};
 pub use store::{
     BackendError, BackendKind, BatchIndex, IndexChange, IndexUpdate, JsonlStore, MemoryStore,
@@ -55,7 +57,10 @@ pub use time::{
     Clock, ClockError, SystemClock, epoch_millis, format_instant, parse_canonical_millis,
     truncate_to_millis,
 };
-pub use tool::{Tool, ToolAnnotations, ToolCall, ToolDefinition, ToolError, ToolOutput};
+pub use tool::{
+    Tool, ToolAnnotations, ToolCall, ToolDefinition, ToolError, ToolOutput, acknowledge,
+    unsaved_message,
+};
 pub use validate::{InvalidArguments, decode_arguments, validate_arguments};
 
 /// Implementation details of exported macros; not part of the API.

@@ -132,6 +132,25 @@ impl ToolOutput {
         }
     }
 
+    /// The answer to a call whose events could not be made durable (spec decision 21, "A
+    /// reply is an acknowledgement"): an error whose first block is `Error: ` and
+    /// [`unsaved_message`] of `why`, followed by the tool's own content blocks (so the model
+    /// still learns what was done, a started job's id say). `is_error: true`, value `null`.
+    /// The words are the same on every store; only `why` (the store's error) differs.
+    #[must_use]
+    pub fn unsaved(self, why: &crate::PersistenceError) -> Self {
+        let mut content = vec![ContentBlock::text(format!(
+            "Error: {}",
+            unsaved_message(why)
+        ))];
+        content.extend(self.content);
+        Self {
+            value: Value::Null,
+            content,
+            is_error: true,
+        }
+    }
+
     /// The content joined with `\n`.
     pub fn text(&self) -> String {
         join_text(&self.content)
@@ -182,5 +201,40 @@ pub trait Tool: Send + Sync {
 impl From<InvalidArguments> for ToolError {
     fn from(error: InvalidArguments) -> Self {
         ToolError::Message(error.0)
+    }
+}
+
+/// The stable text of an answer whose change may not be saved (spec decision 21):
+/// `the change may not be saved: <why>; it stays pending and is written by the next save
+/// that succeeds`.
+pub fn unsaved_message(why: &crate::PersistenceError) -> String {
+    format!(
+        "the change may not be saved: {why}; it stays pending and is written by the next save \
+         that succeeds"
+    )
+}
+
+/// The durability barrier of one answered tool call (spec decision 21): flushes `session`
+/// when the call appended (its length grew past `len_before`, the length read before the
+/// call ran) and turns a successful `output` into [`ToolOutput::unsaved`] when that flush
+/// fails. An error output stays as it is (its tool already said what it knows, e.g.
+/// schedule's `persistence_uncertain`); a call that appended nothing is not flushed.
+///
+/// # Errors
+/// [`crate::PersistenceError::Fenced`] is returned as is, for the host to stop the
+/// session (docs/event-log.md, "Write ownership").
+pub async fn acknowledge(
+    session: &dyn crate::Session,
+    len_before: u64,
+    output: ToolOutput,
+) -> Result<ToolOutput, crate::PersistenceError> {
+    if session.len() <= len_before {
+        return Ok(output);
+    }
+    match session.flush().await {
+        Ok(()) => Ok(output),
+        Err(error @ crate::PersistenceError::Fenced(_)) => Err(error),
+        Err(_) if output.is_error => Ok(output),
+        Err(error) => Ok(output.unsaved(&error)),
     }
 }

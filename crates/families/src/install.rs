@@ -80,19 +80,18 @@ impl Families {
             .and_then(|c| turnkit_todo::install(harness, c))?;
         let jobs = turnkit_jobs_local::JobsConfig::from_json(config.family(Family::Jobs))
             .and_then(|c| turnkit_jobs_local::install(harness, c))?;
-        let registry = jobs.registry();
         let tool_jobs =
             turnkit_tool_jobs::ToolJobsConfig::from_json(config.family(Family::ToolJobs))
-                .and_then(|c| turnkit_tool_jobs::install(harness, registry.clone(), c))?;
+                .and_then(|c| turnkit_tool_jobs::install(harness, c))?;
         let schedule = turnkit_schedule::ScheduleConfig::from_json(config.family(Family::Schedule))
             .and_then(|c| turnkit_schedule::install(harness, c))?;
         let bash = turnkit_bash::BashConfig::from_json(config.family(Family::Bash))
-            .and_then(|c| turnkit_bash::install(harness, Some(registry.clone()), c))?;
+            .and_then(|c| turnkit_bash::install(harness, c))?;
         let terminal = match &config.terminal {
             None => None,
             Some(_) => Some(
                 turnkit_terminal::TerminalConfig::from_json(config.family(Family::Terminal))
-                    .and_then(|c| turnkit_terminal::install(harness, Some(registry.clone()), c))?,
+                    .and_then(|c| turnkit_terminal::install(harness, c))?,
             ),
         };
         let subagent = match children {
@@ -100,13 +99,12 @@ impl Families {
             Some(children) => Some(
                 turnkit_subagent::SubagentConfig::from_json(config.family(Family::Subagent))
                     .and_then(|c| {
-                        turnkit_subagent::install(
+                        harness.services().insert(turnkit_subagent::ChildHost::new(
                             &children.kit,
                             children.store,
-                            registry,
                             children.model,
-                            c,
-                        )
+                        ));
+                        turnkit_subagent::install(harness, c)
                     })?,
             ),
         };

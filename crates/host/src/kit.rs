@@ -6,9 +6,10 @@ use std::sync::{Arc, Weak};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use turnkit_core::{
-    Agent, AgentDirectory, AgentId, Clock, Harness, LifecycleListener, Projection, ProjectionSet,
-    ProjectionView, PromptSection, PromptSections, RegisterError, Registration, RegistrationScope,
-    Session, SessionId, Tool, ToolDefinition, ToolOutput, ToolRegistry,
+    Agent, AgentDirectory, AgentId, Clock, Harness, LifecycleListener, PersistenceError,
+    Projection, ProjectionSet, ProjectionView, PromptSection, PromptSections, RegisterError,
+    Registration, RegistrationScope, Services, Session, SessionId, Tool, ToolDefinition,
+    ToolOutput, ToolRegistry,
 };
 
 use crate::agent::{LoopAgent, TurnObserver};
@@ -21,7 +22,8 @@ use crate::agent::{LoopAgent, TurnObserver};
 /// * projections in a [`ProjectionSet`] that folds each published agent's session by reading
 ///   the log suffix it has not folded yet (`raw_events_after`) whenever a view is read, so
 ///   the host's sessions need no wrapper: [`HostKit::view`] is always current;
-/// * live agents in an [`AgentDirectory`] with its lifecycle broadcast and generation.
+/// * live agents in an [`AgentDirectory`] with its lifecycle broadcast and generation;
+/// * the services plugins provide each other in a [`Services`] slot map.
 ///
 /// Publish agents with [`HostKit::publish`] (any [`Agent`]) or [`HostKit::start_agent`] (a
 /// [`LoopAgent`] that leaves the directory when disposed).
@@ -31,6 +33,7 @@ pub struct HostKit {
     projections: ProjectionSet,
     prompts: PromptSections,
     directory: AgentDirectory,
+    services: Services,
 }
 
 impl std::fmt::Debug for HostKit {
@@ -50,6 +53,7 @@ impl HostKit {
             projections: ProjectionSet::new(),
             prompts: PromptSections::new(),
             directory: AgentDirectory::new(),
+            services: Services::new(),
         }
     }
 
@@ -114,6 +118,32 @@ impl HostKit {
         cancel: CancellationToken,
     ) -> ToolOutput {
         self.tools.execute(name, arguments, caller, cancel).await
+    }
+
+    /// Answers a model's tool call (spec decision 21, "A reply is an acknowledgement"):
+    /// [`HostKit::call`], then, when the call appended to the caller's session, that
+    /// session's flush before the answer is returned ([`turnkit_core::acknowledge`]). A
+    /// failed flush turns a successful result into `Error: the change may not be saved: …`
+    /// ([`turnkit_core::unsaved_message`]); the events stay pending in the session for its
+    /// next flush.
+    ///
+    /// # Errors
+    /// [`PersistenceError::Fenced`] when the store gave the session to another host: the
+    /// host must stop the session's agents and jobs.
+    pub async fn answer(
+        &self,
+        name: &str,
+        arguments: Value,
+        caller: Option<Arc<dyn Agent>>,
+        cancel: CancellationToken,
+    ) -> Result<ToolOutput, PersistenceError> {
+        let session = caller.as_ref().map(|agent| agent.session());
+        let before = session.as_ref().map_or(0, |s| s.len());
+        let output = self.call(name, arguments, caller, cancel).await;
+        match session {
+            Some(session) => turnkit_core::acknowledge(session.as_ref(), before, output).await,
+            None => Ok(output),
+        }
     }
 
     /// The tools `agent` may call, in registration order (what the model is offered).
@@ -183,5 +213,9 @@ impl Harness for HostKit {
 
     fn clock(&self) -> Arc<dyn Clock> {
         self.clock.clone()
+    }
+
+    fn services(&self) -> &Services {
+        &self.services
     }
 }

@@ -1,31 +1,20 @@
 //! [`install`]: the plugin entry point, one call that registers the family with a host.
 
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::Arc;
 
-use turnkit_core::{ConfigError, Harness, LifecycleEvent, RegisterError, Registration, lock};
+use turnkit_core::{ConfigError, Harness, LifecycleEvent, RegisterError, Registration};
 use turnkit_jobs::JobRegistry;
 
 use crate::{HarnessAgents, JobsConfig, LocalJobRegistry};
 
-/// The hosts that currently have a job registry installed (one registry per host context,
-/// todo-jobs §3.2 / C-033). A weak entry pins the host's address, so it cannot be reused
-/// while the entry exists.
-fn providers() -> &'static Mutex<Vec<Weak<dyn Harness>>> {
-    static PROVIDERS: OnceLock<Mutex<Vec<Weak<dyn Harness>>>> = OnceLock::new();
-    PROVIDERS.get_or_init(|| Mutex::new(Vec::new()))
-}
-
-fn same_host(a: &Weak<dyn Harness>, b: &Weak<dyn Harness>) -> bool {
-    std::ptr::addr_eq(a.as_ptr(), b.as_ptr())
-}
-
 /// The installed registry. Owns it: [`Installed::dispose`] (or dropping, which starts the
-/// same disposal on the current tokio runtime) tears it down (§4.9) and frees the host's
-/// registry slot.
+/// same disposal on the current tokio runtime) tears it down (§4.9); dropping it also frees
+/// the host's registry slot ([`Harness::services`]).
 #[must_use = "dropping Installed disposes the job registry at once"]
 pub struct Installed {
     registry: LocalJobRegistry,
-    host: Weak<dyn Harness>,
+    /// The registry's entry in the host's service slot, removed on drop.
+    slot: Registration,
     /// With the journal on: the subscription that reads each published agent's journal.
     lifecycle: Option<Registration>,
 }
@@ -60,7 +49,7 @@ impl Installed {
 
 impl Drop for Installed {
     fn drop(&mut self) {
-        lock(providers()).retain(|h| !same_host(h, &self.host));
+        self.slot.unregister();
         if !self.registry.is_disposed()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
@@ -74,30 +63,34 @@ impl Drop for Installed {
 /// creates a [`LocalJobRegistry`] that stamps times and measures waits with the host's clock
 /// and checks owners against the host's live agents (held weakly). With `journal: true` it
 /// also subscribes to the host's agent lifecycle and calls
-/// [`LocalJobRegistry::session_opened`] for every agent published.
+/// [`LocalJobRegistry::session_opened`] for every agent published. The registry is provided
+/// in the host's service slot as an `Arc<dyn JobRegistry>` (one registry per host context,
+/// todo-jobs §3.2 / C-033): the families that start jobs find it there.
 ///
 /// # Errors
 /// [`ConfigError::Invalid`] for a bad configuration (see [`JobsConfig::limits`]);
 /// [`ConfigError::Register`] with `RegisterError::Conflict("service \"jobs\" is already
-/// registered")` when this host already has a registry installed (C-033).
+/// registered")` when this host's service slot already holds an `Arc<dyn JobRegistry>`
+/// (C-033).
 pub fn install(harness: &Arc<dyn Harness>, config: JobsConfig) -> Result<Installed, ConfigError> {
     let limits = config.limits()?;
-    let host = Arc::downgrade(harness);
-    {
-        let mut providers = lock(providers());
-        providers.retain(|h| h.strong_count() > 0);
-        if providers.iter().any(|h| same_host(h, &host)) {
-            return Err(ConfigError::Register(RegisterError::Conflict(
-                "service \"jobs\" is already registered".to_owned(),
-            )));
-        }
-        providers.push(host.clone());
+    let conflict = || {
+        ConfigError::Register(RegisterError::Conflict(
+            "service \"jobs\" is already registered".to_owned(),
+        ))
+    };
+    if harness.services().contains::<Arc<dyn JobRegistry>>() {
+        return Err(conflict());
     }
     let registry = LocalJobRegistry::new(
         limits,
         harness.clock(),
         Some(Arc::new(HarnessAgents::new(harness))),
     );
+    let slot = harness
+        .services()
+        .provide::<Arc<dyn JobRegistry>>(Arc::new(registry.clone()))
+        .map_err(|_| conflict())?;
     let lifecycle = registry.limits().journal.then(|| {
         let weak = registry.downgrade();
         harness.subscribe_agents(Arc::new(move |event: &LifecycleEvent| {
@@ -110,7 +103,7 @@ pub fn install(harness: &Arc<dyn Harness>, config: JobsConfig) -> Result<Install
     });
     Ok(Installed {
         registry,
-        host,
+        slot,
         lifecycle,
     })
 }

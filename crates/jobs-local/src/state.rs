@@ -7,7 +7,9 @@ use std::sync::{Arc, Mutex};
 
 use futures::channel::oneshot;
 use tokio_util::sync::CancellationToken;
-use turnkit_core::{Agent, AgentId, HookId, Registered, RegistrationScope, ScopeKey, SessionId};
+use turnkit_core::{
+    Agent, AgentId, AgentKey, HookId, Registered, RegistrationScope, ScopeKey, SessionId,
+};
 use turnkit_jobs::{
     BoxError, CancelHook, JobDoneListener, JobError, JobId, JobKind, JobLabel, JobProgress,
     JobSnapshot, JobStatus, JobsChangedListener, JobsLostListener, ReadOutputHook,
@@ -29,12 +31,12 @@ pub(crate) enum Cancel {
 /// numbers, pointer identities) or host-provided (agent ids, kinds).
 pub(crate) type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
-/// The identity of an exact agent instance (its allocation address). Stable while any `Arc`
-/// to it is held, and the registry holds one wherever a key is stored.
-pub(crate) type OwnerKey = usize;
+/// The identity of an exact agent instance ([`AgentKey`]). It names its agent while any
+/// handle to it is held, and the registry holds an `Arc` wherever a key is stored.
+pub(crate) type OwnerKey = AgentKey;
 
 pub(crate) fn owner_key(agent: &Arc<dyn Agent>) -> OwnerKey {
-    Arc::as_ptr(agent).cast::<()>() as usize
+    AgentKey::of(agent)
 }
 
 /// A stream job's reader and history, locked on its own so `read_output` runs without the

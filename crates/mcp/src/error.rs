@@ -20,6 +20,10 @@ pub enum ServeError {
     /// The session log holds `mcp/*` events that do not decode strictly.
     #[error(transparent)]
     Log(#[from] InboxLogError),
+    /// The server was asked to run where it can never work: a `bash.cwd` that is not an
+    /// existing folder, a session folder it cannot write. The message names the path.
+    #[error("{0}")]
+    Unusable(String),
     /// Called outside a tokio runtime.
     #[error("the MCP server runs on a tokio runtime: call it inside one")]
     NoRuntime,

@@ -4,7 +4,9 @@
 //! A message a plugin hands to the agent (a followup or an injected message) is appended as
 //! `mcp/queued` at once; its seq is its delivery id. A tool result that carries it is recorded
 //! as `mcp/claimed` when the response is written. Replaying both types gives the messages
-//! still owed to the model, in order, so a restart neither repeats nor loses one.
+//! still owed to the model, in order: a clean restart delivers each once, and a crash after a
+//! response was written but before its claim was durable delivers those messages again (at
+//! least once, as `docs/event-log.md` says).
 
 use std::sync::{Arc, Mutex};
 

@@ -3,6 +3,7 @@
 mod error;
 mod host;
 mod inbox;
+mod lines;
 mod serve;
 mod server;
 mod session;
@@ -11,6 +12,6 @@ mod transport;
 pub use error::ServeError;
 pub use inbox::{CLAIMED_EVENT, InboxLogError, QUEUED_EVENT};
 pub use serve::{ServeOptions, serve, serve_stdio};
-pub use server::ResultShape;
-pub use session::{INBOX_URI, SessionHost, SessionOptions};
+pub use server::{OWED_FIELD, ResultShape};
+pub use session::{INBOX_URI, MCP_DELIVERY, MCP_NOTICES, SessionHost, SessionOptions};
 pub use turnkit_families::FamiliesConfig;

@@ -4,12 +4,12 @@ use std::sync::{Arc, Mutex};
 
 use rmcp::ServiceExt;
 use rmcp::service::{Peer, RoleServer};
-use rmcp::transport::async_rw::AsyncRwTransport;
 use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::lines::Lines;
 use crate::server::{Reservations, Server};
 use crate::session::{Change, SessionHost};
 use crate::transport::Gate;
@@ -63,11 +63,7 @@ where
         subscribed: Arc::new(Mutex::new(Default::default())),
         log_level: Arc::default(),
     };
-    let transport = Gate::new(
-        AsyncRwTransport::new_server(read, write),
-        host.clone(),
-        reservations,
-    );
+    let transport = Gate::new(Lines::new(read, write), host.clone(), reservations);
     let changes = host.take_changes();
     let result = match server.clone().serve(transport).await {
         Ok(running) => {

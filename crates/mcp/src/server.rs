@@ -29,9 +29,17 @@ pub enum ResultShape {
     #[default]
     Text,
     /// Text content plus `structuredContent` (a non-object value is wrapped as
-    /// `{"value": …}`), and the tools' output schemas (wrapped the same way).
+    /// `{"value": …}`), and the tools' output schemas (wrapped the same way). Clients show
+    /// the model only `structuredContent` when a result has it, so the messages owed to the
+    /// result (notices and reminders) are also in its [`OWED_FIELD`] field, and every output
+    /// schema declares that field.
     Structured,
 }
+
+/// The `structuredContent` field of a structured result that carries the notices and
+/// reminders owed to it: `[{"source": {…}, "text": "…"}]`, in queue order, present only when
+/// something was owed. The same messages are text blocks after the tool's own content.
+pub const OWED_FIELD: &str = "harnessMessages";
 
 /// How often a waiting `job_output` reports progress.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
@@ -97,6 +105,29 @@ fn wrap_value(value: &Value) -> Value {
     }
 }
 
+/// An output schema with the optional [`OWED_FIELD`] declared.
+fn with_owed_field(mut schema: Value) -> Value {
+    if let Some(properties) = schema
+        .as_object_mut()
+        .map(|o| o.entry("properties").or_insert_with(|| json!({})))
+        .and_then(Value::as_object_mut)
+    {
+        properties.insert(
+            OWED_FIELD.to_owned(),
+            json!({
+                "type": "array",
+                "description": "Notices and reminders delivered with this result, in order.",
+                "items": {
+                    "type": "object",
+                    "properties": {"source": {"type": "object"}, "text": {"type": "string"}},
+                    "required": ["source", "text"],
+                },
+            }),
+        );
+    }
+    schema
+}
+
 /// The MCP tool of a definition: name, description, input schema and annotations exactly
 /// as in the catalog; the output schema only in the structured shape.
 pub(crate) fn tool_json(definition: &ToolDefinition, shape: ResultShape) -> Value {
@@ -108,7 +139,7 @@ pub(crate) fn tool_json(definition: &ToolDefinition, shape: ResultShape) -> Valu
     if shape == ResultShape::Structured
         && let Some(schema) = &definition.output_schema
     {
-        tool["outputSchema"] = wrap_schema(schema);
+        tool["outputSchema"] = with_owed_field(wrap_schema(schema));
     }
     if let Some(annotations) = &definition.annotations {
         tool["annotations"] = json!(annotations);
@@ -116,8 +147,9 @@ pub(crate) fn tool_json(definition: &ToolDefinition, shape: ResultShape) -> Valu
     tool
 }
 
-/// The MCP result of a tool output.
-pub(crate) fn result_json(output: &ToolOutput, shape: ResultShape) -> Value {
+/// The MCP result of a tool output whose content already ends with the `owed` messages'
+/// blocks; in the structured shape `owed` is also the [`OWED_FIELD`] of `structuredContent`.
+pub(crate) fn result_json(output: &ToolOutput, shape: ResultShape, owed: &[Value]) -> Value {
     let content: Vec<Value> = output
         .content
         .iter()
@@ -125,7 +157,11 @@ pub(crate) fn result_json(output: &ToolOutput, shape: ResultShape) -> Value {
         .collect();
     let mut result = json!({"content": content, "isError": output.is_error});
     if shape == ResultShape::Structured && !output.is_error {
-        result["structuredContent"] = wrap_value(&output.value);
+        let mut structured = wrap_value(&output.value);
+        if !owed.is_empty() {
+            structured[OWED_FIELD] = Value::Array(owed.to_vec());
+        }
+        result["structuredContent"] = structured;
     }
     result
 }
@@ -215,16 +251,19 @@ impl Server {
             }
             _ => call.await,
         };
-        let result =
-            match decode::<rmcp::model::CallToolResult>(result_json(&answer.output, self.shape)) {
-                Ok(result) => result,
-                Err(error) => {
-                    if let Some(reservation) = answer.reservation {
-                        self.host.release(reservation);
-                    }
-                    return Err(error);
+        let result = match decode::<rmcp::model::CallToolResult>(result_json(
+            &answer.output,
+            self.shape,
+            &answer.owed,
+        )) {
+            Ok(result) => result,
+            Err(error) => {
+                if let Some(reservation) = answer.reservation {
+                    self.host.release(reservation);
                 }
-            };
+                return Err(error);
+            }
+        };
         if let Some(reservation) = answer.reservation {
             if context.ct.is_cancelled() {
                 self.host.release(reservation);
@@ -395,8 +434,42 @@ impl ServerHandler for Server {
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        Err(method_not_found(&request.method))
+        Err(custom_request_error(&request))
     }
+}
+
+/// The answer to a request the SDK could not decode as one it knows: -32602 for a method
+/// this server serves (its params did not decode; the message names the method and the
+/// decoding error), -32601 for any other method.
+#[expect(
+    deprecated,
+    reason = "logging/setLevel is served to clients of the initialize handshake"
+)]
+pub(crate) fn custom_request_error(request: &CustomRequest) -> ErrorData {
+    fn check<T: DeserializeOwned>(request: &CustomRequest) -> Option<String> {
+        match request.params_as::<T>() {
+            Ok(_) => None,
+            Err(error) => Some(error.to_string()),
+        }
+    }
+    let why = match request.method.as_str() {
+        "tools/call" => check::<CallToolRequestParams>(request),
+        "resources/read" => check::<ReadResourceRequestParams>(request),
+        "resources/subscribe" => check::<SubscribeRequestParams>(request),
+        "resources/unsubscribe" => check::<UnsubscribeRequestParams>(request),
+        "logging/setLevel" => check::<rmcp::model::SetLevelRequestParams>(request),
+        "initialize" => check::<rmcp::model::InitializeRequestParams>(request),
+        "tools/list" | "resources/list" | "resources/templates/list" => {
+            check::<PaginatedRequestParams>(request)
+        }
+        "ping" => None,
+        _ => return method_not_found(&request.method),
+    };
+    let why = why.unwrap_or_else(|| "the params do not match the method".to_owned());
+    ErrorData::invalid_params(
+        format!("Invalid params for {}: {why}", request.method),
+        None,
+    )
 }
 
 /// JSON-RPC -32601 for `method`.

@@ -25,6 +25,61 @@ use turnkit_families::{ChangedBy, Families, FamiliesConfig, ResourceContext};
 /// resource; the families declare theirs: `turnkit_families::resources`).
 pub const INBOX_URI: &str = "harness://inbox";
 
+/// The tool-jobs prompt section's sentence about notices, true of a host with a turn loop.
+const IN_SESSION_NOTICES: &str = "You are notified in-session when a job finishes";
+
+/// What replaces it in the server's instructions.
+pub const MCP_NOTICES: &str = "You are told when a job finishes in the result of a later tool call";
+
+/// The paragraph that ends the server's instructions: how notices and reminders reach the
+/// model over MCP.
+pub const MCP_DELIVERY: &str = "Over this MCP server nothing reaches you between tool calls: \
+    a finished background job's notice and a due reminder are added, once, to the result of \
+    your next tool call of this session (after that tool's own output). If a result says the \
+    change may not be saved, the change is not yet durable: do not rely on it surviving a \
+    restart.";
+
+/// Refuses a `bash.cwd` that is not an existing folder: every `bash` call would fail.
+fn check_cwd(configs: &FamiliesConfig) -> Result<(), ServeError> {
+    let Some(cwd) = configs
+        .bash
+        .as_ref()
+        .and_then(|bash| bash.get("cwd"))
+        .and_then(Value::as_str)
+    else {
+        return Ok(());
+    };
+    match std::fs::metadata(cwd) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(ServeError::Unusable(format!(
+            "bash.cwd {cwd} is not a folder"
+        ))),
+        Err(error) => Err(ServeError::Unusable(format!(
+            "bash.cwd {cwd} is not a folder: {error}"
+        ))),
+    }
+}
+
+/// Refuses a session folder this process cannot create files in: no session could be saved.
+fn check_writable(dir: &std::path::Path) -> Result<(), ServeError> {
+    let probe = dir.join(format!(".harness-write-check-{}", std::process::id()));
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&probe);
+    match created {
+        Ok(file) => {
+            drop(file);
+            let _ = std::fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(error) => Err(ServeError::Unusable(format!(
+            "the session folder {} is not writable: {error}",
+            dir.display()
+        ))),
+    }
+}
+
 /// How to open the served session.
 #[derive(Clone, Debug)]
 pub struct SessionOptions {
@@ -52,6 +107,8 @@ pub(crate) enum Change {
 #[derive(Debug)]
 pub(crate) struct Answer {
     pub(crate) output: ToolOutput,
+    /// The owed messages appended to the output, each `{"source", "text"}`.
+    pub(crate) owed: Vec<Value>,
     pub(crate) reservation: Option<u64>,
 }
 
@@ -99,10 +156,14 @@ impl SessionHost {
     /// # Errors
     /// [`ServeError::NoRuntime`] outside a tokio runtime, [`ServeError::Store`] when the
     /// store refuses (an invalid id, a malformed file, I/O), [`ServeError::Log`] for a
-    /// corrupt `mcp/*` event, [`ServeError::Config`] when a family refuses its configuration.
+    /// corrupt `mcp/*` event, [`ServeError::Config`] when a family refuses its configuration,
+    /// [`ServeError::Unusable`] for a `bash.cwd` that is not a folder (`bash.cwd /nope is not
+    /// a folder: No such file or directory (os error 2)`) or a session folder that cannot be
+    /// written (`the session folder /srv is not writable: …`).
     pub fn open(options: &SessionOptions) -> Result<Arc<Self>, ServeError> {
         tokio::runtime::Handle::try_current().map_err(|_| ServeError::NoRuntime)?;
         let store = JsonlStore::new(&options.dir, Arc::new(SystemClock))?;
+        check_writable(&options.dir)?;
         Self::open_in(&store, options)
     }
 
@@ -118,6 +179,7 @@ impl SessionHost {
         options: &SessionOptions,
     ) -> Result<Arc<Self>, ServeError> {
         tokio::runtime::Handle::try_current().map_err(|_| ServeError::NoRuntime)?;
+        check_cwd(&options.configs)?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let (stored, created) = match &options.session {
             Some(id) => {
@@ -206,10 +268,14 @@ impl SessionHost {
         self.host.tool_definitions(self.agent.as_ref())
     }
 
-    /// The system-prompt sections of the installed families, rendered in order.
+    /// The server's instructions: the system-prompt sections of the installed families,
+    /// rendered in order, with the tool-jobs claim of in-session notices replaced by what an
+    /// MCP client gets ([`MCP_NOTICES`]), then [`MCP_DELIVERY`].
     pub fn instructions(&self) -> String {
         let chain = self.agent.scope_chain();
-        self.host.prompts().render(Some(&chain))
+        let sections = self.host.prompts().render(Some(&chain));
+        let sections = sections.replace(IN_SESSION_NOTICES, MCP_NOTICES);
+        format!("{sections}\n\n{MCP_DELIVERY}")
     }
 
     pub(crate) fn take_changes(&self) -> Option<mpsc::UnboundedReceiver<Change>> {
@@ -225,9 +291,11 @@ impl SessionHost {
         self.host.tools().find(name, Some(&chain)).is_some()
     }
 
-    /// Runs tool `name` for the session's agent and makes its effects durable. Owed messages
-    /// are appended to the result (one text block each, in order) and reserved; unless
-    /// `cancel` fired, in which case nothing is attached (the result will not be sent).
+    /// Runs tool `name` for the session's agent and makes its effects durable before the
+    /// answer is given ([`turnkit_core::acknowledge`]: a failed flush answers `Error: the
+    /// change may not be saved: …`, the events staying pending). Owed messages are appended
+    /// to the result (one text block each, in order) and reserved; unless `cancel` fired, in
+    /// which case nothing is attached (the result will not be sent).
     pub(crate) async fn answer(
         &self,
         name: &str,
@@ -237,40 +305,50 @@ impl SessionHost {
         if let Some(fenced) = self.fenced.get() {
             return Answer {
                 output: ToolOutput::error(fenced),
+                owed: Vec::new(),
                 reservation: None,
             };
         }
         let caller: Arc<dyn Agent> = self.agent.clone();
-        let mut output = self
+        let before = self.session.len();
+        let output = self
             .host
             .tools()
             .execute(name, arguments, Some(caller), cancel.clone())
             .await;
-        match self.session.flush().await {
-            Ok(()) => {}
-            Err(error @ PersistenceError::Fenced(_)) => {
-                self.fence(&error).await;
-                return Answer {
-                    output: ToolOutput::error(error),
-                    reservation: None,
-                };
-            }
-            Err(error) => {
-                tracing::warn!("mcp: could not flush the session after {name}: {error}");
-            }
+        let failed = output.is_error;
+        // A reply is an acknowledgement: what the call appended is durable before the answer
+        // is given, or the answer says the change may not be saved.
+        let mut output =
+            match turnkit_core::acknowledge(self.session.as_ref(), before, output).await {
+                Ok(output) => output,
+                Err(error) => {
+                    self.fence(&error).await;
+                    return Answer {
+                        output: ToolOutput::error(error),
+                        owed: Vec::new(),
+                        reservation: None,
+                    };
+                }
+            };
+        if output.is_error && !failed {
+            tracing::warn!("mcp: {name}: {}", output.content[0].as_text());
         }
         if cancel.is_cancelled() {
             return Answer {
                 output,
+                owed: Vec::new(),
                 reservation: None,
             };
         }
-        let reservation = self.inbox.reserve().map(|(key, owed)| {
-            append_owed(&mut output, &owed);
+        let mut owed = Vec::new();
+        let reservation = self.inbox.reserve().map(|(key, pending)| {
+            owed = append_owed(&mut output, &pending);
             key
         });
         Answer {
             output,
+            owed,
             reservation,
         }
     }
@@ -406,12 +484,15 @@ impl SessionHost {
     }
 }
 
-fn append_owed(output: &mut ToolOutput, owed: &[Pending]) {
-    for pending in owed {
-        output
-            .content
-            .push(ContentBlock::text(pending.message.joined_text()));
-    }
+/// Appends each owed message as a text block; returns them as `{"source", "text"}`.
+fn append_owed(output: &mut ToolOutput, owed: &[Pending]) -> Vec<Value> {
+    owed.iter()
+        .map(|pending| {
+            let text = pending.message.joined_text();
+            output.content.push(ContentBlock::text(text.clone()));
+            serde_json::json!({"source": pending.message.source, "text": text})
+        })
+        .collect()
 }
 
 /// `configs` with the job journal on unless `jobs.journal` says otherwise: served jobs survive

@@ -1,6 +1,6 @@
 //! [`Gate`]: the transport wrapper that answers unknown methods sent before `initialize` with
-//! JSON-RPC -32601, and commits the owed messages a response carries once the response has
-//! been written.
+//! JSON-RPC -32601 (-32602 for a method this server serves whose params do not decode), and
+//! commits the owed messages a response carries once the response has been written.
 
 use std::sync::Arc;
 
@@ -9,7 +9,7 @@ use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJso
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 
-use crate::server::{Reservations, id_key, method_not_found};
+use crate::server::{Reservations, custom_request_error, id_key};
 use crate::session::SessionHost;
 
 /// Wraps the byte transport of one connection.
@@ -83,7 +83,7 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Gate<T> {
                     }
                     ClientRequest::CustomRequest(custom) => {
                         let error = ServerJsonRpcMessage::error(
-                            method_not_found(&custom.method),
+                            custom_request_error(custom),
                             Some(request.id.clone()),
                         );
                         if self.inner.send(error).await.is_err() {

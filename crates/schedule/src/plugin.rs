@@ -10,8 +10,8 @@ use futures::FutureExt;
 use serde::Deserialize;
 use serde_json::Value;
 use turnkit_core::{
-    Agent, AgentEvent, AgentStatus, ConfigError, Harness, HookId, LifecycleEvent, PluginConfig,
-    Registration, lock,
+    Agent, AgentEvent, AgentKey, AgentStatus, ConfigError, Harness, HookId, LifecycleEvent,
+    PluginConfig, Registration, lock,
 };
 
 use crate::PLUGIN_NAME;
@@ -63,12 +63,12 @@ struct PluginInner {
     harness: Weak<dyn Harness>,
     handle: tokio::runtime::Handle,
     stopping: AtomicBool,
-    adopted: Mutex<HashMap<usize, Adopted>>,
+    adopted: Mutex<HashMap<AgentKey, Adopted>>,
 }
 
-/// The adoption key: the agent's identity ([`turnkit_core::same_agent`]'s address).
-fn key_of(agent: &Arc<dyn Agent>) -> usize {
-    turnkit_core::AgentHandle::address(agent) as usize
+/// The adoption key: the agent's identity (an [`Adopted`] entry holds the agent).
+fn key_of(agent: &Arc<dyn Agent>) -> AgentKey {
+    AgentKey::of(agent)
 }
 
 impl PluginInner {

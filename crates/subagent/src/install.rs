@@ -1,6 +1,6 @@
 //! [`install`]: loads the subagent plugin into a host.
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use turnkit_core::{
     ConfigError, Harness, PluginConfig, Registration, RegistrationScope, SessionStore,
@@ -9,6 +9,39 @@ use turnkit_host::HostKit;
 use turnkit_jobs::JobRegistry;
 
 use crate::{AgentTool, ChildModel, SubagentConfig, Subagents};
+
+/// What the subagent family needs from its host besides the job registry, found by
+/// [`install`] in the host's service slot ([`Harness::services`]): the [`HostKit`] children
+/// are published in (held weakly, so the slot never keeps its own host alive), the store
+/// their sessions are created in, and the model that runs their steps. The host inserts it
+/// before installing: `kit.services().insert(ChildHost::new(&kit, store, model))`.
+#[derive(Clone)]
+pub struct ChildHost {
+    kit: Weak<HostKit>,
+    store: Arc<dyn SessionStore>,
+    model: Arc<dyn ChildModel>,
+}
+
+impl ChildHost {
+    /// Children of `kit`, with sessions in `store`, run by `model`.
+    pub fn new(
+        kit: &Arc<HostKit>,
+        store: Arc<dyn SessionStore>,
+        model: Arc<dyn ChildModel>,
+    ) -> Self {
+        Self {
+            kit: Arc::downgrade(kit),
+            store,
+            model,
+        }
+    }
+}
+
+impl std::fmt::Debug for ChildHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildHost").finish_non_exhaustive()
+    }
+}
 
 /// What [`install`] registered; unloads when dropped or on [`Installed::dispose`].
 #[must_use = "dropping Installed unregisters the agent tool at once"]
@@ -39,25 +72,41 @@ impl Installed {
     }
 }
 
-/// Loads the subagent plugin: validates `config` and registers the `agent` tool globally in
-/// `kit`. Children are published in `kit` (so tool routing, todo ownership and schedule's
-/// roots-only rule apply to them), their sessions are created in `store`, their jobs are
-/// registered in `jobs` (normally turnkit-jobs-local's registry, with turnkit-tool-jobs
-/// installed for `job_output` / `job_kill` and the notices), and `model` runs their steps.
+/// Loads the subagent plugin: validates `config` and registers the `agent` tool globally on
+/// `harness`. Children are published in the [`ChildHost`]'s kit (so tool routing, todo
+/// ownership and schedule's roots-only rule apply to them), their sessions are created in
+/// its store, their jobs are registered in the host's job registry (the
+/// `Arc<dyn JobRegistry>` in the service slot: turnkit-jobs-local's, with turnkit-tool-jobs
+/// installed for `job_output` / `job_kill` and the notices), and its model runs their steps.
 ///
 /// # Errors
-/// [`ConfigError::Invalid`] from [`SubagentConfig::validate`]; [`ConfigError::Register`]
-/// when an `agent` tool is already registered.
+/// [`ConfigError::Invalid`] from [`SubagentConfig::validate`];
+/// [`ConfigError::Invalid`] `subagent: no job registry on this host (install
+/// turnkit-jobs-local first)` or `subagent: no ChildHost in this host's services (insert
+/// one before install)` (also when its kit is gone); [`ConfigError::Register`] when an
+/// `agent` tool is already registered.
 pub fn install(
-    kit: &Arc<HostKit>,
-    store: Arc<dyn SessionStore>,
-    jobs: Arc<dyn JobRegistry>,
-    model: Arc<dyn ChildModel>,
+    harness: &Arc<dyn Harness>,
     config: SubagentConfig,
 ) -> Result<Installed, ConfigError> {
     config.validate()?;
-    let subagents = Subagents::new(config, kit.clone(), store, jobs, model);
-    let tool = kit.register_tool(
+    let jobs = harness
+        .services()
+        .get::<Arc<dyn JobRegistry>>()
+        .ok_or_else(|| {
+            ConfigError::Invalid(
+                "subagent: no job registry on this host (install turnkit-jobs-local first)"
+                    .to_owned(),
+            )
+        })?;
+    let host = harness.services().get::<ChildHost>();
+    let Some((kit, host)) = host.and_then(|host| Some((host.kit.upgrade()?, host))) else {
+        return Err(ConfigError::Invalid(
+            "subagent: no ChildHost in this host's services (insert one before install)".to_owned(),
+        ));
+    };
+    let subagents = Subagents::new(config, kit, host.store, jobs, host.model);
+    let tool = harness.register_tool(
         Arc::new(AgentTool::new(subagents.clone())),
         RegistrationScope::Global,
     )?;

@@ -51,8 +51,9 @@ impl Drop for Installed {
 }
 
 /// Loads the terminal plugin: validates `config`, registers `terminal_start`,
-/// `terminal_send` and `terminal_kill` globally over `jobs` (the host's job registry;
-/// `None` makes every send fail with [`crate::JOBS_UNAVAILABLE`]), and stops an agent's
+/// `terminal_send` and `terminal_kill` globally over the host's job registry (the
+/// `Arc<dyn JobRegistry>` in its service slot, [`Harness::services`]; without one every
+/// send fails with [`crate::JOBS_UNAVAILABLE`]), and stops an agent's
 /// terminals when that agent instance is disposed. The host clock measures quiet windows,
 /// timeouts and the kill grace.
 ///
@@ -61,7 +62,6 @@ impl Drop for Installed {
 /// when one of the tool names is already registered (nothing stays registered).
 pub fn install(
     harness: &Arc<dyn Harness>,
-    jobs: Option<Arc<dyn JobRegistry>>,
     config: TerminalConfig,
 ) -> Result<Installed, ConfigError> {
     config.validate()?;
@@ -70,6 +70,7 @@ pub fn install(
             .map_err(|e| <TerminalConfig as turnkit_core::PluginConfig>::invalid(e.0))?;
         tracing::info!("terminal: {summary}");
     }
+    let jobs = harness.services().get::<Arc<dyn JobRegistry>>();
     let terminals = Terminals::new(config, harness.clock(), jobs);
     let mut tools = Vec::with_capacity(3);
     for tool in [

@@ -45,6 +45,8 @@ use turnkit_core::{
 
 use crate::settle;
 
+#[path = "conformance_ack.rs"]
+mod ack;
 #[path = "conformance_harness.rs"]
 mod harness;
 pub use harness::{HARNESS_CHECKS, HostCandidate, check_harness};

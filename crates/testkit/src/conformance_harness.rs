@@ -7,7 +7,7 @@ use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use turnkit_core::{
     Agent, Harness, LifecycleEvent, Projection, ProjectionState, ProjectionView, PromptSection,
-    RegisterError, RegistrationScope, ScopeKey, SessionEvent, SessionId, Tool, ToolCall,
+    RegisterError, RegistrationScope, ScopeKey, Session, SessionEvent, SessionId, Tool, ToolCall,
     ToolDefinition, ToolError, ToolOutput, same_agent,
 };
 
@@ -23,7 +23,12 @@ pub trait HostCandidate: Send + Sync {
     fn start_agent(&self, id: &str) -> Arc<dyn Agent>;
     /// Disposes `agent` (hooks awaited, then it leaves the directory).
     fn dispose_agent(&self, agent: Arc<dyn Agent>) -> BoxFuture<'static, ()>;
-    /// Runs tool `name` for `caller` the way the host runs a model's tool call.
+    /// Publishes a fresh live root agent over `session` (the check's own, whose flush it
+    /// controls) and returns it.
+    fn start_agent_in(&self, session: Arc<dyn Session>) -> Arc<dyn Agent>;
+    /// Runs tool `name` for `caller` the way the host answers a model's tool call: the
+    /// answer is what the model is told, so it is given only after the caller's session
+    /// flushed the call's events (spec decision 21).
     fn call(
         &self,
         name: &str,
@@ -49,6 +54,7 @@ pub const HARNESS_CHECKS: &[&str] = &[
     "directory_lists_live_agents",
     "generation_increases",
     "lifecycle_reports_after_the_change",
+    "reply_is_an_acknowledgement",
 ];
 
 /// Runs every check of [`HARNESS_CHECKS`], each on a fresh host from `factory`, and
@@ -77,6 +83,7 @@ async fn run(name: &str, h: &dyn HostCandidate) -> Result<(), String> {
         "directory_lists_live_agents" => directory_lists_live_agents(h).await,
         "generation_increases" => generation_increases(h).await,
         "lifecycle_reports_after_the_change" => lifecycle_reports_after_the_change(h).await,
+        "reply_is_an_acknowledgement" => super::ack::reply_is_an_acknowledgement(h).await,
         other => Err(format!("unknown check {other:?}")),
     }
 }

@@ -153,6 +153,19 @@ impl MemoryHarness {
         Ok(self.publish(session))
     }
 
+    /// Publishes a live root agent over `session`, a session the caller opened itself (a
+    /// wrapper whose flush it controls, say).
+    ///
+    /// # Errors
+    /// [`HostError::NoRuntime`] outside a tokio runtime.
+    pub fn adopt_session(
+        &self,
+        session: Arc<dyn turnkit_core::Session>,
+    ) -> Result<Arc<MemoryAgent>, HostError> {
+        runtime_present()?;
+        Ok(self.publish(session))
+    }
+
     /// Forks `from` into `id` and publishes a root agent for the fork.
     ///
     /// # Errors
@@ -223,6 +236,29 @@ impl MemoryHarness {
             .await
     }
 
+    /// Answers a model's tool call as a host must (spec decision 21): runs it like
+    /// [`MemoryHarness::execute`], then flushes the caller's session when the call appended
+    /// ([`turnkit_core::acknowledge`]); a failed flush turns a success into `Error: the
+    /// change may not be saved: …`. A fenced session answers its fenced error.
+    pub async fn answer(
+        &self,
+        name: &str,
+        arguments: Value,
+        caller: Option<&SessionId>,
+    ) -> ToolOutput {
+        let agent = match caller {
+            Some(id) => match self.memory_agent(id) {
+                Some(agent) => Some(agent.as_dyn()),
+                None => return ToolOutput::error(format!("no live agent for session {id}")),
+            },
+            None => None,
+        };
+        self.kit
+            .answer(name, arguments, agent, CancellationToken::new())
+            .await
+            .unwrap_or_else(ToolOutput::error)
+    }
+
     /// [`MemoryHarness::execute`] with a cancellation token.
     pub async fn execute_with_cancel(
         &self,
@@ -280,6 +316,10 @@ impl Harness for MemoryHarness {
 
     fn clock(&self) -> Arc<dyn Clock> {
         self.clock.clone()
+    }
+
+    fn services(&self) -> &turnkit_core::Services {
+        self.kit.services()
     }
 }
 

@@ -59,14 +59,15 @@ impl std::fmt::Debug for Installed {
 /// As [`install_scoped`].
 pub fn install(
     harness: &Arc<dyn Harness>,
-    registry: Arc<dyn JobRegistry>,
     config: ToolJobsConfig,
 ) -> Result<Installed, ConfigError> {
-    install_scoped(harness, registry, config, RegistrationScope::Global)
+    install_scoped(harness, config, RegistrationScope::Global)
 }
 
-/// Mounts tool-jobs for `scope` (todo-jobs §5.2), in this order: validates `config`,
-/// attaches the controller `tool-jobs`, registers the `tool:jobs` prompt section (order
+/// Mounts tool-jobs for `scope` (todo-jobs §5.2) over the host's job registry (the
+/// `Arc<dyn JobRegistry>` in its service slot, [`Harness::services`], which
+/// turnkit-jobs-local's `install` provides), in this order: validates `config`, finds the
+/// registry, attaches the controller `tool-jobs`, registers the `tool:jobs` prompt section (order
 /// 106), the completion listener, the lost-jobs listener (the job journal), and the tools `job_output`, `job_list`, `job_kill`. Every
 /// registration is made for `scope` and lives as long as the returned [`Installed`].
 ///
@@ -77,13 +78,15 @@ pub fn install(
 /// # Errors
 /// - [`ConfigError::Invalid`] with the exact load-time messages of [`ToolJobsConfig::validate`];
 ///   nothing is registered.
+/// - [`ConfigError::Invalid`] `tool-jobs: no job registry on this host (install
+///   turnkit-jobs-local first)` when the service slot holds no `Arc<dyn JobRegistry>`;
+///   nothing is registered.
 /// - [`ConfigError::Invalid`] `tool-jobs: another tool-jobs mount already serves these agents
 ///   (<host message>)` when the host refuses the tools because a mount in an overlapping
 ///   scope exists (a global mount plus a scoped one over the same agents is rejected,
 ///   decision 1); everything registered so far is removed again.
 pub fn install_scoped(
     harness: &Arc<dyn Harness>,
-    registry: Arc<dyn JobRegistry>,
     config: ToolJobsConfig,
     scope: RegistrationScope,
 ) -> Result<Installed, ConfigError> {
@@ -91,6 +94,14 @@ pub fn install_scoped(
     let max_wakes = config.wakes_budget().ok_or_else(|| {
         ConfigError::Invalid(format!("{PLUGIN_NAME}: invalid maxConsecutiveWakes"))
     })?;
+    let registry = harness
+        .services()
+        .get::<Arc<dyn JobRegistry>>()
+        .ok_or_else(|| {
+            ConfigError::Invalid(format!(
+                "{PLUGIN_NAME}: no job registry on this host (install turnkit-jobs-local first)"
+            ))
+        })?;
     let reporter = Reporter::new(config.completion_delivery, max_wakes);
     // Built before any registration so that a refused mount leaves nothing behind.
     let mut installed = Installed {

@@ -42,8 +42,8 @@ pub struct Sandbox {
     /// or v1 `cpu.cfs_quota_us` over a 100 ms period). Greater than 0; no fallback.
     pub cpu_max: Option<f64>,
     /// When `true`, a confinement this host cannot provide is left out instead of refusing
-    /// to start; the install logs what is in force (the line of [`crate::probe_sandbox`],
-    /// which a host can show in its instructions).
+    /// to start; the `bash` tool's description and the install log say what is in force
+    /// (the line of [`crate::probe_sandbox`], which a host can show in its instructions).
     pub best_effort: bool,
 }
 

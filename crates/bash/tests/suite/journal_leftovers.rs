@@ -152,20 +152,16 @@ async fn child_host(dir: &Path, step: &str, name: &str) {
         }
     }));
     let harness: Arc<dyn Harness> = host.as_dyn();
-    let jobs = turnkit_jobs_local::install(
+    let _jobs = turnkit_jobs_local::install(
         &harness,
         turnkit_core::decode_config("jobs-local", json!({"journal": true})).unwrap(),
     )
     .unwrap();
-    let _tool_jobs = turnkit_tool_jobs::install(
-        &harness,
-        jobs.registry(),
-        turnkit_tool_jobs::ToolJobsConfig::default(),
-    )
-    .unwrap();
+    let _tool_jobs =
+        turnkit_tool_jobs::install(&harness, turnkit_tool_jobs::ToolJobsConfig::default()).unwrap();
     let mut config = turnkit_bash::BashConfig::from_json(json!({})).unwrap();
     config.spill_dir = Some(dir.join("spill"));
-    let _bash = turnkit_bash::install(&harness, Some(jobs.registry()), config).unwrap();
+    let _bash = turnkit_bash::install(&harness, config).unwrap();
     let id = SessionId::from("s1");
     if step == "start" {
         let agent = host.create_session(SessionHeader::new("s1")).unwrap();

@@ -292,3 +292,38 @@ fn sandbox_keys_are_checked_at_startup() {
             .contains("unknown field `readableRoots`")
     );
 }
+
+#[test]
+fn the_tool_description_says_what_is_enforced() {
+    use turnkit_core::Tool as _;
+    let mut limited = sandbox(&[Path::new("/tmp")]);
+    limited.pids_max = Some(64);
+    if provided(limited.clone()).is_none() {
+        return;
+    }
+    let clock: Arc<dyn turnkit_core::Clock> = Arc::new(turnkit_core::SystemClock);
+    let plain = turnkit_bash::BashTool::new(turnkit_bash::BashJobs::new(
+        turnkit_bash::BashConfig::default(),
+        clock.clone(),
+        None,
+    ));
+    let config = turnkit_bash::BashConfig::from_json(serde_json::json!({
+        "sandbox": {"writableRoots": ["/tmp"], "pidsMax": 64}
+    }))
+    .unwrap();
+    let confined = turnkit_bash::BashTool::new(turnkit_bash::BashJobs::new(config, clock, None));
+    let extra = confined
+        .definition()
+        .description
+        .strip_prefix(plain.definition().description.as_str())
+        .unwrap();
+    let summary = turnkit_bash::probe_sandbox(&limited).unwrap();
+    assert_eq!(extra, format!("\n\nCommands run confined: {summary}."));
+    assert!(
+        summary.starts_with(
+            "sandbox: writes only under /tmp and the job's temporary folder (Landlock); \
+             network off (network namespace, loopback only); pids ≤ 64 (cgroup"
+        ),
+        "{summary}"
+    );
+}

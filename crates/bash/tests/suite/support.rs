@@ -161,14 +161,13 @@ impl Host {
         let host: Arc<dyn Harness> = harness.as_dyn();
         let jobs_config: JobsConfig = serde_json::from_value(jobs).unwrap();
         let jobs = turnkit_jobs_local::install(&host, jobs_config).unwrap();
-        let tool_jobs =
-            turnkit_tool_jobs::install(&host, jobs.registry(), ToolJobsConfig::default()).unwrap();
+        let tool_jobs = turnkit_tool_jobs::install(&host, ToolJobsConfig::default()).unwrap();
         let spill = tempfile::tempdir().unwrap();
         let mut bash_config = BashConfig::from_json(bash).unwrap();
         if bash_config.spill_dir.is_none() {
             bash_config.spill_dir = Some(spill.path().to_path_buf());
         }
-        let bash = turnkit_bash::install(&host, Some(jobs.registry()), bash_config).unwrap();
+        let bash = turnkit_bash::install(&host, bash_config).unwrap();
         Self {
             harness,
             jobs,

@@ -326,7 +326,7 @@ async fn an_already_aborted_call_starts_nothing() {
 async fn without_a_registry_the_tool_fails_clearly() {
     let harness = MemoryHarness::new(Arc::new(SystemClock));
     let host: Arc<dyn Harness> = harness.as_dyn();
-    let _bash = turnkit_bash::install(&host, None, BashConfig::default()).unwrap();
+    let _bash = turnkit_bash::install(&host, BashConfig::default()).unwrap();
     for args in [
         json!({"command": "echo x", "run_in_background": true}),
         json!({"command": "echo x"}),

@@ -313,3 +313,15 @@ async fn an_owner_removed_from_the_registry_after_a_start_is_refused() {
     host.directory.publish(owner.as_dyn());
     assert_eq!(host.start_ok(bash().owner(owner.as_dyn())).0, "bash-3");
 }
+
+#[tokio::test(start_paused = true)]
+async fn install_provides_the_registry_in_the_host_service_slot_until_dropped() {
+    let harness =
+        turnkit_testkit::MemoryHarness::new(Arc::new(turnkit_testkit::ManualClock::at_default()));
+    let host = harness.as_dyn();
+    let installed = turnkit_jobs_local::install(&host, Default::default()).unwrap();
+    let found = host.services().get::<Arc<dyn JobRegistry>>().unwrap();
+    assert_eq!(found.list(None).len(), 0);
+    drop(installed);
+    assert!(host.services().get::<Arc<dyn JobRegistry>>().is_none());
+}

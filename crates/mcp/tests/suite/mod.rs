@@ -1,7 +1,9 @@
 mod delivery;
+mod durability;
 mod jobs_restart;
 mod postgres;
 mod protocol;
 mod resources;
 mod support;
 mod tools;
+mod torture;

@@ -30,16 +30,25 @@ fn serve(session: &str) -> (tempfile::TempDir, tokio::process::Child) {
 }
 
 async fn exchange(lines: &[Value]) -> Vec<Value> {
+    let raw: Vec<(String, bool)> = lines
+        .iter()
+        .map(|line| (line.to_string(), line.get("id").is_some()))
+        .collect();
+    exchange_lines(&raw).await
+}
+
+/// Writes each line and, where its flag is set, reads one reply line.
+async fn exchange_lines(lines: &[(String, bool)]) -> Vec<Value> {
     let (_dir, mut child) = serve("raw");
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut replies = Vec::new();
-    for line in lines {
+    for (line, replied) in lines {
         stdin
             .write_all(format!("{line}\n").as_bytes())
             .await
             .unwrap();
-        if line.get("id").is_some() {
+        if *replied {
             let reply = tokio::time::timeout(BOUND, stdout.next_line())
                 .await
                 .expect("a reply in time")
@@ -102,6 +111,71 @@ async fn unknown_methods_get_method_not_found_before_and_after_initialize() {
         json!({"jsonrpc": "2.0", "id": 8, "result": job_list})
     );
     assert_eq!(replies[5]["error"]["code"], -32601);
+}
+
+fn handshake() -> Vec<(String, bool)> {
+    vec![
+        (initialize("init").to_string(), true),
+        (
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string(),
+            false,
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn a_line_that_is_not_json_is_answered_parse_error_with_id_null() {
+    let mut lines = handshake();
+    lines.push(("not json".to_owned(), true));
+    lines.push((r#"{"jsonrpc": "2.0", "id": 3, "method": "#.to_owned(), true));
+    lines.push((
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "job_list", "arguments": {}}}).to_string(),
+        true,
+    ));
+    let replies = exchange_lines(&lines).await;
+    assert_eq!(
+        replies[1],
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error: expected ident at line 1 column 2"}})
+    );
+    assert_eq!(
+        replies[2],
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error: EOF while parsing a value at line 1 column 38"}})
+    );
+    // The connection goes on.
+    assert_eq!(replies[3]["id"], 4);
+    assert_eq!(replies[3]["result"]["isError"], false);
+}
+
+#[tokio::test]
+async fn tools_call_params_that_do_not_decode_are_invalid_params_not_an_unknown_method() {
+    let mut lines = handshake();
+    for (id, params) in [
+        (5, json!({"name": 7})),
+        (6, json!({"arguments": {}})),
+        (7, json!("job_list")),
+    ] {
+        lines.push((
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+                .to_string(),
+            true,
+        ));
+    }
+    lines.push((
+        json!({"jsonrpc": "2.0", "id": 8, "method": "resources/read", "params": {"uri": 1}})
+            .to_string(),
+        true,
+    ));
+    let replies = exchange_lines(&lines).await;
+    let errors: Vec<Value> = replies[1..].iter().map(|r| r["error"].clone()).collect();
+    assert_eq!(
+        errors,
+        [
+            json!({"code": -32602, "message": "Invalid params for tools/call: invalid type: integer `7`, expected a string"}),
+            json!({"code": -32602, "message": "Invalid params for tools/call: missing field `name`"}),
+            json!({"code": -32602, "message": "Invalid params for tools/call: invalid type: string \"job_list\", expected struct CallToolRequestParams"}),
+            json!({"code": -32602, "message": "Invalid params for resources/read: invalid type: integer `1`, expected a string"}),
+        ]
+    );
 }
 
 #[tokio::test]
@@ -202,4 +276,81 @@ async fn a_corrupt_inbox_event_refuses_the_session_and_leaves_the_log_alone() {
         "harness: corrupt inbox log at seq 1: seq 7 is not an unclaimed mcp/queued\n"
     );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), log);
+}
+
+/// `harness mcp` with `config` in a fresh folder and `dir` as its session folder; its exit
+/// status and standard error.
+async fn refused(config: Value, dir: Option<&std::path::Path>) -> (Option<i32>, String) {
+    let folder = tempfile::tempdir().unwrap();
+    let config_path = folder.path().join("config.json");
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let sessions = folder.path().join("sessions");
+    let output = tokio::process::Command::new(harness_bin())
+        .arg("mcp")
+        .arg("--dir")
+        .arg(dir.unwrap_or(&sessions))
+        .args(["--session", "s"])
+        .arg("--config")
+        .arg(&config_path)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert!(output.stdout.is_empty());
+    (
+        output.status.code(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn a_bash_cwd_that_does_not_exist_is_refused_at_startup() {
+    let (code, stderr) = refused(
+        json!({"todo": {"allowParallelInProgress": false}, "bash": {"cwd": "/nonexistent/project"}}),
+        None,
+    )
+    .await;
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stderr,
+        "harness: bash.cwd /nonexistent/project is not a folder: No such file or directory (os error 2)\n"
+    );
+    let file = tempfile::NamedTempFile::new().unwrap();
+    let path = file.path().display().to_string();
+    let (code, stderr) = refused(
+        json!({"todo": {"allowParallelInProgress": false}, "bash": {"cwd": path}}),
+        None,
+    )
+    .await;
+    assert_eq!(code, Some(1));
+    assert_eq!(
+        stderr,
+        format!("harness: bash.cwd {path} is not a folder\n")
+    );
+}
+
+#[tokio::test]
+async fn a_session_folder_that_cannot_be_written_is_refused_at_startup() {
+    // /proc exists and refuses new files, even to root.
+    let (code, stderr) = refused(config(), Some(std::path::Path::new("/proc"))).await;
+    assert_eq!(code, Some(1));
+    assert!(
+        stderr.starts_with("harness: the session folder /proc is not writable: "),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn the_instructions_say_how_notices_reach_an_mcp_client() {
+    let replies = exchange(&[initialize("init")]).await;
+    let instructions = replies[0]["result"]["instructions"].as_str().unwrap();
+    assert!(!instructions.contains("in-session"), "{instructions}");
+    assert!(
+        instructions.contains(turnkit_mcp::MCP_NOTICES),
+        "{instructions}"
+    );
+    assert!(
+        instructions.ends_with(turnkit_mcp::MCP_DELIVERY),
+        "{instructions}"
+    );
 }

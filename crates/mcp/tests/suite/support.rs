@@ -67,6 +67,13 @@ pub(crate) struct Recorder {
     notes: mpsc::UnboundedSender<Note>,
 }
 
+impl Recorder {
+    /// A client handler that sends every notification on `notes`.
+    pub(crate) fn new(notes: mpsc::UnboundedSender<Note>) -> Self {
+        Self { notes }
+    }
+}
+
 impl ClientHandler for Recorder {
     fn get_info(&self) -> ClientConfig {
         ClientConfig::default().with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE)

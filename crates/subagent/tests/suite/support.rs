@@ -33,18 +33,15 @@ impl Host {
         .and_then(|config| turnkit_todo::install(&harness, config))
         .unwrap();
         let jobs = turnkit_jobs_local::install(&harness, Default::default()).unwrap();
-        let tool_jobs =
-            turnkit_tool_jobs::install(&harness, jobs.registry(), Default::default()).unwrap();
+        let tool_jobs = turnkit_tool_jobs::install(&harness, Default::default()).unwrap();
         let schedule = turnkit_schedule::install(&harness, Default::default()).unwrap();
         let children = ScriptedChild::new();
-        let subagents = turnkit_subagent::install(
+        kit.services().insert(turnkit_subagent::ChildHost::new(
             &kit,
             store.clone(),
-            jobs.registry(),
             children.clone(),
-            config,
-        )
-        .unwrap();
+        ));
+        let subagents = turnkit_subagent::install(&harness, config).unwrap();
         Self {
             kit,
             store,

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use turnkit_core::{Agent, AgentId, Clock, lock};
+use turnkit_core::{Agent, AgentId, Clock, lock, same_agent};
 use turnkit_jobs::{JobError, JobId, JobRegistry};
 
 use super::{JOBS_UNAVAILABLE, SETTLE_SLACK};
@@ -92,10 +92,6 @@ impl std::fmt::Debug for Terminals {
             .field("open", &lock(&self.inner.table).open.len())
             .finish_non_exhaustive()
     }
-}
-
-fn same_agent(a: &Arc<dyn Agent>, b: &Arc<dyn Agent>) -> bool {
-    std::ptr::addr_eq(Arc::as_ptr(a), Arc::as_ptr(b))
 }
 
 impl Terminals {

@@ -36,10 +36,9 @@ impl Host {
         harness.set_recorder(Arc::new(move |record| sink.lock().unwrap().push(record)));
         let host: Arc<dyn Harness> = harness.as_dyn();
         let jobs = turnkit_jobs_local::install(&host, JobsConfig::default()).unwrap();
-        let tool_jobs =
-            turnkit_tool_jobs::install(&host, jobs.registry(), ToolJobsConfig::default()).unwrap();
+        let tool_jobs = turnkit_tool_jobs::install(&host, ToolJobsConfig::default()).unwrap();
         let config = TerminalConfig::from_json(terminal).unwrap();
-        let terminal = turnkit_terminal::install(&host, Some(jobs.registry()), config).unwrap();
+        let terminal = turnkit_terminal::install(&host, config).unwrap();
         Self {
             harness,
             jobs,

@@ -40,6 +40,8 @@ enum Fault {
     GenerationFrozen,
     /// `Disposed` is reported when disposal begins, before the hooks ran.
     DisposedReportedEarly,
+    /// A tool call is answered without flushing the caller's session.
+    AnswersBeforeFlush,
 }
 
 /// What the broken host and its harness share.
@@ -151,6 +153,9 @@ impl Harness for BrokenHarness {
     fn clock(&self) -> Arc<dyn Clock> {
         self.kit.clock()
     }
+    fn services(&self) -> &turnkit_core::Services {
+        self.kit.services()
+    }
 }
 
 impl HostCandidate for Broken {
@@ -163,6 +168,11 @@ impl HostCandidate for Broken {
     }
     fn start_agent(&self, id: &str) -> Arc<dyn Agent> {
         let agent = self.kit.start_agent(id);
+        turnkit_core::lock(&self.shared.started).push(agent.clone());
+        agent
+    }
+    fn start_agent_in(&self, session: Arc<dyn turnkit_core::Session>) -> Arc<dyn Agent> {
+        let agent = self.kit.start_agent_in(session);
         turnkit_core::lock(&self.shared.started).push(agent.clone());
         agent
     }
@@ -181,7 +191,19 @@ impl HostCandidate for Broken {
         arguments: Value,
         caller: Option<Arc<dyn Agent>>,
     ) -> BoxFuture<'static, ToolOutput> {
-        self.kit.call(name, arguments, caller)
+        if self.fault != Fault::AnswersBeforeFlush {
+            return self.kit.call(name, arguments, caller);
+        }
+        let (kit, name) = (self.kit.kit.clone(), name.to_owned());
+        Box::pin(async move {
+            kit.call(
+                &name,
+                arguments,
+                caller,
+                tokio_util::sync::CancellationToken::new(),
+            )
+            .await
+        })
     }
     fn view(&self, session: &SessionId, key: &str) -> Option<ProjectionView> {
         if self.fault != Fault::StaleViews {
@@ -320,5 +342,14 @@ broken!(
     [(
         "lifecycle_reports_after_the_change",
         "lifecycle [\"created a live true\", \"disposed a live true hook ran false\", \"disposed a live false hook ran true\"], expected [\"created a live true\", \"disposed a live false hook ran true\"]"
+    )]
+);
+
+broken!(
+    answers_before_the_flush,
+    AnswersBeforeFlush,
+    [(
+        "reply_is_an_acknowledgement",
+        "a call that appended was answered \"appended\" before any flush of its session"
     )]
 );

@@ -209,6 +209,9 @@ impl HostCandidate for Kit {
     }
     fn start_agent(&self, id: &str) -> Arc<dyn Agent> {
         let session = self.store.create(SessionHeader::new(id)).unwrap();
+        self.start_agent_in(session)
+    }
+    fn start_agent_in(&self, session: Arc<dyn turnkit_core::Session>) -> Arc<dyn Agent> {
         let agent = self.kit.start_agent(session);
         let turns = agent.turns();
         tokio::spawn(async move {
@@ -242,8 +245,9 @@ impl HostCandidate for Kit {
     ) -> BoxFuture<'static, ToolOutput> {
         let (kit, name) = (self.kit.clone(), name.to_owned());
         async move {
-            kit.call(&name, arguments, caller, CancellationToken::new())
+            kit.answer(&name, arguments, caller, CancellationToken::new())
                 .await
+                .unwrap_or_else(ToolOutput::error)
         }
         .boxed()
     }
@@ -276,6 +280,9 @@ impl HostCandidate for Memory {
             .unwrap()
             .as_dyn()
     }
+    fn start_agent_in(&self, session: Arc<dyn turnkit_core::Session>) -> Arc<dyn Agent> {
+        self.0.adopt_session(session).unwrap().as_dyn()
+    }
     fn dispose_agent(&self, agent: Arc<dyn Agent>) -> BoxFuture<'static, ()> {
         let host = self.0.clone();
         async move {
@@ -292,7 +299,7 @@ impl HostCandidate for Memory {
         let (host, name) = (self.0.clone(), name.to_owned());
         async move {
             let caller = caller.map(|a| SessionId::from(a.id()));
-            host.execute(&name, arguments, caller.as_ref()).await
+            host.answer(&name, arguments, caller.as_ref()).await
         }
         .boxed()
     }

@@ -28,8 +28,7 @@ impl Fx {
     pub(crate) fn new(config: Value) -> Self {
         let mut fx = Self::without_tool_jobs();
         let config = turnkit_tool_jobs::ToolJobsConfig::from_json(config).unwrap();
-        fx.tool_jobs =
-            Some(turnkit_tool_jobs::install(&fx.harness, fx.registry.clone(), config).unwrap());
+        fx.tool_jobs = Some(turnkit_tool_jobs::install(&fx.harness, config).unwrap());
         fx
     }
 

@@ -32,12 +32,7 @@ async fn controller_follows_the_plugin_lifetime() {
 async fn a_bare_config_uses_the_fallbacks() {
     // C-098
     let fx = Fx::without_tool_jobs();
-    let mounted = install(
-        &fx.harness,
-        fx.registry.clone(),
-        ToolJobsConfig::from_json(json!({})).unwrap(),
-    )
-    .unwrap();
+    let mounted = install(&fx.harness, ToolJobsConfig::from_json(json!({})).unwrap()).unwrap();
     let names: Vec<String> = fx
         .host
         .tools()
@@ -101,7 +96,7 @@ async fn invalid_configs_register_nothing() {
     let config = ToolJobsConfig::default()
         .with_wait_timeout_ms(100.0)
         .with_max_wait_timeout_ms(50.0);
-    let error = install(&fx.harness, fx.registry.clone(), config).unwrap_err();
+    let error = install(&fx.harness, config).unwrap_err();
     assert_eq!(
         error.to_string(),
         "tool-jobs: waitTimeoutMs (100) exceeds maxWaitTimeoutMs (50)"
@@ -122,13 +117,7 @@ async fn a_global_and_a_scoped_mount_over_one_agent_are_rejected() {
     let fx = Fx::default_config();
     let agent = fx.agent("s1");
     let scope = RegistrationScope::Scoped(ScopeKey::from("s1"));
-    let error = install_scoped(
-        &fx.harness,
-        fx.registry.clone(),
-        ToolJobsConfig::default(),
-        scope,
-    )
-    .unwrap_err();
+    let error = install_scoped(&fx.harness, ToolJobsConfig::default(), scope).unwrap_err();
     assert!(matches!(error, ConfigError::Invalid(_)));
     assert_eq!(
         error.to_string(),
@@ -145,7 +134,6 @@ async fn a_scoped_mount_serves_only_its_agents() {
     let outside = fx.agent("s2");
     let _mount = install_scoped(
         &fx.harness,
-        fx.registry.clone(),
         ToolJobsConfig::default(),
         RegistrationScope::Scoped(ScopeKey::from("s1")),
     )
@@ -167,4 +155,20 @@ async fn a_scoped_mount_serves_only_its_agents() {
     let chain = [ScopeKey::from("s1")];
     assert_eq!(fx.host.prompts().sections(Some(&chain)).len(), 1);
     assert_eq!(fx.host.prompts().sections(None).len(), 0);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_host_without_a_job_registry_is_refused_and_keeps_nothing() {
+    // §5.2 step 1: the registry is found in the host's service slot.
+    let host = turnkit_testkit::MemoryHarness::new(std::sync::Arc::new(
+        turnkit_testkit::ManualClock::at_default(),
+    ));
+    let error = install(&host.as_dyn(), ToolJobsConfig::default()).unwrap_err();
+    assert!(matches!(error, ConfigError::Invalid(_)));
+    assert_eq!(
+        error.to_string(),
+        "tool-jobs: no job registry on this host (install turnkit-jobs-local first)"
+    );
+    assert!(host.tools().find("job_output", None).is_none());
+    assert_eq!(host.prompts().sections(None), Vec::<PromptSection>::new());
 }

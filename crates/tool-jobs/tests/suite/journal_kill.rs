@@ -186,12 +186,8 @@ async fn child_host(dir: &Path, step: &str) {
         turnkit_core::decode_config("jobs-local", json!({"journal": true})).unwrap(),
     )
     .unwrap();
-    let _tool_jobs = turnkit_tool_jobs::install(
-        &harness,
-        jobs.registry(),
-        turnkit_tool_jobs::ToolJobsConfig::default(),
-    )
-    .unwrap();
+    let _tool_jobs =
+        turnkit_tool_jobs::install(&harness, turnkit_tool_jobs::ToolJobsConfig::default()).unwrap();
     let id = SessionId::from("s1");
     match step {
         "start" => {

@@ -73,14 +73,12 @@ async fn two_scoped_mounts_deliver_one_notice() {
     let agent = fx.agent("sess-scoped");
     let _a = install_scoped(
         &fx.harness,
-        fx.registry.clone(),
         ToolJobsConfig::default(),
         RegistrationScope::Scoped(ScopeKey::from("sess-scoped")),
     )
     .unwrap();
     let _b = install_scoped(
         &fx.harness,
-        fx.registry.clone(),
         ToolJobsConfig::default(),
         RegistrationScope::Scoped(ScopeKey::from("preset-b")),
     )
