@@ -279,10 +279,21 @@ async fn set_level_above_info_silences_the_notice_log_lines_until_lowered() {
         .await
         .unwrap();
     let background = |command: &str| json!({"command": command, "run_in_background": true});
+    // Each job ends only after its start was answered (its notice cannot ride that answer).
+    let gated = |word: &str| {
+        let gate = dir.path().join(word);
+        let command = format!(
+            "until [ -e {} ]; do sleep 0.01; done; printf {word}",
+            gate.display()
+        );
+        (gate, command)
+    };
+    let (gate_one, one) = gated("one");
     assert_eq!(
-        server.texts("bash", background("printf one")).await,
+        server.texts("bash", background(&one)).await,
         ["started background job bash-1"]
     );
+    std::fs::write(&gate_one, "").unwrap();
     let updated = Note::Updated("harness://inbox".to_owned());
     let mut notes = Vec::new();
     let mut until_update = async |server: &mut crate::suite::support::Server| {
@@ -297,10 +308,7 @@ async fn set_level_above_info_silences_the_notice_log_lines_until_lowered() {
     assert_eq!(until_update(&mut server).await, updated);
     assert_eq!(
         server.texts("job_list", json!({})).await,
-        [
-            "bash-1 [bash] completed — printf one".to_owned(),
-            notice(1, "printf one")
-        ]
+        [format!("bash-1 [bash] completed — {one}"), notice(1, &one)]
     );
     // Claimed: the inbox changed again.
     assert_eq!(until_update(&mut server).await, updated);
@@ -310,13 +318,15 @@ async fn set_level_above_info_silences_the_notice_log_lines_until_lowered() {
         .set_level(SetLevelRequestParams::new(LoggingLevel::Info))
         .await
         .unwrap();
+    let (gate_two, two) = gated("two");
     assert_eq!(
-        server.texts("bash", background("printf two")).await,
+        server.texts("bash", background(&two)).await,
         ["started background job bash-2"]
     );
+    std::fs::write(&gate_two, "").unwrap();
     let Note::Log(logged) = server.wait_for(is_log).await else {
         unreachable!("wait_for(is_log) returns a log line");
     };
-    assert_eq!(logged["text"], notice(2, "printf two"));
+    assert_eq!(logged["text"], notice(2, &two));
     server.stop().await;
 }
