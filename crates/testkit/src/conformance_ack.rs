@@ -10,56 +10,30 @@ use async_trait::async_trait;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 use turnkit_core::{
-    AppendError, JsonText, MemoryStore, PersistenceError, RawEvent, RegistrationScope, Session,
-    SessionEvent, SessionHeader, SessionId, SessionStore, Tool, ToolCall, ToolDefinition,
-    ToolError, ToolOutput,
+    HookedSession, MemoryStore, PersistenceError, RegistrationScope, SessionHeader, SessionHooks,
+    SessionStore, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput,
 };
 
 use super::HostCandidate;
 
-/// A memory session whose flush announces itself, waits for its gate to open, and then
-/// succeeds or fails as switched.
-struct Gated {
-    inner: Arc<dyn Session>,
+/// The hooks of a memory session whose flush announces itself, waits for its gate to open,
+/// and then succeeds or fails as switched.
+struct Gate {
     started: Notify,
     open: watch::Sender<bool>,
     fail: AtomicBool,
 }
 
 #[async_trait]
-impl Session for Gated {
-    fn id(&self) -> &SessionId {
-        self.inner.id()
-    }
-
-    fn header(&self) -> &SessionHeader {
-        self.inner.header()
-    }
-
-    fn len(&self) -> u64 {
-        self.inner.len()
-    }
-
-    fn raw_events_after(&self, after: u64) -> Vec<RawEvent> {
-        self.inner.raw_events_after(after)
-    }
-
-    fn append(&self, r#type: &str, data: Value) -> Result<SessionEvent, AppendError> {
-        self.inner.append(r#type, data)
-    }
-
-    fn append_raw(&self, r#type: &str, payload: JsonText) -> Result<RawEvent, AppendError> {
-        self.inner.append_raw(r#type, payload)
-    }
-
-    async fn flush(&self) -> Result<(), PersistenceError> {
+impl SessionHooks for Gate {
+    async fn before_flush(&self) -> Result<(), PersistenceError> {
         self.started.notify_one();
         let mut open = self.open.subscribe();
         let _ = open.wait_for(|open| *open).await;
         if self.fail.load(Ordering::SeqCst) {
             return Err(PersistenceError::Failed("the disk is full".to_owned()));
         }
-        self.inner.flush().await
+        Ok(())
     }
 }
 
@@ -89,13 +63,12 @@ pub(super) async fn reply_is_an_acknowledgement(h: &dyn HostCandidate) -> Result
     let inner = store
         .create(SessionHeader::new("a"))
         .map_err(|e| format!("could not create the check's session: {e}"))?;
-    let gated = Arc::new(Gated {
-        inner,
+    let gated = Arc::new(Gate {
         started: Notify::new(),
         open: watch::channel(false).0,
         fail: AtomicBool::new(false),
     });
-    let agent = h.start_agent_in(gated.clone());
+    let agent = h.start_agent_in(Arc::new(HookedSession::new(inner, gated.clone())));
     let tool = Arc::new(Appends {
         definition: ToolDefinition {
             name: "conformance_append".to_owned(),
