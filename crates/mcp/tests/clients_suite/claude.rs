@@ -200,10 +200,10 @@ fn assert_pulled(api: &FakeApi) {
     assert_eq!(carrying, vec![2]);
 }
 
-/// How Claude Code opens the server today: `server/discover` at 2026-07-28 first (declaring
-/// the tasks extension only with the feature on); the server refuses it with -32022, and
-/// Claude Code falls back to `initialize` 2025-11-25.
-fn assert_discover_then_initialize(ws: &Workspace, tasks: Tasks) {
+/// How Claude Code opens the server: `server/discover` at 2026-07-28, which the server answers,
+/// so no `initialize` follows; every later request carries the same `_meta` (protocol
+/// version, client capabilities: the tasks extension only with the feature on).
+fn assert_opened_with_discover(ws: &Workspace, tasks: Tasks) {
     let sent = ws.client_messages();
     let capabilities = match tasks {
         Tasks::On => json!({"roots": {"listChanged": true}, "elicitation": {"form": {}, "url": {}},
@@ -213,42 +213,33 @@ fn assert_discover_then_initialize(ws: &Workspace, tasks: Tasks) {
         }
     };
     assert_eq!(sent[0]["method"], "server/discover");
-    assert_eq!(
-        sent[0]["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
-        "2026-07-28"
-    );
-    assert_eq!(
-        sent[0]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"],
-        capabilities
-    );
     let answered = ws.server_messages();
+    assert_eq!(answered[0]["id"], "server-discover-probe-1");
+    assert_eq!(answered[0]["result"]["resultType"], "complete");
     assert_eq!(
-        answered[0],
-        json!({"jsonrpc": "2.0", "id": "server-discover-probe-1", "error": {
-            "code": -32022, "message": "Unsupported protocol version",
-            "data": {"requested": "2026-07-28",
-                "supported": ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]}}})
+        answered[0]["result"]["supportedVersions"],
+        json!([
+            "2024-11-05",
+            "2025-03-26",
+            "2025-06-18",
+            "2025-11-25",
+            "2026-07-28"
+        ])
     );
-    assert_eq!(sent[1]["method"], "initialize");
-    assert_eq!(sent[1]["params"]["protocolVersion"], "2025-11-25");
-    assert_eq!(
-        methods(&sent),
-        [
-            "server/discover",
-            "initialize",
-            "notifications/initialized",
-            "tools/list",
-            "resources/list",
-            "tools/call",
-            "tools/call",
-            "tools/call",
-        ]
-    );
-    // After the fallback no call declares the tasks extension.
-    for call in sent.iter().filter(|m| m["method"] == "tools/call") {
+    let methods = methods(&sent);
+    let mut listing = methods[1..3].to_vec();
+    listing.sort();
+    assert_eq!(listing, ["resources/list", "tools/list"]);
+    assert_eq!(methods[3..], ["tools/call", "tools/call", "tools/call"]);
+    for request in &sent {
+        let meta = &request["params"]["_meta"];
         assert_eq!(
-            call["params"]["_meta"].get("io.modelcontextprotocol/clientCapabilities"),
-            None
+            meta["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        assert_eq!(
+            meta["io.modelcontextprotocol/clientCapabilities"],
+            capabilities
         );
     }
 }
@@ -263,11 +254,11 @@ async fn with_the_task_feature_off_a_job_notice_rides_the_next_tool_result_once(
     let session = run(&bin, &ws, &api, Tasks::Off, "off", "Run the job.", 1).await;
     assert_eq!(session.output.last().unwrap()["result"], "All done.");
     assert_pulled(&api);
-    assert_discover_then_initialize(&ws, Tasks::Off);
+    assert_opened_with_discover(&ws, Tasks::Off);
 }
 
 #[tokio::test]
-async fn with_the_task_feature_on_a_server_without_discover_still_gets_pull_delivery() {
+async fn with_the_task_feature_on_every_request_declares_tasks_and_delivery_is_still_pull() {
     let Some(bin) = client_bin(CLAUDE, PACKAGE) else {
         return;
     };
@@ -276,5 +267,5 @@ async fn with_the_task_feature_on_a_server_without_discover_still_gets_pull_deli
     let session = run(&bin, &ws, &api, Tasks::On, "on", "Run the job.", 1).await;
     assert_eq!(session.output.last().unwrap()["result"], "All done.");
     assert_pulled(&api);
-    assert_discover_then_initialize(&ws, Tasks::On);
+    assert_opened_with_discover(&ws, Tasks::On);
 }
