@@ -266,7 +266,7 @@ async fn a_background_job_becomes_a_task_whose_result_is_delivered_once() {
     }
     let list = format!("bash-1 [bash] completed — {GATED}");
     let listed = raw.call("job_list", json!({}), true).await;
-    assert_eq!(texts(&listed["result"]), [list.clone()]);
+    assert_eq!(texts(&listed["result"]), std::slice::from_ref(&list));
     let done = raw.settled("task-1").await;
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(done["resultType"], "complete");
