@@ -13,7 +13,8 @@ use crate::clients_suite::fake_api::{
     Block, Dialect, FakeApi, Turn, claude_last_message_texts, claude_tool_results,
 };
 use crate::clients_suite::support::{
-    BOUND, GATED, GATED_NOTICE, Workspace, client_bin, methods, wait_for_events,
+    BOUND, GATED, GATED_NOTICE, REMINDER_PROMPT, Workspace, client_bin, methods, reminder_text,
+    wait_for_events,
 };
 
 /// The environment variable naming the `claude` binary.
@@ -132,8 +133,9 @@ impl Streaming {
     }
 }
 
-/// The script of a pull delivery: a gated background job, then (once the job's notice is
-/// queued) `job_list`, then `todo_write`, then a final answer.
+/// The script of a pull delivery: a gated background job, a 1 s reminder, then (once the
+/// job's notice and the reminder are queued) `job_list`, then `todo_write`, then a final
+/// answer.
 fn pull_script(ws: &Workspace, session: &'static str) -> Vec<Turn> {
     let work = ws.work();
     let root = ws.path().to_owned();
@@ -143,19 +145,25 @@ fn pull_script(ws: &Workspace, session: &'static str) -> Vec<Turn> {
             tool: "bash",
             input: json!({"command": GATED, "run_in_background": true}),
         }]),
+        Turn::new(vec![Block::Call {
+            id: "toolu_02",
+            tool: "schedule_create",
+            input: json!({"prompt": REMINDER_PROMPT, "after_seconds": 1}),
+        }]),
         Turn::after(
             move || {
+                // The job ends now, a second before the reminder is due.
                 std::fs::write(work.join("go"), "").unwrap();
-                wait_for_events(&root, session, "mcp/queued", 1);
+                wait_for_events(&root, session, "mcp/queued", 2);
             },
             vec![Block::Call {
-                id: "toolu_02",
+                id: "toolu_03",
                 tool: "job_list",
                 input: json!({}),
             }],
         ),
         Turn::new(vec![Block::Call {
-            id: "toolu_03",
+            id: "toolu_04",
             tool: "todo_write",
             input: json!({"todos": [{"content": "Ship it", "status": "in_progress"}]}),
         }]),
@@ -164,16 +172,18 @@ fn pull_script(ws: &Workspace, session: &'static str) -> Vec<Turn> {
 }
 
 /// What the model was sent in each of a pull session's agent requests after the first: the
-/// start answer, the notice riding `job_list`'s result, and a plain `todo_write` result.
+/// start answer, the created reminder, the notice and the reminder riding `job_list`'s result
+/// (after its own text, in the order they fell due), and a plain `todo_write` result.
 fn assert_pulled(api: &FakeApi) {
     let requests = api.agent_requests();
-    assert_eq!(requests.len(), 4, "one model request per scripted turn");
+    assert_eq!(requests.len(), 5, "one model request per scripted turn");
     assert_eq!(api.turns_left(), 0);
     assert!(requests.iter().all(|r| r.path == "/v1/messages"));
     let results: Vec<_> = requests[1..]
         .iter()
         .map(|r| claude_tool_results(&r.body))
         .collect();
+    let created = &results[1][0].1[0];
     assert_eq!(
         results,
         vec![
@@ -181,31 +191,24 @@ fn assert_pulled(api: &FakeApi) {
                 "toolu_01".to_owned(),
                 vec!["started background job bash-1".to_owned()]
             )],
+            vec![("toolu_02".to_owned(), vec![created.clone()])],
             vec![(
-                "toolu_02".to_owned(),
+                "toolu_03".to_owned(),
                 vec![
                     format!("bash-1 [bash] completed — {GATED}"),
-                    GATED_NOTICE.to_owned()
+                    GATED_NOTICE.to_owned(),
+                    reminder_text(created),
                 ]
             )],
             vec![(
-                "toolu_03".to_owned(),
+                "toolu_04".to_owned(),
                 vec!["Updated todo list: 0 pending, 1 in progress, 0 completed.".to_owned()]
             )],
         ]
     );
-    // The notice reached the model once: in no other request's new message.
-    let carrying: Vec<usize> = requests
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| {
-            claude_last_message_texts(&r.body)
-                .iter()
-                .any(|t| t.contains(GATED_NOTICE))
-        })
-        .map(|(i, _)| i)
-        .collect();
-    assert_eq!(carrying, vec![2]);
+    // Each reached the model once: in no other request's new message.
+    assert_eq!(mentioning(api, GATED_NOTICE), vec![3]);
+    assert_eq!(mentioning(api, "[SCHEDULE REMINDER]"), vec![3]);
 }
 
 /// How Claude Code opens the server: `server/discover` at 2026-07-28, which the server answers,
@@ -238,7 +241,7 @@ fn assert_opened_with_discover(ws: &Workspace, tasks: Tasks) {
     let mut listing = methods[1..3].to_vec();
     listing.sort();
     assert_eq!(listing, ["resources/list", "tools/list"]);
-    assert_eq!(methods[3..], ["tools/call", "tools/call", "tools/call"]);
+    assert_eq!(methods[3..], ["tools/call"; 4]);
     for request in &sent {
         let meta = &request["params"]["_meta"];
         assert_eq!(
@@ -253,7 +256,7 @@ fn assert_opened_with_discover(ws: &Workspace, tasks: Tasks) {
 }
 
 #[tokio::test]
-async fn with_the_task_feature_off_a_job_notice_rides_the_next_tool_result_once() {
+async fn with_the_task_feature_off_a_job_notice_and_a_reminder_ride_the_next_tool_result_once() {
     let Some(bin) = client_bin(CLAUDE, PACKAGE) else {
         return;
     };
@@ -331,7 +334,7 @@ async fn with_the_task_feature_on_a_job_and_a_reminder_each_wake_the_idle_model_
         Turn::new(vec![Block::Call {
             id: "toolu_02",
             tool: "schedule_create",
-            input: json!({"prompt": "Check the build", "after_seconds": 5}),
+            input: json!({"prompt": REMINDER_PROMPT, "after_seconds": 5}),
         }]),
         Turn::new(vec![Block::Text("Waiting for the reminder.")]),
         // The wake of the reminder.
@@ -387,11 +390,11 @@ async fn with_the_task_feature_on_a_job_and_a_reminder_each_wake_the_idle_model_
     assert!(
         reminder_wake_texts
             .iter()
-            .any(|t| t.contains("<task-notification>") && t.contains("Check the build")),
+            .any(|t| t.contains("<task-notification>") && t.contains(REMINDER_PROMPT)),
         "{reminder_wake_texts:?}"
     );
     // Exactly once each, and never again in a later tool result.
-    assert_eq!(mentioning(&api, "Check the build"), vec![3, 4]);
+    assert_eq!(mentioning(&api, REMINDER_PROMPT), vec![3, 4]);
     assert_eq!(mentioning(&api, GATED_NOTICE), Vec::<usize>::new());
     assert_eq!(
         claude_tool_results(&requests[5].body),
