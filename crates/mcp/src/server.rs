@@ -258,7 +258,11 @@ impl Server {
             self.shape,
             &answer.owed,
         )) {
-            Ok(result) => result,
+            // The SDK drops the discriminator for peers of the initialize handshake.
+            Ok(mut result) => {
+                result.result_type = Some(rmcp::model::ResultType::COMPLETE);
+                result
+            }
             Err(error) => {
                 if let Some(reservation) = answer.reservation {
                     self.host.release(reservation);
@@ -328,10 +332,11 @@ impl ServerHandler for Server {
         serde_json::from_value::<InitializeResult>(info).unwrap_or_default()
     }
 
+    /// Every version from 2024-11-05 to 2026-07-28: `initialize` negotiates up to
+    /// 2025-11-25, and `server/discover` opens the stateless 2026-07-28 era, whose requests
+    /// each carry their own `_meta` (protocol version, client info and capabilities).
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(
-            &ProtocolVersion::LATEST_WITH_INITIALIZE,
-        ))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::LATEST))
     }
 
     async fn list_tools(
