@@ -222,8 +222,8 @@ impl Server {
                 .await;
             return self.respond(&answer, &context);
         };
-        // The tool reports on its own task; the reports are sent from here, in order, while
-        // the call runs, and the ones still queued when it ends go before its response.
+        // The tool queues its reports (a sink must not block); they are sent from here, in
+        // order, while the call runs, and the ones still queued when it ends go first.
         let (reports, mut queued) = mpsc::unbounded_channel::<ProgressUpdate>();
         let progress = Progress::new(self.host.clock(), PROGRESS_INTERVAL, move |update| {
             let _ = reports.send(update);
