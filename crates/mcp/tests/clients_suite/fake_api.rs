@@ -10,6 +10,7 @@
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -71,6 +72,7 @@ pub(crate) enum Dialect {
 /// A request the fake received.
 #[derive(Clone, Debug)]
 pub(crate) struct Recorded {
+    pub(crate) at: Instant,
     pub(crate) path: String,
     /// The agent's own request (it offered the harness tools).
     pub(crate) agent: bool,
@@ -143,6 +145,24 @@ impl FakeApi {
         self.recorded().into_iter().filter(|r| r.agent).collect()
     }
 
+    /// Waits (at most `bound`) until the agent has sent `n` requests; returns them.
+    pub(crate) async fn wait_for_agent_requests(&self, n: usize, bound: Duration) -> Vec<Recorded> {
+        let deadline = tokio::time::Instant::now() + bound;
+        loop {
+            let arrived = self.state.arrived.notified();
+            let requests = self.agent_requests();
+            if requests.len() >= n {
+                return requests;
+            }
+            if tokio::time::timeout_at(deadline, arrived).await.is_err() {
+                panic!(
+                    "the client sent {} model requests within {bound:?}, expected {n}",
+                    requests.len()
+                );
+            }
+        }
+    }
+
     /// Scripted turns not yet taken.
     pub(crate) fn turns_left(&self) -> usize {
         self.state.script.lock().unwrap().len()
@@ -156,6 +176,7 @@ async fn answer(
     uri: axum::http::Uri,
     body: Bytes,
 ) -> Response {
+    let at = Instant::now();
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
     let agent = offers_harness_tools(state.dialect, &body);
     let turn = if agent {
@@ -168,6 +189,7 @@ async fn answer(
         None => (None, vec![Block::Text("ok")]),
     };
     state.recorded.lock().unwrap().push(Recorded {
+        at,
         path: uri.path().to_owned(),
         agent,
         body: body.clone(),
