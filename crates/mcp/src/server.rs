@@ -5,7 +5,6 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use rmcp::model::RequestParamsMeta;
 use rmcp::model::{
@@ -18,7 +17,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use turnkit_core::{ToolDefinition, ToolOutput, lock};
+use tokio::sync::mpsc;
+use turnkit_core::{PROGRESS_INTERVAL, Progress, ProgressUpdate, ToolDefinition, ToolOutput, lock};
 
 use crate::session::{INBOX_URI, SessionHost};
 
@@ -40,9 +40,6 @@ pub enum ResultShape {
 /// reminders owed to it: `[{"source": {…}, "text": "…"}]`, in queue order, present only when
 /// something was owed. The same messages are text blocks after the tool's own content.
 pub const OWED_FIELD: &str = "harnessMessages";
-
-/// How often a waiting `job_output` reports progress.
-const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
 
 /// Reservations of owed messages by the JSON text of the request id whose response carries
 /// them; shared with the transport, which commits them when it writes the response.
@@ -220,40 +217,45 @@ impl Server {
             ));
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let waited_job = (name == "job_output"
-            && arguments.get("wait").and_then(Value::as_bool) == Some(true))
-        .then(|| {
-            arguments
-                .get("job_id")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
-        .flatten();
-        tracing::debug!(?waited_job, ?progress_token, "mcp: tools/call {name}");
-        let call = self.host.answer(&name, arguments, context.ct.clone());
-        let answer = match (waited_job, progress_token) {
-            (Some(job), Some(token)) => {
-                tokio::pin!(call);
-                let mut ticks = 0u32;
-                loop {
-                    tokio::select! {
-                        answer = &mut call => break answer,
-                        () = self.host.clock().sleep(PROGRESS_INTERVAL) => {
-                            ticks += 1;
-                            let mut param = rmcp::model::ProgressNotificationParam::new(
-                                token.clone(),
-                                f64::from(ticks),
-                            );
-                            if let Some(line) = self.host.job_progress(&job) {
-                                param = param.with_message(line);
-                            }
-                            let _ = context.peer.notify_progress(param).await;
-                        }
-                    }
+        tracing::debug!(?progress_token, "mcp: tools/call {name}");
+        let Some(token) = progress_token else {
+            let answer = self
+                .host
+                .answer(&name, arguments, context.ct.clone(), Progress::default())
+                .await;
+            return self.respond(&answer, &context);
+        };
+        // The tool queues its reports (a sink must not block); they are sent from here, in
+        // order, while the call runs, and the ones still queued when it ends go first.
+        let (reports, mut queued) = mpsc::unbounded_channel::<ProgressUpdate>();
+        let progress = Progress::new(self.host.clock(), PROGRESS_INTERVAL, move |update| {
+            let _ = reports.send(update);
+        });
+        let call = self
+            .host
+            .answer(&name, arguments, context.ct.clone(), progress);
+        tokio::pin!(call);
+        let answer = loop {
+            tokio::select! {
+                answer = &mut call => break answer,
+                Some(update) = queued.recv() => {
+                    notify_progress(&context, &token, update).await;
                 }
             }
-            _ => call.await,
         };
+        while let Ok(update) = queued.try_recv() {
+            notify_progress(&context, &token, update).await;
+        }
+        self.respond(&answer, &context)
+    }
+
+    /// The response to a call answered with `answer`; its reservation is handed to the
+    /// transport, or released when the request was cancelled or the result cannot be built.
+    fn respond(
+        &self,
+        answer: &crate::session::Answer,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let result = match decode::<rmcp::model::CallToolResult>(result_json(
             &answer.output,
             self.shape,
@@ -321,6 +323,23 @@ impl Server {
             }
         });
     }
+}
+
+/// Sends one `notifications/progress` for the request of `context` (a closed connection is
+/// left to the serve loop to notice).
+async fn notify_progress(
+    context: &RequestContext<RoleServer>,
+    token: &rmcp::model::ProgressToken,
+    update: ProgressUpdate,
+) {
+    let mut param = rmcp::model::ProgressNotificationParam::new(token.clone(), update.progress);
+    if let Some(total) = update.total {
+        param = param.with_total(total);
+    }
+    if let Some(message) = update.message {
+        param = param.with_message(message);
+    }
+    let _ = context.peer.notify_progress(param).await;
 }
 
 #[expect(

@@ -8,7 +8,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use turnkit_core::{
-    Agent, Clock, ContentBlock, JsonlStore, PersistenceError, RegistrationScope, Session,
+    Agent, Clock, ContentBlock, JsonlStore, PersistenceError, Progress, RegistrationScope, Session,
     SessionHeader, SessionId, SessionStore, StoreError, SystemClock, ToolDefinition, ToolOutput,
     UserMessage,
 };
@@ -336,12 +336,15 @@ impl SessionHost {
     /// answer is given ([`turnkit_core::acknowledge`]: a failed flush answers `Error: the
     /// change may not be saved: …`, the events staying pending). Owed messages are appended
     /// to the result (one text block each, in order) and reserved; unless `cancel` fired, in
-    /// which case nothing is attached (the result will not be sent).
+    /// which case nothing is attached (the result will not be sent). `cancel` and `progress`
+    /// travel on the call ([`turnkit_core::ToolCall`]): a tool that waits reports through
+    /// `progress` and stops waiting when `cancel` fires.
     pub(crate) async fn answer(
         &self,
         name: &str,
         arguments: Value,
         cancel: CancellationToken,
+        progress: Progress,
     ) -> Answer {
         if let Some(fenced) = self.fenced.get() {
             return Answer {
@@ -355,7 +358,14 @@ impl SessionHost {
         let output = self
             .host
             .tools()
-            .execute(name, arguments, Some(caller), cancel.clone())
+            .execute_reporting(
+                None,
+                name,
+                arguments,
+                Some(caller),
+                cancel.clone(),
+                progress,
+            )
             .await;
         let failed = output.is_error;
         // A reply is an acknowledgement: what the call appended is durable before the answer
@@ -422,7 +432,14 @@ impl SessionHost {
     /// Runs tool `name` in-process, exactly as a `tools/call` would, and claims the owed
     /// messages it carries at once. For embedding and benchmarks.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> ToolOutput {
-        let answer = self.answer(name, arguments, CancellationToken::new()).await;
+        let answer = self
+            .answer(
+                name,
+                arguments,
+                CancellationToken::new(),
+                Progress::default(),
+            )
+            .await;
         if let Some(reservation) = answer.reservation {
             self.commit(reservation).await;
         }
@@ -470,16 +487,6 @@ impl SessionHost {
             let id = uri.strip_prefix(template.prefix)?;
             (template.read)(&context, id)
         })
-    }
-
-    /// A running job's live progress line, if it has one.
-    pub(crate) fn job_progress(&self, id: &str) -> Option<String> {
-        let id = turnkit_jobs::JobId::from(id);
-        let snapshot = self.jobs.get(&id, Some(self.agent.id())).ok()?;
-        if snapshot.status.is_terminal() {
-            return None;
-        }
-        snapshot.detail.as_deref().map(str::to_owned)
     }
 
     /// The session's write ownership passed to another host (a flush was fenced, or the

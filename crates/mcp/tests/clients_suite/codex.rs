@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 
 use crate::clients_suite::fake_api::{Block, Dialect, FakeApi, Turn, codex_call_outputs};
 use crate::clients_suite::support::{
-    BOUND, GATED, GATED_NOTICE, Workspace, client_bin, methods, wait_for_events,
+    BOUND, GATED, GATED_NOTICE, REMINDER_PROMPT, Workspace, client_bin, methods, reminder_text,
+    wait_for_events,
 };
 
 /// The environment variable naming the `codex` binary.
@@ -83,7 +84,7 @@ fn tool_blocks(texts: &[String]) -> Vec<String> {
 }
 
 #[tokio::test]
-async fn over_stdio_a_job_notice_rides_the_next_tool_result_once() {
+async fn over_stdio_a_job_notice_and_a_reminder_ride_the_next_tool_result_once() {
     let Some(bin) = client_bin(CODEX, PACKAGE) else {
         return;
     };
@@ -101,19 +102,25 @@ async fn over_stdio_a_job_notice_rides_the_next_tool_result_once() {
             tool: "bash",
             input: json!({"command": GATED, "run_in_background": true}),
         }]),
+        Turn::new(vec![Block::Call {
+            id: "call_3",
+            tool: "schedule_create",
+            input: json!({"prompt": REMINDER_PROMPT, "after_seconds": 1}),
+        }]),
         Turn::after(
             move || {
+                // The job ends now, a second before the reminder is due.
                 std::fs::write(work.join("go"), "").unwrap();
-                wait_for_events(&root, "codex", "mcp/queued", 1);
+                wait_for_events(&root, "codex", "mcp/queued", 2);
             },
             vec![Block::Call {
-                id: "call_3",
+                id: "call_4",
                 tool: "job_list",
                 input: json!({}),
             }],
         ),
         Turn::new(vec![Block::Call {
-            id: "call_4",
+            id: "call_5",
             tool: "todo_write",
             input: json!({"todos": [{"content": "Ship it", "status": "completed"}]}),
         }]),
@@ -129,15 +136,16 @@ async fn over_stdio_a_job_notice_rides_the_next_tool_result_once() {
     assert_eq!(last["item"]["text"], "All done.");
 
     let requests = api.agent_requests();
-    assert_eq!(requests.len(), 5, "one model request per scripted turn");
+    assert_eq!(requests.len(), 6, "one model request per scripted turn");
     assert_eq!(api.turns_left(), 0);
     assert!(requests.iter().all(|r| r.path == "/v1/responses"));
     // Each request carries every earlier output; the model sees each once, in the request
-    // after its call. The last request holds all four, in order.
-    let outputs: Vec<(String, Vec<String>)> = codex_call_outputs(&requests[4].body)
+    // after its call. The last request holds all five, in order.
+    let outputs: Vec<(String, Vec<String>)> = codex_call_outputs(&requests[5].body)
         .into_iter()
         .map(|(id, texts)| (id, tool_blocks(&texts)))
         .collect();
+    let created = outputs[2].1[0].clone();
     assert_eq!(
         outputs,
         vec![
@@ -149,15 +157,17 @@ async fn over_stdio_a_job_notice_rides_the_next_tool_result_once() {
                 "call_2".to_owned(),
                 vec!["started background job bash-1".to_owned()]
             ),
+            ("call_3".to_owned(), vec![created.clone()]),
             (
-                "call_3".to_owned(),
+                "call_4".to_owned(),
                 vec![
                     format!("bash-1 [bash] completed — {GATED}"),
-                    GATED_NOTICE.to_owned()
+                    GATED_NOTICE.to_owned(),
+                    reminder_text(&created),
                 ]
             ),
             (
-                "call_4".to_owned(),
+                "call_5".to_owned(),
                 vec!["Updated todo list: 0 pending, 0 in progress, 1 completed.".to_owned()]
             ),
         ]
@@ -177,6 +187,7 @@ async fn over_stdio_a_job_notice_rides_the_next_tool_result_once() {
             "initialize",
             "notifications/initialized",
             "tools/list",
+            "tools/call",
             "tools/call",
             "tools/call",
             "tools/call",
