@@ -218,42 +218,55 @@ impl Server {
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         tracing::debug!(?progress_token, "mcp: tools/call {name}");
-        let Some(token) = progress_token else {
-            let answer = self
-                .host
-                .answer(&name, arguments, context.ct.clone(), Progress::default())
-                .await;
-            return self.respond(&answer, &context);
-        };
-        // The tool queues its reports (a sink must not block); they are sent from here, in
-        // order, while the call runs, and the ones still queued when it ends go first.
-        let (reports, mut queued) = mpsc::unbounded_channel::<ProgressUpdate>();
-        let progress = Progress::new(self.host.clock(), PROGRESS_INTERVAL, move |update| {
-            let _ = reports.send(update);
-        });
-        let call = self
-            .host
-            .answer(&name, arguments, context.ct.clone(), progress);
-        tokio::pin!(call);
-        let answer = loop {
-            tokio::select! {
-                answer = &mut call => break answer,
-                Some(update) = queued.recv() => {
+        let answer = match progress_token {
+            None => {
+                self.host
+                    .answer(&name, arguments, context.ct.clone(), Progress::default())
+                    .await
+            }
+            Some(token) => {
+                // The tool queues its reports (a sink must not block); they are sent from
+                // here, in order, while the call runs, and the ones still queued when it ends
+                // go first.
+                let (reports, mut queued) = mpsc::unbounded_channel::<ProgressUpdate>();
+                let progress = Progress::new(self.host.clock(), PROGRESS_INTERVAL, move |update| {
+                    let _ = reports.send(update);
+                });
+                let call = self
+                    .host
+                    .answer(&name, arguments, context.ct.clone(), progress);
+                tokio::pin!(call);
+                let answer = loop {
+                    tokio::select! {
+                        answer = &mut call => break answer,
+                        Some(update) = queued.recv() => {
+                            notify_progress(&context, &token, update).await;
+                        }
+                    }
+                };
+                while let Ok(update) = queued.try_recv() {
                     notify_progress(&context, &token, update).await;
                 }
+                answer
             }
         };
-        while let Ok(update) = queued.try_recv() {
-            notify_progress(&context, &token, update).await;
-        }
-        self.respond(&answer, &context)
+        // A call that declared the tasks extension in its own `_meta` and started background
+        // work, or created a reminder, is answered with a task.
+        let task = if tasks_declared && !context.ct.is_cancelled() {
+            self.host.open_task(&name, &answer.output).await
+        } else {
+            None
+        };
+        self.respond(&answer, task, &context)
     }
 
-    /// The response to a call answered with `answer`; its reservation is handed to the
-    /// transport, or released when the request was cancelled or the result cannot be built.
+    /// The response to a call answered with `answer` (the `task` it opened, if any); its
+    /// reservation is handed to the transport, or released when the request was cancelled or
+    /// the result cannot be built.
     fn respond(
         &self,
         answer: &crate::session::Answer,
+        task: Option<crate::tasks::Entry>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let result = match decode::<rmcp::model::CallToolResult>(result_json(
@@ -273,15 +286,8 @@ impl Server {
                 return Err(error);
             }
         };
-        // A call that declared the tasks extension in its own `_meta` and started background
-        // work, or created a reminder, is answered with a task.
-        let task = if tasks_declared && !context.ct.is_cancelled() {
-            self.host.open_task(&name, &answer.output).await
-        } else {
-            None
-        };
         if let Some(reservation) = answer.reservation {
-            self.keep(&context, reservation);
+            self.keep(context, reservation);
         }
         Ok(match task {
             Some(entry) => {
