@@ -168,6 +168,17 @@ fn resource(uri: &str, name: &str, description: &str) -> Value {
 }
 
 impl Server {
+    /// The server of one connection to `host`.
+    pub(crate) fn new(host: Arc<SessionHost>, shape: ResultShape) -> Self {
+        Self {
+            host,
+            shape,
+            reservations: Reservations::default(),
+            subscribed: Arc::new(Mutex::new(Default::default())),
+            log_level: Arc::default(),
+        }
+    }
+
     /// Whether a message at `level` is sent under the client's `logging/setLevel`.
     #[expect(
         deprecated,
@@ -206,6 +217,9 @@ impl Server {
             .get_progress_token()
             .or_else(|| request.progress_token());
         let name = request.name.to_string();
+        let tasks_declared = context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.supports_tasks());
         // A fenced session's tools are gone; every call answers with the fenced error.
         if !self.host.is_tool(&name) && !self.host.is_fenced() {
             return Err(ErrorData::invalid_params(
@@ -215,42 +229,55 @@ impl Server {
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         tracing::debug!(?progress_token, "mcp: tools/call {name}");
-        let Some(token) = progress_token else {
-            let answer = self
-                .host
-                .answer(&name, arguments, context.ct.clone(), Progress::default())
-                .await;
-            return self.respond(&answer, &context);
-        };
-        // The tool queues its reports (a sink must not block); they are sent from here, in
-        // order, while the call runs, and the ones still queued when it ends go first.
-        let (reports, mut queued) = mpsc::unbounded_channel::<ProgressUpdate>();
-        let progress = Progress::new(self.host.clock(), PROGRESS_INTERVAL, move |update| {
-            let _ = reports.send(update);
-        });
-        let call = self
-            .host
-            .answer(&name, arguments, context.ct.clone(), progress);
-        tokio::pin!(call);
-        let answer = loop {
-            tokio::select! {
-                answer = &mut call => break answer,
-                Some(update) = queued.recv() => {
+        let answer = match progress_token {
+            None => {
+                self.host
+                    .answer(&name, arguments, context.ct.clone(), Progress::default())
+                    .await
+            }
+            Some(token) => {
+                // The tool queues its reports (a sink must not block); they are sent from
+                // here, in order, while the call runs, and the ones still queued when it ends
+                // go first.
+                let (reports, mut queued) = mpsc::unbounded_channel::<ProgressUpdate>();
+                let progress = Progress::new(self.host.clock(), PROGRESS_INTERVAL, move |update| {
+                    let _ = reports.send(update);
+                });
+                let call = self
+                    .host
+                    .answer(&name, arguments, context.ct.clone(), progress);
+                tokio::pin!(call);
+                let answer = loop {
+                    tokio::select! {
+                        answer = &mut call => break answer,
+                        Some(update) = queued.recv() => {
+                            notify_progress(&context, &token, update).await;
+                        }
+                    }
+                };
+                while let Ok(update) = queued.try_recv() {
                     notify_progress(&context, &token, update).await;
                 }
+                answer
             }
         };
-        while let Ok(update) = queued.try_recv() {
-            notify_progress(&context, &token, update).await;
-        }
-        self.respond(&answer, &context)
+        // A call that declared the tasks extension in its own `_meta` and started background
+        // work, or created a reminder, is answered with a task.
+        let task = if tasks_declared && !context.ct.is_cancelled() {
+            self.host.open_task(&name, &answer.output).await
+        } else {
+            None
+        };
+        self.respond(&answer, task, &context)
     }
 
-    /// The response to a call answered with `answer`; its reservation is handed to the
-    /// transport, or released when the request was cancelled or the result cannot be built.
+    /// The response to a call answered with `answer` (the `task` it opened, if any); its
+    /// reservation is handed to the transport, or released when the request was cancelled or
+    /// the result cannot be built.
     fn respond(
         &self,
         answer: &crate::session::Answer,
+        task: Option<crate::tasks::Entry>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let result = match decode::<rmcp::model::CallToolResult>(result_json(
@@ -271,27 +298,52 @@ impl Server {
             }
         };
         if let Some(reservation) = answer.reservation {
-            if context.ct.is_cancelled() {
-                self.host.release(reservation);
-            } else {
-                // The serve loop retires the request (cancelling `ct`) and hands its response
-                // to the transport in one step, and the transport takes the reservation
-                // then; one still here once `ct` fired belongs to a response that was dropped
-                // because the client cancelled the request.
-                let key = id_key(&context.id);
-                self.reservations.insert(key.clone(), reservation);
-                let reservations = self.reservations.clone();
-                let host = self.host.clone();
-                let ct = context.ct.clone();
-                tokio::spawn(async move {
-                    ct.cancelled().await;
-                    if let Some(reservation) = reservations.take(&key) {
-                        host.release(reservation);
-                    }
-                });
-            }
+            self.keep(context, reservation);
         }
-        Ok(CallToolResponse::Complete(result))
+        Ok(match task {
+            Some(entry) => {
+                let immediate: Vec<&str> = answer
+                    .output
+                    .content
+                    .iter()
+                    .map(|block| block.as_text())
+                    .collect();
+                CallToolResponse::Task(crate::tasks::protocol::created(
+                    &entry,
+                    &immediate.join("\n\n"),
+                ))
+            }
+            None => CallToolResponse::Complete(result),
+        })
+    }
+
+    /// Hands `reservation` to the transport, which commits it once the response to the
+    /// request of `context` is written; released if the request is cancelled first.
+    fn keep(&self, context: &RequestContext<RoleServer>, reservation: u64) {
+        if context.ct.is_cancelled() {
+            self.host.release(reservation);
+            return;
+        }
+        if let Some(held) = crate::http::held(context) {
+            // Over HTTP the response body commits it once written in full.
+            held.hold(reservation);
+            return;
+        }
+        // The serve loop retires the request (cancelling `ct`) and hands its response to the
+        // transport in one step, and the transport takes the reservation then; one still here
+        // once `ct` fired belongs to a response that was dropped because the client cancelled
+        // the request.
+        let key = id_key(&context.id);
+        self.reservations.insert(key.clone(), reservation);
+        let reservations = self.reservations.clone();
+        let host = self.host.clone();
+        let ct = context.ct.clone();
+        tokio::spawn(async move {
+            ct.cancelled().await;
+            if let Some(reservation) = reservations.take(&key) {
+                host.release(reservation);
+            }
+        });
     }
 }
 
@@ -325,6 +377,7 @@ impl ServerHandler for Server {
                 "tools": {},
                 "resources": {"subscribe": true},
                 "logging": {},
+                "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}},
             },
             "serverInfo": {"name": "harness", "version": env!("CARGO_PKG_VERSION")},
             "instructions": self.host.instructions(),
@@ -453,6 +506,33 @@ impl ServerHandler for Server {
         Ok(())
     }
 
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        let Some(view) = self.host.get_task(&request.task_id).await else {
+            return Err(unknown_task(&request.task_id));
+        };
+        let now = turnkit_core::format_instant(self.host.clock().now());
+        let result = crate::tasks::protocol::get_result(&view, &now);
+        if let Some(reservation) = view.reservation {
+            self.keep(&context, reservation);
+        }
+        Ok(result)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.host
+            .cancel_task(&request.task_id)
+            .await
+            .map_err(|message| ErrorData::invalid_params(message, None))
+    }
+
     async fn on_custom_request(
         &self,
         request: CustomRequest,
@@ -494,6 +574,11 @@ pub(crate) fn custom_request_error(request: &CustomRequest) -> ErrorData {
         format!("Invalid params for {}: {why}", request.method),
         None,
     )
+}
+
+/// JSON-RPC -32602 for a task id this session does not know (never opened, or past its TTL).
+fn unknown_task(id: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("unknown task: {id}"), None)
 }
 
 /// JSON-RPC -32601 for `method`.

@@ -18,7 +18,8 @@ use turnkit_host::{HostKit, LoopAgent};
 
 use crate::ServeError;
 use crate::host::{HostSession, host_session, pull_agent};
-use crate::inbox::{CLAIMED_EVENT, Inbox, Pending, QUEUED_EVENT};
+use crate::inbox::{CLAIMED_EVENT, Inbox, Pending, QUEUED_EVENT, TASK_DELIVERED_EVENT};
+use crate::tasks::Tasks;
 use turnkit_families::{ChangedBy, Families, FamiliesConfig, ResourceContext};
 
 /// Resource URI of the notices and reminders owed to the next tool result (the server's own
@@ -121,6 +122,8 @@ pub struct SessionHost {
     session: Arc<HostSession>,
     agent: Arc<LoopAgent>,
     inbox: Inbox,
+    /// The tasks of the session (`mcp/task` and the events after it).
+    tasks: Tasks,
     jobs: Arc<dyn JobRegistry>,
     families: Mutex<Option<Families>>,
     /// The job list listener (todo-jobs §4.7) that feeds the job resources' changes.
@@ -213,9 +216,16 @@ impl SessionHost {
             .on_jobs_changed(RegistrationScope::Global, jobs_changed);
         let session = host_session(stored);
         let inbox = Inbox::open(session.clone())?;
+        let tasks = Tasks::replay(
+            &session.events(),
+            turnkit_core::Harness::clock(host.as_ref()).now_millis(),
+        )?;
+        for hold in tasks.holds() {
+            inbox.hold(hold);
+        }
         let tx = changes.clone();
         session.hooks().set(Arc::new(move |r#type: &str| {
-            if r#type == QUEUED_EVENT || r#type == CLAIMED_EVENT {
+            if r#type == QUEUED_EVENT || r#type == CLAIMED_EVENT || r#type == TASK_DELIVERED_EVENT {
                 let _ = tx.send(Change::Resource(INBOX_URI));
                 return;
             }
@@ -242,6 +252,7 @@ impl SessionHost {
             session,
             agent,
             inbox,
+            tasks,
             jobs,
             families: Mutex::new(Some(families)),
             jobs_changed: Mutex::new(Some(jobs_changed)),
@@ -284,6 +295,36 @@ impl SessionHost {
 
     pub(crate) fn clock(&self) -> Arc<dyn Clock> {
         turnkit_core::Harness::clock(self.host.as_ref())
+    }
+
+    pub(crate) fn tasks(&self) -> &Tasks {
+        &self.tasks
+    }
+
+    /// The served session's log.
+    pub(crate) fn log(&self) -> &dyn Session {
+        self.session.as_ref()
+    }
+
+    /// The inbox of messages owed to the model.
+    pub(crate) fn owed(&self) -> &Inbox {
+        &self.inbox
+    }
+
+    pub(crate) fn job_registry(&self) -> &Arc<dyn JobRegistry> {
+        &self.jobs
+    }
+
+    pub(crate) fn agent_id(&self) -> &turnkit_core::AgentId {
+        self.agent.id()
+    }
+
+    pub(crate) fn agent_handle(&self) -> Arc<dyn Agent> {
+        self.agent.clone()
+    }
+
+    pub(crate) fn tools_registry(&self) -> &turnkit_core::ToolRegistry {
+        self.host.tools()
     }
 
     pub(crate) fn is_tool(&self, name: &str) -> bool {
@@ -352,7 +393,8 @@ impl SessionHost {
             };
         }
         let mut owed = Vec::new();
-        let reservation = self.inbox.reserve().map(|(key, pending)| {
+        let now = self.clock().now_millis();
+        let reservation = self.inbox.reserve(now).map(|(key, pending)| {
             owed = append_owed(&mut output, &pending);
             key
         });
@@ -363,14 +405,18 @@ impl SessionHost {
         }
     }
 
-    /// The result carrying `reservation` was written: records the claim, tells the
-    /// families the messages were seen, and flushes.
+    /// The result carrying `reservation` was written: records the claim (a task's delivery
+    /// for a `tasks/get` result), tells the families the messages were seen, and flushes.
     pub(crate) async fn commit(&self, reservation: u64) {
-        let claimed = self.inbox.commit(reservation);
-        if claimed.is_empty() {
+        let committed = self.inbox.commit(reservation);
+        if let Some(delivered) = committed.task {
+            self.task_delivered(delivered);
+        } else if committed.messages.is_empty() {
             return;
         }
-        self.agent.report_claimed(&claimed);
+        if !committed.messages.is_empty() {
+            self.agent.report_claimed(&committed.messages);
+        }
         match self.session.flush().await {
             Ok(()) => {}
             Err(error @ PersistenceError::Fenced(_)) => self.fence(&error).await,
@@ -454,6 +500,15 @@ impl SessionHost {
         }
         tracing::warn!("mcp: {reason}");
         self.dispose().await;
+    }
+
+    /// How many of the session's background jobs have not ended.
+    pub fn running_jobs(&self) -> usize {
+        self.jobs
+            .list(None)
+            .iter()
+            .filter(|job| !job.status.is_terminal())
+            .count()
     }
 
     /// Whether [`SessionHost::fence`] was called.
