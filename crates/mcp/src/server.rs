@@ -168,6 +168,17 @@ fn resource(uri: &str, name: &str, description: &str) -> Value {
 }
 
 impl Server {
+    /// The server of one connection to `host`.
+    pub(crate) fn new(host: Arc<SessionHost>, shape: ResultShape) -> Self {
+        Self {
+            host,
+            shape,
+            reservations: Reservations::default(),
+            subscribed: Arc::new(Mutex::new(Default::default())),
+            log_level: Arc::default(),
+        }
+    }
+
     /// Whether a message at `level` is sent under the client's `logging/setLevel`.
     #[expect(
         deprecated,
@@ -347,6 +358,11 @@ impl Server {
     fn keep(&self, context: &RequestContext<RoleServer>, reservation: u64) {
         if context.ct.is_cancelled() {
             self.host.release(reservation);
+            return;
+        }
+        if let Some(held) = crate::http::held(context) {
+            // Over HTTP the response body commits it once written in full.
+            held.hold(reservation);
             return;
         }
         // The serve loop retires the request (cancelling `ct`) and hands its response to the
