@@ -125,7 +125,7 @@ pub struct SessionHost {
     /// The tasks of the session (`mcp/task` and the events after it).
     tasks: Tasks,
     jobs: Arc<dyn JobRegistry>,
-    families: Mutex<Option<Families>>,
+    families: Families,
     /// The job list listener (todo-jobs §4.7) that feeds the job resources' changes.
     jobs_changed: Mutex<Option<turnkit_core::Registration>>,
     created: bool,
@@ -254,7 +254,7 @@ impl SessionHost {
             inbox,
             tasks,
             jobs,
-            families: Mutex::new(Some(families)),
+            families,
             jobs_changed: Mutex::new(Some(jobs_changed)),
             created,
             changes_rx: Mutex::new(Some(changes_rx)),
@@ -538,10 +538,7 @@ impl SessionHost {
         let agent: Arc<dyn Agent> = self.agent.clone();
         self.agent.dispose().await;
         self.host.remove(&agent);
-        let families = turnkit_core::lock(&self.families).take();
-        if let Some(families) = families {
-            families.dispose().await;
-        }
+        self.families.dispose().await;
         drop(turnkit_core::lock(&self.jobs_changed).take());
     }
 }
