@@ -19,7 +19,7 @@ use turnkit_host::{HostKit, LoopAgent};
 use crate::ServeError;
 use crate::host::{HostSession, host_session, pull_agent};
 use crate::inbox::{CLAIMED_EVENT, Inbox, Pending, QUEUED_EVENT, TASK_DELIVERED_EVENT};
-use crate::tasks::Tasks;
+use crate::tasks::state::Tasks;
 use turnkit_families::{ChangedBy, Families, FamiliesConfig, ResourceContext};
 
 /// Resource URI of the notices and reminders owed to the next tool result (the server's own
