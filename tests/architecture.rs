@@ -1,7 +1,8 @@
 //! `docs/architecture.md`'s crate graph is the workspace's: the block under "## Crate graph"
 //! lists every workspace crate with the workspace crates it depends on (normal and build
 //! dependencies, as `cargo metadata --no-deps` reports them; dev-dependencies left out), one line per crate. This test fails when
-//! the two differ and prints the block to paste.
+//! the two differ and prints the block to paste. A second test keeps the MCP transport and the
+//! PostgreSQL store free of family names (tools and event types).
 #![allow(
     clippy::unwrap_used,
     reason = "test helpers fail loudly; clippy's test exemption covers only #[test] bodies"
@@ -92,4 +93,45 @@ fn the_architecture_doc_draws_the_crate_graph_of_cargo_metadata() {
         "docs/architecture.md's crate graph differs from cargo metadata; the block should \
          read:\n{expected}"
     );
+}
+
+/// Every `.rs` file under `dir` (relative to the workspace root), with its text.
+fn sources(dir: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut stack = vec![std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(dir)];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                stack.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                out.push((path.display().to_string(), text));
+            }
+        }
+    }
+    out
+}
+
+/// The MCP transport and the PostgreSQL store know no family by name: each family declares
+/// its resources and index rows, and a tool that waits reports progress through its call.
+#[test]
+fn the_transport_and_the_store_name_no_family_tool_or_event() {
+    let names = [
+        "\"schedule/change\"",
+        "\"todo/write\"",
+        "\"schedule_list\"",
+        "\"job_output\"",
+    ];
+    let mut found = Vec::new();
+    for dir in ["crates/mcp/src", "crates/store-pg/src"] {
+        for (path, text) in sources(dir) {
+            for (n, line) in text.lines().enumerate() {
+                if names.iter().any(|name| line.contains(name)) {
+                    found.push(format!("{path}:{}: {}", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert_eq!(found, Vec::<String>::new());
 }

@@ -9,6 +9,7 @@ mod hooked;
 mod ids;
 mod json;
 mod message;
+mod progress;
 mod projection;
 mod prompt;
 mod registration;
@@ -34,6 +35,7 @@ pub use hooked::{HookedSession, SessionHooks};
 pub use ids::{AgentId, ScopeKey, SessionId};
 pub use json::JsonText;
 pub use message::{ContentBlock, MessageSource, UserMessage, join_text};
+pub use progress::{PROGRESS_INTERVAL, Progress, ProgressUpdate};
 pub use projection::{
     Projection, ProjectionSet, ProjectionState, ProjectionView, fold_events, fold_raw_events,
 };

@@ -8,7 +8,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::{
-    Agent, Registered, Registration, ScopeKey, Tool, ToolCall, ToolDefinition, ToolError,
+    Agent, Progress, Registered, Registration, ScopeKey, Tool, ToolCall, ToolDefinition, ToolError,
     ToolOutput, lock,
 };
 
@@ -182,6 +182,29 @@ impl ToolRegistry {
         caller: Option<Arc<dyn Agent>>,
         cancel: CancellationToken,
     ) -> ToolOutput {
+        self.execute_reporting(
+            call_id,
+            name,
+            arguments,
+            caller,
+            cancel,
+            Progress::default(),
+        )
+        .await
+    }
+
+    /// [`ToolRegistry::execute_call`] with `progress` attached to the call
+    /// ([`ToolCall::progress`]): a body that waits reports through it (an MCP request with a
+    /// progress token passes one that sends `notifications/progress`).
+    pub async fn execute_reporting(
+        &self,
+        call_id: Option<&str>,
+        name: &str,
+        arguments: Value,
+        caller: Option<Arc<dyn Agent>>,
+        cancel: CancellationToken,
+        progress: Progress,
+    ) -> ToolOutput {
         let call_id: Arc<str> = match call_id {
             Some(id) => Arc::from(id),
             None => {
@@ -205,7 +228,7 @@ impl ToolRegistry {
         let (output, outcome) = TOOL_CALL_ID
             .scope(
                 call_id,
-                self.run(name, arguments, caller, cancel)
+                self.run(name, arguments, caller, cancel, progress)
                     .instrument(span.clone()),
             )
             .await;
@@ -227,6 +250,7 @@ impl ToolRegistry {
         arguments: Value,
         caller: Option<Arc<dyn Agent>>,
         cancel: CancellationToken,
+        progress: Progress,
     ) -> (ToolOutput, &'static str) {
         let chain = caller.as_ref().map(|a| a.scope_chain());
         let Some(tool) = self.find(name, chain.as_deref()) else {
@@ -247,6 +271,7 @@ impl ToolRegistry {
             caller,
             arguments,
             cancel,
+            progress,
         };
         match tool.call(call).await {
             Ok(output) => {

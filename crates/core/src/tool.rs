@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::{Agent, ContentBlock, InvalidArguments, join_text};
+use crate::{Agent, ContentBlock, InvalidArguments, Progress, join_text};
 
 /// What the model sees of a tool: name, description, and JSON Schemas.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -61,15 +61,22 @@ impl ToolAnnotations {
     };
 }
 
-/// One execution of a tool.
+/// One execution of a tool: who calls, with what, and what travels with the call (in the
+/// shape of an MCP server's per-call context): its cancellation and where its progress
+/// goes. A body that waits reports through [`ToolCall::progress`] and stops waiting when
+/// [`ToolCall::cancel`] fires, so no transport special-cases a tool.
 #[derive(Clone)]
 pub struct ToolCall {
     /// The calling agent, or `None` for a call made outside any agent.
     pub caller: Option<Arc<dyn Agent>>,
     /// The arguments, already validated against the tool's input schema.
     pub arguments: Value,
-    /// Cancelled when the caller aborts the call.
+    /// Cancelled when the caller aborts the call (an MCP `notifications/cancelled` for its
+    /// request, a cancelled turn).
     pub cancel: CancellationToken,
+    /// Where the call's progress reports go; reports nowhere unless the caller asked for
+    /// them (an MCP request with a progress token).
+    pub progress: Progress,
 }
 
 impl ToolCall {
@@ -89,6 +96,7 @@ impl std::fmt::Debug for ToolCall {
         f.debug_struct("ToolCall")
             .field("caller", &self.caller.as_ref().map(|a| a.id().clone()))
             .field("arguments", &self.arguments)
+            .field("progress", &self.progress)
             .finish()
     }
 }

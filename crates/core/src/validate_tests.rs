@@ -127,6 +127,7 @@ fn call_with(arguments: Value) -> crate::ToolCall {
         caller: None,
         arguments,
         cancel: tokio_util::sync::CancellationToken::new(),
+        progress: crate::Progress::default(),
     }
 }
 

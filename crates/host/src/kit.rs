@@ -110,6 +110,11 @@ impl HostKit {
 
     /// Runs tool `name` with `arguments` for `caller` through the registry's pipeline
     /// ([`ToolRegistry::execute`]: scoped lookup, validation, `Error: <message>` rendering).
+    ///
+    /// Not an acknowledgement: it returns before anything the call appended is flushed. A
+    /// host answering a model (or a client) uses [`HostKit::answer`]; `call` is for a caller
+    /// that flushes on its own schedule (a turn loop whose turn end flushes, a host process
+    /// that flushes before it reports).
     pub async fn call(
         &self,
         name: &str,

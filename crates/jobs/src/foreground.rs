@@ -33,6 +33,9 @@ pub struct Foreground {
 /// Waits for job `id` on behalf of the foreground tool call `call` (its caller owns the job),
 /// up to `timeout` at a time, then reads it.
 ///
+/// While it waits, the call's progress ([`turnkit_core::ToolCall::progress`]) hears a report
+/// each interval, with the job's live progress line ([`live_detail`]) as its message.
+///
 /// # Errors
 /// [`ToolError::Aborted`] when `call` is aborted during the wait: the job is killed first
 /// with reason `aborted` (a failed kill is logged as a warning). Every other registry error
@@ -47,29 +50,45 @@ pub async fn wait_foreground(
     let caller: Option<AgentId> = call.caller.as_ref().map(|a| a.id().clone());
     let caller = caller.as_ref();
     let message = |error: JobError| ToolError::msg(error.to_string());
-    let timed_out = loop {
-        match jobs
-            .wait(id, timeout, caller, Some(call.cancel.clone()))
-            .await
-        {
-            Ok(snapshot) if snapshot.status.is_terminal() => break false,
-            Ok(_) => match on_timeout {
-                OnTimeout::Kill { settle } => {
-                    jobs.kill(id, caller, Some("timed out")).map_err(message)?;
-                    jobs.wait(id, settle, caller, None).await.map_err(message)?;
-                    break true;
+    let settled = async {
+        loop {
+            match jobs
+                .wait(id, timeout, caller, Some(call.cancel.clone()))
+                .await
+            {
+                Ok(snapshot) if snapshot.status.is_terminal() => return Ok(false),
+                Ok(_) => match on_timeout {
+                    OnTimeout::Kill { settle } => {
+                        jobs.kill(id, caller, Some("timed out")).map_err(message)?;
+                        jobs.wait(id, settle, caller, None).await.map_err(message)?;
+                        return Ok(true);
+                    }
+                    OnTimeout::WaitAgain => {}
+                },
+                Err(JobError::WaitAborted) => {
+                    if let Err(error) = jobs.kill(id, caller, Some("aborted")) {
+                        tracing::warn!("jobs: killing aborted foreground job {id} failed: {error}");
+                    }
+                    return Err(ToolError::Aborted);
                 }
-                OnTimeout::WaitAgain => {}
-            },
-            Err(JobError::WaitAborted) => {
-                if let Err(error) = jobs.kill(id, caller, Some("aborted")) {
-                    tracing::warn!("jobs: killing aborted foreground job {id} failed: {error}");
-                }
-                return Err(ToolError::Aborted);
+                Err(error) => return Err(message(error)),
             }
-            Err(error) => return Err(message(error)),
         }
     };
+    let timed_out = call
+        .progress
+        .tick_while(settled, || live_detail(jobs, id, caller))
+        .await?;
     let read = jobs.read(id, caller).map_err(message)?;
     Ok(Foreground { read, timed_out })
+}
+
+/// The live progress line of job `id` as `caller` sees it: its `detail` while it is not
+/// terminal; `None` once it settled, when it has none, or when `caller` may not see it.
+pub fn live_detail(jobs: &dyn JobRegistry, id: &JobId, caller: Option<&AgentId>) -> Option<String> {
+    let snapshot = jobs.get(id, caller).ok()?;
+    if snapshot.status.is_terminal() {
+        return None;
+    }
+    snapshot.detail.as_deref().map(str::to_owned)
 }

@@ -9,7 +9,7 @@ mod snapshot;
 mod types;
 
 pub use error::{JobError, format_js_number};
-pub use foreground::{Foreground, OnTimeout, wait_foreground};
+pub use foreground::{Foreground, OnTimeout, live_detail, wait_foreground};
 pub use invariant::{InvariantViolation, check_snapshot, install_invariant};
 pub use producer::{
     BoxError, CancelHook, DoneFuture, JobHooks, JobProgress, JobStart, ProgressObserver,

@@ -17,6 +17,9 @@ use turnkit_core::{ContentBlock, MessageSource, Session, SessionEvent, UserMessa
 pub const QUEUED_EVENT: &str = "mcp/queued";
 /// Event type of a claim (deliveries that reached a tool result).
 pub const CLAIMED_EVENT: &str = "mcp/claimed";
+/// Event type of a task's delivery: its completed result reached the client through
+/// `tasks/get`; the deliveries it names (possibly none) are claimed by it.
+pub const TASK_DELIVERED_EVENT: &str = "mcp/taskDelivered";
 
 /// Which lane the plugin chose; both are delivered the same way, the lane is kept for
 /// inspection.
@@ -43,6 +46,45 @@ struct ClaimedData {
     seqs: Vec<u64>,
 }
 
+/// The payload of [`TASK_DELIVERED_EVENT`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub(crate) struct TaskDelivered {
+    /// The task whose result was written.
+    pub(crate) task_id: String,
+    /// The `mcp/queued` seqs the result carried, in order.
+    pub(crate) seqs: Vec<u64>,
+    /// The texts of the result's content blocks, in order.
+    pub(crate) content: Vec<String>,
+}
+
+/// A delivery kept from tool results while a task waits for it: the first owed message
+/// queued after seq `after` whose text contains `needle`, until `until` (epoch ms).
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Hold {
+    pub(crate) task: String,
+    pub(crate) needle: String,
+    pub(crate) after: u64,
+    pub(crate) until: i64,
+}
+
+impl Hold {
+    fn keeps(&self, pending: &Pending, now: i64) -> bool {
+        now < self.until
+            && pending.seq > self.after
+            && pending.message.joined_text().contains(&self.needle)
+    }
+}
+
+/// What [`Inbox::commit`] recorded.
+#[derive(Debug, Default)]
+pub(crate) struct Committed {
+    /// The messages claimed, in order.
+    pub(crate) messages: Vec<UserMessage>,
+    /// The task delivery recorded, if the reservation was a task's.
+    pub(crate) task: Option<TaskDelivered>,
+}
+
 /// A log that breaks the inbox rules; the session is not served.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("corrupt inbox log at seq {seq}: {message}")]
@@ -65,8 +107,11 @@ pub(crate) struct Pending {
 struct State {
     /// Owed messages, in queue order.
     pending: Vec<Pending>,
-    /// Seqs attached to a response not written yet, by response key.
-    reserved: Vec<(u64, Vec<u64>)>,
+    /// Seqs attached to a response not written yet, by response key, with the task
+    /// delivery the response is (none for a tool result).
+    reserved: Vec<(u64, Vec<u64>, Option<TaskDelivered>)>,
+    /// Deliveries waited for by tasks, kept from tool results.
+    holds: Vec<Hold>,
     next_key: u64,
 }
 
@@ -111,14 +156,16 @@ impl Inbox {
         Ok(event.seq)
     }
 
-    /// Takes every owed message not attached to another response yet, and reserves it under
-    /// a fresh key until [`Inbox::commit`] or [`Inbox::release`].
-    pub(crate) fn reserve(&self) -> Option<(u64, Vec<Pending>)> {
+    /// Takes every owed message not attached to another response yet and not kept for a
+    /// task at `now` (epoch ms), and reserves it under a fresh key until [`Inbox::commit`]
+    /// or [`Inbox::release`].
+    pub(crate) fn reserve(&self, now: i64) -> Option<(u64, Vec<Pending>)> {
         let mut state = lock(&self.state);
         let taken: Vec<Pending> = state
             .pending
             .iter()
-            .filter(|p| !state.reserved.iter().any(|(_, s)| s.contains(&p.seq)))
+            .filter(|p| !state.reserved.iter().any(|(_, s, _)| s.contains(&p.seq)))
+            .filter(|p| !state.holds.iter().any(|h| h.keeps(p, now)))
             .cloned()
             .collect();
         if taken.is_empty() {
@@ -128,47 +175,108 @@ impl Inbox {
         let key = state.next_key;
         state
             .reserved
-            .push((key, taken.iter().map(|p| p.seq).collect()));
+            .push((key, taken.iter().map(|p| p.seq).collect(), None));
         Some((key, taken))
     }
 
-    /// The response carrying reservation `key` was written: appends `mcp/claimed` and forgets
-    /// the messages. The caller flushes.
-    pub(crate) fn commit(&self, key: u64) -> Vec<UserMessage> {
+    /// The first owed message queued after seq `after` whose text contains `needle`, and
+    /// whether a response not written yet carries it.
+    pub(crate) fn find(&self, needle: &str, after: u64) -> Option<(Pending, bool)> {
+        let state = lock(&self.state);
+        let found = state
+            .pending
+            .iter()
+            .find(|p| p.seq > after && p.message.joined_text().contains(needle))?;
+        let reserved = state
+            .reserved
+            .iter()
+            .any(|(_, s, _)| s.contains(&found.seq));
+        Some((found.clone(), reserved))
+    }
+
+    /// Reserves `delivery` (its seqs: owed messages no other response carries) under a
+    /// fresh key for the `tasks/get` response that completes its task; `None` when one of
+    /// the seqs is no longer owed or is carried by another response.
+    pub(crate) fn reserve_task(&self, delivery: TaskDelivered) -> Option<u64> {
         let mut state = lock(&self.state);
-        let Some(index) = state.reserved.iter().position(|(k, _)| *k == key) else {
-            return Vec::new();
+        let owed = delivery.seqs.iter().all(|seq| {
+            state.pending.iter().any(|p| p.seq == *seq)
+                && !state.reserved.iter().any(|(_, s, _)| s.contains(seq))
+        });
+        let twice = state
+            .reserved
+            .iter()
+            .any(|(_, _, t)| t.as_ref().is_some_and(|t| t.task_id == delivery.task_id));
+        if !owed || twice {
+            return None;
+        }
+        state.next_key += 1;
+        let key = state.next_key;
+        state
+            .reserved
+            .push((key, delivery.seqs.clone(), Some(delivery)));
+        Some(key)
+    }
+
+    /// Keeps the deliveries `hold` names from tool results (replacing an earlier hold of the
+    /// same task).
+    pub(crate) fn hold(&self, hold: Hold) {
+        let mut state = lock(&self.state);
+        state.holds.retain(|h| h.task != hold.task);
+        state.holds.push(hold);
+    }
+
+    /// Ends the hold of `task`, if any.
+    pub(crate) fn unhold(&self, task: &str) {
+        lock(&self.state).holds.retain(|h| h.task != task);
+    }
+
+    /// The response carrying reservation `key` was written: appends `mcp/claimed` (or, for a
+    /// task's, `mcp/taskDelivered`) and forgets the messages. The caller flushes.
+    pub(crate) fn commit(&self, key: u64) -> Committed {
+        let mut state = lock(&self.state);
+        let Some(index) = state.reserved.iter().position(|(k, _, _)| *k == key) else {
+            return Committed::default();
         };
-        let (_, seqs) = state.reserved.remove(index);
-        let data = ClaimedData { seqs: seqs.clone() };
-        let value = match serde_json::to_value(&data) {
+        let (_, seqs, task) = state.reserved.remove(index);
+        let (r#type, value) = match &task {
+            Some(task) => (TASK_DELIVERED_EVENT, serde_json::to_value(task)),
+            None => (
+                CLAIMED_EVENT,
+                serde_json::to_value(ClaimedData { seqs: seqs.clone() }),
+            ),
+        };
+        let value = match value {
             Ok(value) => value,
             Err(error) => {
                 tracing::warn!("mcp: could not encode a claim: {error}");
-                return Vec::new();
+                return Committed::default();
             }
         };
-        if let Err(error) = self.session.append(CLAIMED_EVENT, value) {
+        if let Err(error) = self.session.append(r#type, value) {
             // The messages stay owed and go out again with the next result.
             tracing::warn!("mcp: could not record a claim: {error}");
-            return Vec::new();
+            return Committed::default();
         }
-        let mut claimed = Vec::new();
+        if let Some(task) = &task {
+            state.holds.retain(|h| h.task != task.task_id);
+        }
+        let mut messages = Vec::new();
         state.pending.retain(|p| {
             if seqs.contains(&p.seq) {
-                claimed.push(p.message.clone());
+                messages.push(p.message.clone());
                 false
             } else {
                 true
             }
         });
-        claimed
+        Committed { messages, task }
     }
 
     /// The response carrying reservation `key` was not written (the request was cancelled):
     /// its messages are owed again.
     pub(crate) fn release(&self, key: u64) {
-        lock(&self.state).reserved.retain(|(k, _)| *k != key);
+        lock(&self.state).reserved.retain(|(k, _, _)| *k != key);
     }
 
     /// The messages owed right now (reserved ones included), in order.
@@ -177,7 +285,8 @@ impl Inbox {
     }
 }
 
-/// The owed messages of a log: every `mcp/queued` not named by an `mcp/claimed`.
+/// The owed messages of a log: every `mcp/queued` not named by an `mcp/claimed` or an
+/// `mcp/taskDelivered`.
 ///
 /// # Errors
 /// [`InboxLogError`] for a payload that does not decode strictly, or a claim of a seq that
@@ -202,19 +311,20 @@ pub(crate) fn replay(events: &[SessionEvent]) -> Result<Vec<Pending>, InboxLogEr
                     message,
                 });
             }
-            CLAIMED_EVENT => {
-                let data: ClaimedData =
-                    serde_json::from_value(event.data.clone()).map_err(|e| InboxLogError {
-                        seq: event.seq,
-                        message: e.to_string(),
-                    })?;
-                if data.seqs.is_empty() {
-                    return Err(InboxLogError {
-                        seq: event.seq,
-                        message: "a claim names no delivery".to_owned(),
-                    });
-                }
-                for seq in data.seqs {
+            CLAIMED_EVENT | TASK_DELIVERED_EVENT => {
+                let seqs = if event.r#type == CLAIMED_EVENT {
+                    let data: ClaimedData = decode(event)?;
+                    if data.seqs.is_empty() {
+                        return Err(InboxLogError {
+                            seq: event.seq,
+                            message: "a claim names no delivery".to_owned(),
+                        });
+                    }
+                    data.seqs
+                } else {
+                    decode::<TaskDelivered>(event)?.seqs
+                };
+                for seq in seqs {
                     let Some(index) = pending.iter().position(|p| p.seq == seq) else {
                         return Err(InboxLogError {
                             seq: event.seq,
@@ -228,6 +338,16 @@ pub(crate) fn replay(events: &[SessionEvent]) -> Result<Vec<Pending>, InboxLogEr
         }
     }
     Ok(pending)
+}
+
+/// The payload of `event`, decoded strictly.
+pub(crate) fn decode<T: serde::de::DeserializeOwned>(
+    event: &SessionEvent,
+) -> Result<T, InboxLogError> {
+    serde_json::from_value(event.data.clone()).map_err(|e| InboxLogError {
+        seq: event.seq,
+        message: e.to_string(),
+    })
 }
 
 #[cfg(test)]

@@ -38,17 +38,22 @@ fn queued_messages_are_reserved_once_in_order_and_claimed_in_the_log() {
     let (session, inbox) = inbox();
     inbox.queue(Lane::Followup, reminder("one")).unwrap();
     inbox.queue(Lane::Inject, reminder("two")).unwrap();
-    let (key, taken) = inbox.reserve().unwrap();
+    let (key, taken) = inbox.reserve(0).unwrap();
     assert_eq!(
         texts(&taken),
         vec![(1, "one".to_owned()), (2, "two".to_owned())]
     );
     // A second result while the first is in flight gets nothing new.
-    assert!(inbox.reserve().is_none());
+    assert!(inbox.reserve(0).is_none());
     inbox.queue(Lane::Followup, reminder("three")).unwrap();
-    let (second, taken) = inbox.reserve().unwrap();
+    let (second, taken) = inbox.reserve(0).unwrap();
     assert_eq!(texts(&taken), vec![(3, "three".to_owned())]);
-    let claimed: Vec<String> = inbox.commit(key).iter().map(|m| m.joined_text()).collect();
+    let claimed: Vec<String> = inbox
+        .commit(key)
+        .messages
+        .iter()
+        .map(|m| m.joined_text())
+        .collect();
     assert_eq!(claimed, vec!["one".to_owned(), "two".to_owned()]);
     inbox.release(second);
     assert_eq!(texts(&inbox.pending()), vec![(3, "three".to_owned())]);

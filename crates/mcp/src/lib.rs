@@ -7,11 +7,13 @@ mod lines;
 mod serve;
 mod server;
 mod session;
+mod tasks;
 mod transport;
 
 pub use error::ServeError;
-pub use inbox::{CLAIMED_EVENT, InboxLogError, QUEUED_EVENT};
+pub use inbox::{CLAIMED_EVENT, InboxLogError, QUEUED_EVENT, TASK_DELIVERED_EVENT};
 pub use serve::{ServeOptions, serve, serve_stdio};
 pub use server::{OWED_FIELD, ResultShape};
 pub use session::{INBOX_URI, MCP_DELIVERY, MCP_NOTICES, SessionHost, SessionOptions};
+pub use tasks::{TASK_CANCELLED_EVENT, TASK_EVENT};
 pub use turnkit_families::FamiliesConfig;

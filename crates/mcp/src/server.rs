@@ -5,7 +5,6 @@ use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use rmcp::model::RequestParamsMeta;
 use rmcp::model::{
@@ -18,7 +17,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use turnkit_core::{ToolDefinition, ToolOutput, lock};
+use tokio::sync::mpsc;
+use turnkit_core::{PROGRESS_INTERVAL, Progress, ProgressUpdate, ToolDefinition, ToolOutput, lock};
 
 use crate::session::{INBOX_URI, SessionHost};
 
@@ -40,9 +40,6 @@ pub enum ResultShape {
 /// reminders owed to it: `[{"source": {…}, "text": "…"}]`, in queue order, present only when
 /// something was owed. The same messages are text blocks after the tool's own content.
 pub const OWED_FIELD: &str = "harnessMessages";
-
-/// How often a waiting `job_output` reports progress.
-const PROGRESS_INTERVAL: Duration = Duration::from_millis(500);
 
 /// Reservations of owed messages by the JSON text of the request id whose response carries
 /// them; shared with the transport, which commits them when it writes the response.
@@ -209,6 +206,9 @@ impl Server {
             .get_progress_token()
             .or_else(|| request.progress_token());
         let name = request.name.to_string();
+        let tasks_declared = context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.supports_tasks());
         // A fenced session's tools are gone; every call answers with the fenced error.
         if !self.host.is_tool(&name) && !self.host.is_fenced() {
             return Err(ErrorData::invalid_params(
@@ -217,46 +217,55 @@ impl Server {
             ));
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        let waited_job = (name == "job_output"
-            && arguments.get("wait").and_then(Value::as_bool) == Some(true))
-        .then(|| {
-            arguments
-                .get("job_id")
-                .and_then(Value::as_str)
-                .map(str::to_owned)
-        })
-        .flatten();
-        tracing::debug!(?waited_job, ?progress_token, "mcp: tools/call {name}");
-        let call = self.host.answer(&name, arguments, context.ct.clone());
-        let answer = match (waited_job, progress_token) {
-            (Some(job), Some(token)) => {
-                tokio::pin!(call);
-                let mut ticks = 0u32;
-                loop {
-                    tokio::select! {
-                        answer = &mut call => break answer,
-                        () = self.host.clock().sleep(PROGRESS_INTERVAL) => {
-                            ticks += 1;
-                            let mut param = rmcp::model::ProgressNotificationParam::new(
-                                token.clone(),
-                                f64::from(ticks),
-                            );
-                            if let Some(line) = self.host.job_progress(&job) {
-                                param = param.with_message(line);
-                            }
-                            let _ = context.peer.notify_progress(param).await;
-                        }
-                    }
+        tracing::debug!(?progress_token, "mcp: tools/call {name}");
+        let Some(token) = progress_token else {
+            let answer = self
+                .host
+                .answer(&name, arguments, context.ct.clone(), Progress::default())
+                .await;
+            return self.respond(&answer, &context);
+        };
+        // The tool queues its reports (a sink must not block); they are sent from here, in
+        // order, while the call runs, and the ones still queued when it ends go first.
+        let (reports, mut queued) = mpsc::unbounded_channel::<ProgressUpdate>();
+        let progress = Progress::new(self.host.clock(), PROGRESS_INTERVAL, move |update| {
+            let _ = reports.send(update);
+        });
+        let call = self
+            .host
+            .answer(&name, arguments, context.ct.clone(), progress);
+        tokio::pin!(call);
+        let answer = loop {
+            tokio::select! {
+                answer = &mut call => break answer,
+                Some(update) = queued.recv() => {
+                    notify_progress(&context, &token, update).await;
                 }
             }
-            _ => call.await,
         };
+        while let Ok(update) = queued.try_recv() {
+            notify_progress(&context, &token, update).await;
+        }
+        self.respond(&answer, &context)
+    }
+
+    /// The response to a call answered with `answer`; its reservation is handed to the
+    /// transport, or released when the request was cancelled or the result cannot be built.
+    fn respond(
+        &self,
+        answer: &crate::session::Answer,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
         let result = match decode::<rmcp::model::CallToolResult>(result_json(
             &answer.output,
             self.shape,
             &answer.owed,
         )) {
-            Ok(result) => result,
+            // The SDK drops the discriminator for peers of the initialize handshake.
+            Ok(mut result) => {
+                result.result_type = Some(rmcp::model::ResultType::COMPLETE);
+                result
+            }
             Err(error) => {
                 if let Some(reservation) = answer.reservation {
                     self.host.release(reservation);
@@ -264,29 +273,73 @@ impl Server {
                 return Err(error);
             }
         };
+        // A call that declared the tasks extension in its own `_meta` and started background
+        // work, or created a reminder, is answered with a task.
+        let task = if tasks_declared && !context.ct.is_cancelled() {
+            self.host.open_task(&name, &answer.output).await
+        } else {
+            None
+        };
         if let Some(reservation) = answer.reservation {
-            if context.ct.is_cancelled() {
-                self.host.release(reservation);
-            } else {
-                // The serve loop retires the request (cancelling `ct`) and hands its response
-                // to the transport in one step, and the transport takes the reservation
-                // then; one still here once `ct` fired belongs to a response that was dropped
-                // because the client cancelled the request.
-                let key = id_key(&context.id);
-                self.reservations.insert(key.clone(), reservation);
-                let reservations = self.reservations.clone();
-                let host = self.host.clone();
-                let ct = context.ct.clone();
-                tokio::spawn(async move {
-                    ct.cancelled().await;
-                    if let Some(reservation) = reservations.take(&key) {
-                        host.release(reservation);
-                    }
-                });
-            }
+            self.keep(&context, reservation);
         }
-        Ok(CallToolResponse::Complete(result))
+        Ok(match task {
+            Some(entry) => {
+                let immediate: Vec<&str> = answer
+                    .output
+                    .content
+                    .iter()
+                    .map(|block| block.as_text())
+                    .collect();
+                CallToolResponse::Task(crate::tasks::protocol::created(
+                    &entry,
+                    &immediate.join("\n\n"),
+                ))
+            }
+            None => CallToolResponse::Complete(result),
+        })
     }
+
+    /// Hands `reservation` to the transport, which commits it once the response to the
+    /// request of `context` is written; released if the request is cancelled first.
+    fn keep(&self, context: &RequestContext<RoleServer>, reservation: u64) {
+        if context.ct.is_cancelled() {
+            self.host.release(reservation);
+            return;
+        }
+        // The serve loop retires the request (cancelling `ct`) and hands its response to the
+        // transport in one step, and the transport takes the reservation then; one still here
+        // once `ct` fired belongs to a response that was dropped because the client cancelled
+        // the request.
+        let key = id_key(&context.id);
+        self.reservations.insert(key.clone(), reservation);
+        let reservations = self.reservations.clone();
+        let host = self.host.clone();
+        let ct = context.ct.clone();
+        tokio::spawn(async move {
+            ct.cancelled().await;
+            if let Some(reservation) = reservations.take(&key) {
+                host.release(reservation);
+            }
+        });
+    }
+}
+
+/// Sends one `notifications/progress` for the request of `context` (a closed connection is
+/// left to the serve loop to notice).
+async fn notify_progress(
+    context: &RequestContext<RoleServer>,
+    token: &rmcp::model::ProgressToken,
+    update: ProgressUpdate,
+) {
+    let mut param = rmcp::model::ProgressNotificationParam::new(token.clone(), update.progress);
+    if let Some(total) = update.total {
+        param = param.with_total(total);
+    }
+    if let Some(message) = update.message {
+        param = param.with_message(message);
+    }
+    let _ = context.peer.notify_progress(param).await;
 }
 
 #[expect(
@@ -302,6 +355,7 @@ impl ServerHandler for Server {
                 "tools": {},
                 "resources": {"subscribe": true},
                 "logging": {},
+                "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}},
             },
             "serverInfo": {"name": "harness", "version": env!("CARGO_PKG_VERSION")},
             "instructions": self.host.instructions(),
@@ -309,10 +363,11 @@ impl ServerHandler for Server {
         serde_json::from_value::<InitializeResult>(info).unwrap_or_default()
     }
 
+    /// Every version from 2024-11-05 to 2026-07-28: `initialize` negotiates up to
+    /// 2025-11-25, and `server/discover` opens the stateless 2026-07-28 era, whose requests
+    /// each carry their own `_meta` (protocol version, client info and capabilities).
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
-        Cow::Borrowed(ProtocolVersion::known_up_to(
-            &ProtocolVersion::LATEST_WITH_INITIALIZE,
-        ))
+        Cow::Borrowed(ProtocolVersion::known_up_to(&ProtocolVersion::LATEST))
     }
 
     async fn list_tools(
@@ -429,6 +484,33 @@ impl ServerHandler for Server {
         Ok(())
     }
 
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, ErrorData> {
+        let Some(view) = self.host.get_task(&request.task_id).await else {
+            return Err(unknown_task(&request.task_id));
+        };
+        let now = turnkit_core::format_instant(self.host.clock().now());
+        let result = crate::tasks::protocol::get_result(&view, &now);
+        if let Some(reservation) = view.reservation {
+            self.keep(&context, reservation);
+        }
+        Ok(result)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.host
+            .cancel_task(&request.task_id)
+            .await
+            .map_err(|message| ErrorData::invalid_params(message, None))
+    }
+
     async fn on_custom_request(
         &self,
         request: CustomRequest,
@@ -470,6 +552,11 @@ pub(crate) fn custom_request_error(request: &CustomRequest) -> ErrorData {
         format!("Invalid params for {}: {why}", request.method),
         None,
     )
+}
+
+/// JSON-RPC -32602 for a task id this session does not know (never opened, or past its TTL).
+fn unknown_task(id: &str) -> ErrorData {
+    ErrorData::invalid_params(format!("unknown task: {id}"), None)
 }
 
 /// JSON-RPC -32601 for `method`.

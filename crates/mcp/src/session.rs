@@ -8,7 +8,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use turnkit_core::{
-    Agent, Clock, ContentBlock, JsonlStore, PersistenceError, RegistrationScope, Session,
+    Agent, Clock, ContentBlock, JsonlStore, PersistenceError, Progress, RegistrationScope, Session,
     SessionHeader, SessionId, SessionStore, StoreError, SystemClock, ToolDefinition, ToolOutput,
     UserMessage,
 };
@@ -18,7 +18,8 @@ use turnkit_host::{HostKit, LoopAgent};
 
 use crate::ServeError;
 use crate::host::{HostSession, host_session, pull_agent};
-use crate::inbox::{CLAIMED_EVENT, Inbox, Pending, QUEUED_EVENT};
+use crate::inbox::{CLAIMED_EVENT, Inbox, Pending, QUEUED_EVENT, TASK_DELIVERED_EVENT};
+use crate::tasks::Tasks;
 use turnkit_families::{ChangedBy, Families, FamiliesConfig, ResourceContext};
 
 /// Resource URI of the notices and reminders owed to the next tool result (the server's own
@@ -121,6 +122,8 @@ pub struct SessionHost {
     session: Arc<HostSession>,
     agent: Arc<LoopAgent>,
     inbox: Inbox,
+    /// The tasks of the session (`mcp/task` and the events after it).
+    tasks: Tasks,
     jobs: Arc<dyn JobRegistry>,
     families: Mutex<Option<Families>>,
     /// The job list listener (todo-jobs §4.7) that feeds the job resources' changes.
@@ -213,9 +216,16 @@ impl SessionHost {
             .on_jobs_changed(RegistrationScope::Global, jobs_changed);
         let session = host_session(stored);
         let inbox = Inbox::open(session.clone())?;
+        let tasks = Tasks::replay(
+            &session.events(),
+            turnkit_core::Harness::clock(host.as_ref()).now_millis(),
+        )?;
+        for hold in tasks.holds() {
+            inbox.hold(hold);
+        }
         let tx = changes.clone();
         session.hooks().set(Arc::new(move |r#type: &str| {
-            if r#type == QUEUED_EVENT || r#type == CLAIMED_EVENT {
+            if r#type == QUEUED_EVENT || r#type == CLAIMED_EVENT || r#type == TASK_DELIVERED_EVENT {
                 let _ = tx.send(Change::Resource(INBOX_URI));
                 return;
             }
@@ -242,6 +252,7 @@ impl SessionHost {
             session,
             agent,
             inbox,
+            tasks,
             jobs,
             families: Mutex::new(Some(families)),
             jobs_changed: Mutex::new(Some(jobs_changed)),
@@ -286,6 +297,36 @@ impl SessionHost {
         turnkit_core::Harness::clock(self.host.as_ref())
     }
 
+    pub(crate) fn tasks(&self) -> &Tasks {
+        &self.tasks
+    }
+
+    /// The served session's log.
+    pub(crate) fn log(&self) -> &dyn Session {
+        self.session.as_ref()
+    }
+
+    /// The inbox of messages owed to the model.
+    pub(crate) fn owed(&self) -> &Inbox {
+        &self.inbox
+    }
+
+    pub(crate) fn job_registry(&self) -> &Arc<dyn JobRegistry> {
+        &self.jobs
+    }
+
+    pub(crate) fn agent_id(&self) -> &turnkit_core::AgentId {
+        self.agent.id()
+    }
+
+    pub(crate) fn agent_handle(&self) -> Arc<dyn Agent> {
+        self.agent.clone()
+    }
+
+    pub(crate) fn tools_registry(&self) -> &turnkit_core::ToolRegistry {
+        self.host.tools()
+    }
+
     pub(crate) fn is_tool(&self, name: &str) -> bool {
         let chain = self.agent.scope_chain();
         self.host.tools().find(name, Some(&chain)).is_some()
@@ -295,12 +336,15 @@ impl SessionHost {
     /// answer is given ([`turnkit_core::acknowledge`]: a failed flush answers `Error: the
     /// change may not be saved: …`, the events staying pending). Owed messages are appended
     /// to the result (one text block each, in order) and reserved; unless `cancel` fired, in
-    /// which case nothing is attached (the result will not be sent).
+    /// which case nothing is attached (the result will not be sent). `cancel` and `progress`
+    /// travel on the call ([`turnkit_core::ToolCall`]): a tool that waits reports through
+    /// `progress` and stops waiting when `cancel` fires.
     pub(crate) async fn answer(
         &self,
         name: &str,
         arguments: Value,
         cancel: CancellationToken,
+        progress: Progress,
     ) -> Answer {
         if let Some(fenced) = self.fenced.get() {
             return Answer {
@@ -314,7 +358,14 @@ impl SessionHost {
         let output = self
             .host
             .tools()
-            .execute(name, arguments, Some(caller), cancel.clone())
+            .execute_reporting(
+                None,
+                name,
+                arguments,
+                Some(caller),
+                cancel.clone(),
+                progress,
+            )
             .await;
         let failed = output.is_error;
         // A reply is an acknowledgement: what the call appended is durable before the answer
@@ -342,7 +393,8 @@ impl SessionHost {
             };
         }
         let mut owed = Vec::new();
-        let reservation = self.inbox.reserve().map(|(key, pending)| {
+        let now = self.clock().now_millis();
+        let reservation = self.inbox.reserve(now).map(|(key, pending)| {
             owed = append_owed(&mut output, &pending);
             key
         });
@@ -353,14 +405,18 @@ impl SessionHost {
         }
     }
 
-    /// The result carrying `reservation` was written: records the claim, tells the
-    /// families the messages were seen, and flushes.
+    /// The result carrying `reservation` was written: records the claim (a task's delivery
+    /// for a `tasks/get` result), tells the families the messages were seen, and flushes.
     pub(crate) async fn commit(&self, reservation: u64) {
-        let claimed = self.inbox.commit(reservation);
-        if claimed.is_empty() {
+        let committed = self.inbox.commit(reservation);
+        if let Some(delivered) = committed.task {
+            self.task_delivered(delivered);
+        } else if committed.messages.is_empty() {
             return;
         }
-        self.agent.report_claimed(&claimed);
+        if !committed.messages.is_empty() {
+            self.agent.report_claimed(&committed.messages);
+        }
         match self.session.flush().await {
             Ok(()) => {}
             Err(error @ PersistenceError::Fenced(_)) => self.fence(&error).await,
@@ -376,7 +432,14 @@ impl SessionHost {
     /// Runs tool `name` in-process, exactly as a `tools/call` would, and claims the owed
     /// messages it carries at once. For embedding and benchmarks.
     pub async fn call_tool(&self, name: &str, arguments: Value) -> ToolOutput {
-        let answer = self.answer(name, arguments, CancellationToken::new()).await;
+        let answer = self
+            .answer(
+                name,
+                arguments,
+                CancellationToken::new(),
+                Progress::default(),
+            )
+            .await;
         if let Some(reservation) = answer.reservation {
             self.commit(reservation).await;
         }
@@ -424,16 +487,6 @@ impl SessionHost {
             let id = uri.strip_prefix(template.prefix)?;
             (template.read)(&context, id)
         })
-    }
-
-    /// A running job's live progress line, if it has one.
-    pub(crate) fn job_progress(&self, id: &str) -> Option<String> {
-        let id = turnkit_jobs::JobId::from(id);
-        let snapshot = self.jobs.get(&id, Some(self.agent.id())).ok()?;
-        if snapshot.status.is_terminal() {
-            return None;
-        }
-        snapshot.detail.as_deref().map(str::to_owned)
     }
 
     /// The session's write ownership passed to another host (a flush was fenced, or the

@@ -1,11 +1,20 @@
-//! [`Gate`]: the transport wrapper that answers unknown methods sent before `initialize` with
-//! JSON-RPC -32601 (-32602 for a method this server serves whose params do not decode), and
-//! commits the owed messages a response carries once the response has been written.
+//! [`Gate`]: the transport wrapper that answers unknown methods sent before the lifecycle is
+//! chosen with JSON-RPC -32601 (-32602 for a method this server serves whose params do not
+//! decode), and commits the owed messages a response carries once the response has been
+//! written.
+//!
+//! The lifecycle is chosen by `initialize` (2025-11-25 and earlier) or by the first request
+//! other than `server/discover` and `ping` whose `_meta` names a protocol version this server
+//! speaks with every key 2026-07-28 requires (the stateless era); until then the SDK answers
+//! only requests, so anything else is kept from it.
 
 use std::sync::Arc;
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientRequest, GetMeta, JsonRpcMessage, ProtocolVersion,
+    ServerJsonRpcMessage,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 
@@ -90,7 +99,13 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Gate<T> {
                             return None;
                         }
                     }
-                    _ => return Some(message),
+                    ClientRequest::DiscoverRequest(_) | ClientRequest::PingRequest(_) => {
+                        return Some(message);
+                    }
+                    known => {
+                        self.initialized = opens_stateless_session(known);
+                        return Some(message);
+                    }
                 },
                 // Nothing but a request means anything before the handshake; the SDK would
                 // end the connection over a stray notification or response.
@@ -108,4 +123,17 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Gate<T> {
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.inner.close().await
     }
+}
+
+/// Whether the SDK serves `request`, sent before any lifecycle was chosen, as the opener of a
+/// stateless (2026-07-28) session: its `_meta` names a version this server speaks and has
+/// every key 2026-07-28 requires (what the SDK checks).
+fn opens_stateless_session(request: &ClientRequest) -> bool {
+    let meta = request.get_meta();
+    meta.protocol_version().is_some_and(|version| {
+        ProtocolVersion::KNOWN_VERSIONS.contains(&version)
+            && meta
+                .missing_required_keys(&ProtocolVersion::V_2026_07_28)
+                .is_empty()
+    })
 }

@@ -1,7 +1,6 @@
 //! [`Lease`]: a host's write ownership of one session, renewed in the background.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -34,7 +33,7 @@ pub struct Lease {
     ttl: Duration,
     lost: watch::Receiver<bool>,
     lost_tx: Arc<watch::Sender<bool>>,
-    lapsed: Arc<AtomicBool>,
+    lapsed: Arc<watch::Sender<bool>>,
     stop: CancellationToken,
     db: Db,
     bridge: Bridge,
@@ -65,7 +64,7 @@ impl Lease {
         let (lost_tx, lost) = watch::channel(false);
         let lost_tx = Arc::new(lost_tx);
         let stop = CancellationToken::new();
-        let lapsed = Arc::new(AtomicBool::new(false));
+        let lapsed = Arc::new(watch::channel(false).0);
         let renewal = Renewal {
             session: session.as_str().to_owned(),
             host: host.clone(),
@@ -120,7 +119,16 @@ impl Lease {
     /// taken the session (the lease is not known lost; the next renewal that reaches the
     /// database and finds the row unchanged takes it back).
     pub fn is_lapsed(&self) -> bool {
-        self.lapsed.load(Ordering::Acquire)
+        *self.lapsed.borrow()
+    }
+
+    /// Completes when the lease is not lapsed (at once if it is current): when a renewal
+    /// reached the database and took the lapsed lease back. A lease lost meanwhile stays
+    /// lapsed, so a host waiting on this also watches [`Lease::lost`].
+    pub async fn current(&self) {
+        let mut lapsed = self.lapsed.subscribe();
+        // Err only when the sender is gone, which the lease itself keeps alive.
+        let _ = lapsed.wait_for(|l| !*l).await;
     }
 
     /// Completes when the lease is lost (at once if it already is).
@@ -170,7 +178,7 @@ struct Renewal {
     ttl: Duration,
     db: Db,
     lost: Arc<watch::Sender<bool>>,
-    lapsed: Arc<AtomicBool>,
+    lapsed: Arc<watch::Sender<bool>>,
     stop: CancellationToken,
 }
 
@@ -189,7 +197,7 @@ impl Renewal {
             {
                 Ok(true) => {
                     confirmed = tokio::time::Instant::now();
-                    if self.lapsed.swap(false, Ordering::AcqRel) {
+                    if self.lapsed.send_replace(false) {
                         tracing::info!(session = %self.session, "lapsed lease taken back");
                     }
                 }
@@ -201,8 +209,7 @@ impl Renewal {
                     tracing::warn!(session = %self.session, %error, "lease renewal failed");
                     // The row may still name this host: the renewals go on, and only a row
                     // naming another owner or epoch ends the lease.
-                    if confirmed.elapsed() >= self.ttl && !self.lapsed.swap(true, Ordering::AcqRel)
-                    {
+                    if confirmed.elapsed() >= self.ttl && !self.lapsed.send_replace(true) {
                         tracing::warn!(session = %self.session, "lease lapsed: no renewal for a whole TTL");
                     }
                 }

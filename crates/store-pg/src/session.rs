@@ -1,6 +1,5 @@
 //! [`PgSession`]: one leased session's live log and its flush transaction.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use async_trait::async_trait;
@@ -34,7 +33,7 @@ pub struct PgSession {
     header: SessionHeader,
     inner: Arc<Inner>,
     log: RwLock<Vec<RawEvent>>,
-    durable: Arc<AtomicU64>,
+    durable: Arc<tokio::sync::watch::Sender<u64>>,
     /// The store's index of this session as of the durable events (`None`: no index kept).
     index: Arc<Mutex<Option<Box<dyn SessionIndex>>>>,
     flushing: Arc<tokio::sync::Mutex<()>>,
@@ -67,7 +66,7 @@ impl PgSession {
             header,
             inner,
             log: RwLock::new(events),
-            durable: Arc::new(AtomicU64::new(durable)),
+            durable: Arc::new(tokio::sync::watch::channel(durable).0),
             index: Arc::new(Mutex::new(index)),
             flushing: Arc::new(tokio::sync::Mutex::new(())),
             lease,
@@ -82,7 +81,15 @@ impl PgSession {
 
     /// The seq of the last event known durable.
     pub fn durable_len(&self) -> u64 {
-        self.durable.load(Ordering::Acquire)
+        *self.durable.borrow()
+    }
+
+    /// Completes once at least `len` events are known durable ([`PgSession::durable_len`];
+    /// at once if they are), e.g. after a flush whose caller stopped waiting was written.
+    pub async fn durable_reaches(&self, len: u64) {
+        let mut durable = self.durable.subscribe();
+        // Err only when the sender is gone, which the session itself keeps alive.
+        let _ = durable.wait_for(|d| *d >= len).await;
     }
 }
 
@@ -145,7 +152,7 @@ impl Session for PgSession {
     /// batch is in the database; a later flush sends it again).
     async fn flush(&self) -> Result<(), PersistenceError> {
         let guard = self.flushing.clone().lock_owned().await;
-        let durable = self.durable.load(Ordering::Acquire);
+        let durable = *self.durable.borrow();
         let batch: Vec<RawEvent> = self.raw_events_after(durable);
         if batch.is_empty() {
             return Ok(());
@@ -177,7 +184,7 @@ impl Session for PgSession {
                     if let Some(next) = next {
                         *lock(&index_cell) = Some(next);
                     }
-                    durable_cell.store(durable + count, Ordering::Release);
+                    durable_cell.send_replace(durable + count);
                 }
                 Ok(outcome)
             })

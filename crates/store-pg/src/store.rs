@@ -158,6 +158,12 @@ impl PgStore {
         self.inner.writer.waiting()
     }
 
+    /// A receiver of [`PgStore::waiting_flushes`], updated on every change of the queue
+    /// (to wait for a depth without polling).
+    pub fn waiting_flushes_changes(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.inner.writer.waiting_changes()
+    }
+
     /// The migrations recorded as applied, `(version, name)` in order.
     ///
     /// # Errors

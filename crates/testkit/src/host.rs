@@ -226,6 +226,10 @@ impl MemoryHarness {
     }
 
     /// Runs tool `name` with `arguments` for the live agent of `caller` (or without an agent).
+    ///
+    /// Not an acknowledgement: it returns before anything the call appended is flushed (what
+    /// a test of a tool's own answer wants). What answers as a host must, after the flush, is
+    /// [`MemoryHarness::answer`]; the scenario runner's `call` steps use it.
     pub async fn execute(
         &self,
         name: &str,

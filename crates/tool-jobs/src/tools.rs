@@ -12,7 +12,7 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use turnkit_core::{AgentId, Tool, ToolCall, ToolDefinition, ToolError, ToolOutput};
-use turnkit_jobs::{JobError, JobId, JobRegistry, KillOutcome};
+use turnkit_jobs::{JobError, JobId, JobRegistry, KillOutcome, live_detail};
 
 use crate::cap::{cap_result, limit_of};
 use crate::config::ToolJobsConfig;
@@ -90,8 +90,14 @@ impl JobOutputTool {
                 .min(self.max_wait_timeout_ms);
             let waited = match JobError::wait_timeout(timeout_ms) {
                 Ok(timeout) => {
-                    self.registry
-                        .wait(id, timeout, caller.as_ref(), Some(call.cancel.clone()))
+                    let wait =
+                        self.registry
+                            .wait(id, timeout, caller.as_ref(), Some(call.cancel.clone()));
+                    // While it waits, the call's progress hears the job's live line.
+                    call.progress
+                        .tick_while(wait, || {
+                            live_detail(self.registry.as_ref(), id, caller.as_ref())
+                        })
                         .await
                 }
                 Err(invalid) => self.registry.get(id, caller.as_ref()).and(Err(invalid)),

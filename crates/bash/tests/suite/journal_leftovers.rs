@@ -174,8 +174,11 @@ async fn child_host(dir: &Path, step: &str, name: &str) {
             .await;
         say(out.text());
         agent.session().flush().await.unwrap();
-        // The parent counts the `sleep` after the kill; it is running by then.
+        // The parent counts the `sleep` after the kill; it is running by then. A real
+        // process's start has no event to wait on: polled every 5 ms, for at most 10 s.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while alive(name) == 0 {
+            assert!(std::time::Instant::now() < deadline, "{name} never started");
             tokio::time::sleep(std::time::Duration::from_millis(5)).await;
         }
         say("running");

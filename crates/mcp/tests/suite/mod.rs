@@ -5,5 +5,6 @@ mod postgres;
 mod protocol;
 mod resources;
 mod support;
+mod tasks;
 mod tools;
 mod torture;

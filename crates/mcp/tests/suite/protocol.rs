@@ -94,7 +94,7 @@ async fn unknown_methods_get_method_not_found_before_and_after_initialize() {
     assert_eq!(replies[1]["result"]["protocolVersion"], "2025-06-18");
     assert_eq!(
         replies[1]["result"]["capabilities"],
-        json!({"logging": {}, "resources": {"subscribe": true}, "tools": {}})
+        json!({"logging": {}, "resources": {"subscribe": true}, "tools": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
     assert_eq!(
         replies[2],

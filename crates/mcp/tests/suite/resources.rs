@@ -145,3 +145,47 @@ async fn a_long_wait_reports_progress_and_ends_at_once_when_cancelled() {
     assert!(quiet.is_err(), "progress after the cancel: {quiet:?}");
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_foreground_bash_reports_progress_and_is_killed_when_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = start(dir.path(), "s1", &config(), &[]).await;
+    let params = CallToolRequestParams::new("bash").with_arguments(
+        json!({"command": "sleep 30", "timeout_ms": 60000})
+            .as_object()
+            .unwrap()
+            .clone(),
+    );
+    let handle = server
+        .client
+        .send_cancellable_request(
+            ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(params)),
+            PeerRequestOptions::no_options(),
+        )
+        .await
+        .unwrap();
+    // bash publishes no progress line: the reports carry no message.
+    assert_eq!(
+        server.wait_for(|n| matches!(n, Note::Progress(_))).await,
+        Note::Progress(None)
+    );
+    handle
+        .cancel(Some("user interrupt".to_owned()))
+        .await
+        .unwrap();
+    // An interrupted foreground call kills its job (reason `aborted`); the process ends in
+    // real time, so the list is read until it says so.
+    let deadline = tokio::time::Instant::now() + crate::suite::support::BOUND;
+    loop {
+        let listed = server.texts("job_list", json!({})).await;
+        if listed == ["bash-1 [bash] killed — sleep 30"] {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still not killed: {listed:?}"
+        );
+        tokio::task::yield_now().await;
+    }
+    server.stop().await;
+}

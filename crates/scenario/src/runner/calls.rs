@@ -39,7 +39,7 @@ impl Runner {
             let lines = self.lines.clone();
             let call_id = id.clone();
             let handle = tokio::spawn(async move {
-                let output = host.execute(&tool, args, session.as_ref()).await;
+                let output = host.answer(&tool, args, session.as_ref()).await;
                 push(&lines, result_line(&call_id, &tool, &output));
             });
             self.calls.insert(id, handle);
@@ -57,7 +57,7 @@ impl Runner {
                 registry,
                 &what,
                 stuck,
-                host.execute(&tool, args, session.as_ref()),
+                host.answer(&tool, args, session.as_ref()),
             )
             .await?;
         let mut lines = turnkit_core::lock(&self.lines);

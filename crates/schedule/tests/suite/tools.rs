@@ -479,6 +479,7 @@ async fn case_58_cross_owner_execution_refused() {
         caller: Some(other.clone()),
         arguments,
         cancel: CancellationToken::new(),
+        progress: turnkit_core::Progress::default(),
     };
     let internal = code("internal_error", ERR_INTERNAL);
     let out = create
@@ -504,6 +505,7 @@ async fn case_58_cross_owner_execution_refused() {
         caller: None,
         arguments: json!({}),
         cancel: CancellationToken::new(),
+        progress: turnkit_core::Progress::default(),
     };
     assert_eq!(list.call(anonymous).await.unwrap().value, internal);
     assert_eq!(t.flushes(), 0);

@@ -30,6 +30,8 @@ const GROUP_SESSIONS: usize = 1_000;
 pub(crate) struct Combiner {
     state: std::sync::Mutex<Waiting>,
     writers: usize,
+    /// The queue's length, sent on every change (under the state's lock).
+    depth: tokio::sync::watch::Sender<usize>,
 }
 
 #[derive(Default)]
@@ -56,6 +58,7 @@ impl Combiner {
         Self {
             state: std::sync::Mutex::new(Waiting::default()),
             writers: writers.max(1),
+            depth: tokio::sync::watch::channel(0).0,
         }
     }
 
@@ -63,6 +66,7 @@ impl Combiner {
     pub(super) fn enqueue(&self, request: Request) -> bool {
         let mut waiting = lock(&self.state);
         waiting.queue.push_back(request);
+        self.depth.send_replace(waiting.queue.len());
         let start = waiting.running < self.writers;
         if start {
             waiting.running += 1;
@@ -73,6 +77,11 @@ impl Combiner {
     /// How many flushes are waiting for a writer.
     pub(crate) fn waiting(&self) -> usize {
         lock(&self.state).queue.len()
+    }
+
+    /// A receiver of [`Combiner::waiting`], updated on every change.
+    pub(crate) fn waiting_changes(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.depth.subscribe()
     }
 }
 
@@ -133,6 +142,9 @@ impl<'a> Running<'a> {
     pub(super) fn next_group(&mut self) -> Option<Vec<Request>> {
         let mut waiting = lock(&self.combiner.state);
         let group = take_group(&mut waiting, self.combiner.writers);
+        if !group.is_empty() {
+            self.combiner.depth.send_replace(waiting.queue.len());
+        }
         if group.is_empty() && !self.stopped {
             self.stopped = true;
             waiting.running -= 1;
@@ -161,6 +173,7 @@ impl Drop for Running<'_> {
             waiting.writing = 0;
             if std::thread::panicking() {
                 waiting.queue.clear();
+                self.combiner.depth.send_replace(0);
             }
         }
     }

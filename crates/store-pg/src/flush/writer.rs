@@ -37,6 +37,11 @@ impl Writer {
         self.combiner.waiting()
     }
 
+    /// A receiver of [`Writer::waiting`], updated on every change.
+    pub(crate) fn waiting_changes(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.combiner.waiting_changes()
+    }
+
     /// Writes a session's pending batch: checks owner, epoch and the durable last seq under
     /// the session row's lock, inserts the batch, moves `last_seq`, and writes the `index`
     /// changes the batch implies (from the store's [`turnkit_core::BatchIndex`]).

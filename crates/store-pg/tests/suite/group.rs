@@ -44,7 +44,8 @@ fn one_writer_on(url: &str, schema: &str, host: &str, clock: Arc<dyn Clock>) -> 
     .unwrap_or_else(|e| panic!("connect to the test server: {e}"))
 }
 
-/// Polls real state (the server, the store's queue) until `ready`, for at most 20 s.
+/// Polls the server (what `pg_stat_activity` shows has no notification) until `ready`, for
+/// at most 20 s.
 async fn until(what: &str, mut ready: impl AsyncFnMut() -> bool) {
     for _ in 0..2_000 {
         if ready().await {
@@ -124,11 +125,18 @@ async fn queue_flushes(
         .into_iter()
         .map(|session| tokio::spawn(async move { session.flush().await }))
         .collect();
-    until("the flushes wait for the writer", async || {
-        store.waiting_flushes() == expected()
-    })
-    .await;
+    waiting(store, expected()).await;
     flushes
+}
+
+/// Waits (at most 20 s) until `n` flushes wait for the store's writer, on the queue's
+/// change notifications.
+async fn waiting(store: &PgStore, n: usize) {
+    let mut depth = store.waiting_flushes_changes();
+    tokio::time::timeout(Duration::from_secs(20), depth.wait_for(|d| *d == n))
+        .await
+        .unwrap_or_else(|_| panic!("{} flushes wait, not {n}", store.waiting_flushes()))
+        .unwrap();
 }
 
 /// What each flush answered, errors as their text.
@@ -778,19 +786,15 @@ async fn a_queued_flush_whose_caller_stops_waiting_still_counts() {
         let session = Arc::clone(&session);
         async move { session.flush().await }
     });
-    until("the flush waits for the writer", async || {
-        a.waiting_flushes() == 1
-    })
-    .await;
+    waiting(&a, 1).await;
     flush.abort();
     assert!(flush.await.unwrap_err().is_cancelled());
     lock.batch_execute("ROLLBACK").await.unwrap();
     blocked.await.unwrap().unwrap();
     // The flush was written all the same, and the handle knows it: the next batch follows.
-    until("the abandoned flush is durable", async || {
-        session.durable_len() == 1
-    })
-    .await;
+    tokio::time::timeout(Duration::from_secs(20), session.durable_reaches(1))
+        .await
+        .expect("the abandoned flush is durable");
     session.append("test/n", json!(2)).unwrap();
     session.flush().await.unwrap();
     assert_eq!(session.durable_len(), 2);

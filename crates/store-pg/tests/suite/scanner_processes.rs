@@ -13,7 +13,8 @@
 //! * `scanner`: says `ready`, runs a `ReminderScanner` whose `Resume` says `resumed
 //!   <session>`, starts an agent on the claimed session and drives its turns: each reminder a turn claims is said as `delivered
 //!   <session> <schedule id>` (the delivery's effect, before anything is durable) and
-//!   appended as `test/delivered`; the session is closed (`closed <session>`) once no turn
+//!   appended as `test/delivered` (a turn flush refused as fenced, the lease having ended
+//!   before it, is said as `fenced <session>`); the session is closed (`closed <session>`) once no turn
 //!   opened for a while. Commands: `passes N` waits for N more scanner passes and answers
 //!   `passes <sessions resumed so far>`; `exit` stops the scanner, waits for the resumed
 //!   sessions to close and says `done <sessions resumed> open <sessions still open>`.
@@ -34,7 +35,9 @@ use serde_json::json;
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use turnkit_core::{Harness, Session, SessionHeader, SessionId, SessionStore, SystemClock};
+use turnkit_core::{
+    Harness, PersistenceError, Session, SessionHeader, SessionId, SessionStore, SystemClock,
+};
 use turnkit_host::{HostKit, LoopAgent};
 use turnkit_schedule::ScheduleConfig;
 use turnkit_store_pg::{PgOptions, PgSession, PgStore, ReminderScanner, Resume, ScanOptions};
@@ -188,8 +191,12 @@ async fn drive(
                 .unwrap();
         }
         turn.finish();
-        if let Err(error) = session.flush().await {
-            tracing::warn!(%error, "turn flush failed");
+        match session.flush().await {
+            Ok(()) => {}
+            // Its lease ended before this flush (renewals starved past the TTL under load):
+            // another host may deliver the session again, which the tests allow only then.
+            Err(PersistenceError::Fenced(_)) => say(&format!("fenced {}", session.id())),
+            Err(error) => tracing::warn!(%error, "turn flush failed"),
         }
     }
     agent.dispose().await;
@@ -439,6 +446,8 @@ struct Fleet {
     order: Vec<(usize, String)>,
     /// For each session, the index of the host of each resume, in the order said.
     resumed: BTreeMap<String, Vec<usize>>,
+    /// For each session, the index of each host whose turn flush was fenced on it.
+    fenced: BTreeMap<String, Vec<usize>>,
     /// The `done` line of each host that said it.
     done: BTreeMap<usize, String>,
     count: usize,
@@ -463,6 +472,7 @@ impl Fleet {
             delivered: BTreeMap::new(),
             order: Vec::new(),
             resumed: BTreeMap::new(),
+            fenced: BTreeMap::new(),
             done: BTreeMap::new(),
             count: 0,
         }
@@ -500,12 +510,39 @@ impl Fleet {
                         .entry(session.to_owned())
                         .or_default()
                         .push(index);
+                } else if let Some(session) = line.strip_prefix("fenced ") {
+                    self.fenced
+                        .entry(session.to_owned())
+                        .or_default()
+                        .push(index);
                 } else if line.starts_with("done ") {
                     self.done.insert(index, line);
                 }
             }
         }
         true
+    }
+
+    /// A session delivered more than once (`said`, the hosts in order) was delivered twice,
+    /// the second time by a live host, and the first by `dead` (the host that died) or by a
+    /// host whose turn flush on it was then fenced.
+    fn assert_repeat_after_fence(&self, session: &str, said: &[usize], dead: Option<usize>) {
+        let fenced = self.fenced.get(session).cloned().unwrap_or_default();
+        assert_eq!(
+            said.len(),
+            2,
+            "{session}: delivered by {said:?}, fenced {fenced:?}"
+        );
+        assert!(
+            Some(said[0]) == dead || fenced.contains(&said[0]),
+            "{session}: delivered by {said:?}, but the first host's flush was not fenced \
+             (fenced: {fenced:?})"
+        );
+        assert_ne!(Some(said[1]), dead, "{session}: {said:?}");
+        assert!(
+            !fenced.contains(&said[1]),
+            "{session}: {said:?}, fenced {fenced:?}"
+        );
     }
 
     /// Deliveries said by host `index`.
@@ -625,7 +662,14 @@ async fn a_thousand_reminders_over_three_hosts_are_each_delivered_once() {
         .count();
     report_counts("1,000 reminders over 3 hosts", &per_host, twice);
     assert_eq!(fleet.delivered.len(), SESSIONS);
-    assert_eq!(twice, 0, "delivered more than once");
+    // Delivered again only after the first host's lease ended before its dispatch was
+    // durable (its turn flush was fenced); with no host dying that takes renewals starved
+    // for a whole TTL, so it is rare, and never silent.
+    for (session, said) in &fleet.delivered {
+        if said.len() > 1 {
+            fleet.assert_repeat_after_fence(session, said, None);
+        }
+    }
     for (h, n) in per_host.iter().enumerate() {
         assert!(*n > 0, "host-{} delivered nothing", h + 1);
         assert_eq!(fleet.done[&h], format!("done {n} open 0"));
@@ -638,7 +682,12 @@ async fn a_thousand_reminders_over_three_hosts_are_each_delivered_once() {
     for (session, (dispatches, hosts)) in &logs {
         let said = &fleet.delivered[session];
         assert_eq!((*dispatches, hosts.len()), (1, 1), "{session}");
-        assert_eq!(hosts[0], format!("host-{}", said[0] + 1), "{session}");
+        // The durable delivery is the last one said (an earlier one was fenced).
+        assert_eq!(
+            hosts[0],
+            format!("host-{}", said[said.len() - 1] + 1),
+            "{session}"
+        );
     }
     assert_eq!(index_rows(&sql, &schema).await, 0);
     let s = &schema;
@@ -704,12 +753,11 @@ async fn a_host_dying_mid_run_repeats_a_delivery_only_inside_the_crash_window() 
         // The dispatch is durable exactly once, whoever delivered.
         assert_eq!(*dispatches, 1, "{session}");
         if said.len() > 1 {
-            // Only a delivery of the dead host whose dispatch never became durable is
-            // repeated: its effect happened, its record did not survive.
+            // Only a delivery whose dispatch never became durable is repeated: the dead
+            // host's, or a live host's whose lease ended first (its flush was fenced). Its
+            // effect happened, its record did not survive.
             twice += 1;
-            assert_eq!(said.len(), 2, "{session}: {said:?}");
-            assert_eq!(said[0], 0, "{session}: {said:?}");
-            assert_ne!(said[1], 0, "{session}: {said:?}");
+            fleet.assert_repeat_after_fence(session, said, Some(0));
             assert_eq!(hosts, &[format!("host-{}", said[1] + 1)], "{session}");
         } else if said[0] == 0 {
             // The dead host's delivery: durable, or lost after its dispatch was durable.

@@ -1,0 +1,299 @@
+//! Tasks (the MCP tasks extension, `io.modelcontextprotocol/tasks`) for background work and
+//! reminders, kept in the session log so they outlive the server process.
+//!
+//! A tool call that declared the extension in its own `_meta` and started background work (a
+//! result whose value is `{"kind": "background", "jobId": …}`: `bash` or `terminal_send` with
+//! `run_in_background`) or created a reminder (`schedule_create`) opens a task. The task
+//! completes with the delivery it waits for: the job's completion notice (or the notice that
+//! it was lost with its host), followed by the text of a final `job_output`; or the reminder
+//! the schedule queues first after the task opened. While the client keeps polling, that
+//! delivery is kept from tool results (see the inbox's holds); the `tasks/get` response that
+//! carries it claims it (`mcp/taskDelivered`) once written, so it never reaches a later tool
+//! result too. A task nobody polls for a while (three poll intervals, at least ten seconds)
+//! or whose TTL passed lets its delivery go to the next tool result, as without tasks.
+//!
+//! Nothing here knows the transport: the MCP handlers turn these answers into protocol
+//! values.
+
+pub(crate) mod protocol;
+mod state;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use turnkit_core::{Agent, ToolOutput, format_instant};
+
+pub(crate) use state::{Entry, Target, Tasks};
+pub use state::{TASK_CANCELLED_EVENT, TASK_EVENT};
+
+use crate::inbox::TaskDelivered;
+use crate::session::SessionHost;
+
+/// How often a client should poll a job's task.
+pub(crate) const JOB_POLL_MS: u64 = 500;
+/// How long a job's task is kept: a day.
+pub(crate) const JOB_TTL_MS: u64 = 86_400_000;
+/// A reminder's task is kept this long past the reminder's due time.
+pub(crate) const REMINDER_TTL_PAST_DUE_MS: u64 = 3_600_000;
+/// The poll interval of a reminder's task is a twentieth of the time left, within these.
+const REMINDER_POLL_MIN_MS: u64 = 500;
+const REMINDER_POLL_MAX_MS: u64 = 30_000;
+/// A job that settled this long ago with no notice owed (one delivered with an earlier tool
+/// result) completes its task with its final output alone.
+const NOTICE_GRACE_MS: i64 = 2_000;
+
+/// Where a task stands, as `tasks/get` answers it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TaskState {
+    Working,
+    /// The texts of the completed result's content blocks.
+    Completed(Vec<String>),
+    Cancelled,
+}
+
+/// A `tasks/get` answer: the task, its state, the poll interval to suggest now and, for a
+/// completed result not written before, the inbox reservation to commit once it is.
+#[derive(Clone, Debug)]
+pub(crate) struct TaskView {
+    pub(crate) entry: Entry,
+    pub(crate) state: TaskState,
+    pub(crate) poll_ms: u64,
+    pub(crate) reservation: Option<u64>,
+}
+
+/// The poll interval of a reminder's task `left_ms` before it is due.
+pub(crate) fn reminder_poll_ms(left_ms: i64) -> u64 {
+    (u64::try_from(left_ms).unwrap_or(0) / 20).clamp(REMINDER_POLL_MIN_MS, REMINDER_POLL_MAX_MS)
+}
+
+/// What the answer of tool `name` asks a task to wait for, if anything.
+fn target_of(name: &str, output: &ToolOutput) -> Option<Target> {
+    if output.is_error {
+        return None;
+    }
+    let value = &output.value;
+    if value.get("kind").and_then(Value::as_str) == Some("background") {
+        return value
+            .get("jobId")
+            .and_then(Value::as_str)
+            .map(|job| Target::Job(job.to_owned()));
+    }
+    if name == "schedule_create" && value.get("code").is_none() {
+        let schedule = value.get("id").and_then(Value::as_str)?;
+        let due = value.get("scheduledAt").and_then(Value::as_str)?;
+        return Some(Target::Reminder {
+            schedule: schedule.to_owned(),
+            due: turnkit_core::parse_canonical_millis(due)?,
+        });
+    }
+    None
+}
+
+impl SessionHost {
+    /// Opens the task the answer `output` of tool `name` asks for (see the module docs):
+    /// records `mcp/task` and makes it durable. `None` when the answer starts nothing to
+    /// wait for, or the record could not be made durable (the call is then answered as
+    /// without tasks).
+    pub(crate) async fn open_task(&self, name: &str, output: &ToolOutput) -> Option<Entry> {
+        let target = target_of(name, output)?;
+        let now = self.clock().now_millis();
+        let (ttl_ms, poll_ms) = match &target {
+            Target::Job(_) => (JOB_TTL_MS, JOB_POLL_MS),
+            Target::Reminder { due, .. } => {
+                let left = due.saturating_sub(now);
+                (
+                    u64::try_from(left)
+                        .unwrap_or(0)
+                        .saturating_add(REMINDER_TTL_PAST_DUE_MS),
+                    reminder_poll_ms(left),
+                )
+            }
+        };
+        let mut entry = Entry {
+            id: self.tasks().next_id(),
+            seq: 0,
+            target,
+            created_at: format_instant(chrono::DateTime::from_timestamp_millis(now)?),
+            created_ms: now,
+            ttl_ms,
+            poll_ms,
+            delivered: None,
+            cancelled: false,
+            seen_ms: now,
+            prepared: None,
+        };
+        let event = self
+            .log()
+            .append(TASK_EVENT, Tasks::event_data(&entry))
+            .map_err(|error| tracing::warn!("mcp: could not record a task: {error}"))
+            .ok()?;
+        entry.seq = event.seq;
+        if let Err(error) = self.log().flush().await {
+            tracing::warn!("mcp: could not make a task durable: {error}");
+            return None;
+        }
+        if let Some(hold) = entry.hold() {
+            self.owed().hold(hold);
+        }
+        self.tasks().push(entry.clone());
+        Some(entry)
+    }
+
+    /// Task `id` as `tasks/get` answers it now; `None` for a task this session never opened
+    /// or one whose TTL passed before it completed. Polling counts as interest: the task's
+    /// delivery stays kept from tool results.
+    pub(crate) async fn get_task(&self, id: &str) -> Option<TaskView> {
+        let now = self.clock().now_millis();
+        let entry = self.tasks().update(id, |e| e.seen_ms = now)?;
+        let poll_ms = match &entry.target {
+            Target::Job(_) => entry.poll_ms,
+            Target::Reminder { due, .. } => reminder_poll_ms(due.saturating_sub(now)),
+        };
+        let view = |state, reservation| TaskView {
+            entry: entry.clone(),
+            state,
+            poll_ms,
+            reservation,
+        };
+        if let Some(content) = &entry.delivered {
+            return Some(view(TaskState::Completed(content.clone()), None));
+        }
+        if entry.cancelled {
+            return Some(view(TaskState::Cancelled, None));
+        }
+        if entry.expired(now) {
+            self.owed().unhold(id);
+            return None;
+        }
+        if let Some(hold) = entry.hold() {
+            self.owed().hold(hold);
+        }
+        let prepared = match entry.prepared.clone() {
+            Some(prepared) => Some(prepared),
+            None => self.prepare(&entry, now).await,
+        };
+        let Some(prepared) = prepared else {
+            return Some(view(TaskState::Working, None));
+        };
+        self.tasks()
+            .update(id, |e| e.prepared = Some(prepared.clone()));
+        match self.owed().reserve_task(prepared.clone()) {
+            Some(key) => Some(view(TaskState::Completed(prepared.content), Some(key))),
+            // Another response carries it now; a later poll completes.
+            None => Some(view(TaskState::Working, None)),
+        }
+    }
+
+    /// The completed result of `entry`, if what it waits for has happened.
+    async fn prepare(&self, entry: &Entry, now: i64) -> Option<TaskDelivered> {
+        let found = self.owed().find(&entry.target.needle(), entry.seq);
+        let delivery = |seqs: Vec<u64>, content: Vec<String>| TaskDelivered {
+            task_id: entry.id.clone(),
+            seqs,
+            content,
+        };
+        match (&entry.target, found) {
+            // A tool result being written carries it.
+            (_, Some((_, true))) => None,
+            (Target::Reminder { .. }, Some((pending, false))) => Some(delivery(
+                vec![pending.seq],
+                vec![pending.message.joined_text()],
+            )),
+            (Target::Reminder { .. }, None) => None,
+            (Target::Job(job), Some((pending, false))) => {
+                let mut content = vec![pending.message.joined_text()];
+                content.extend(self.final_output(job).await);
+                Some(delivery(vec![pending.seq], content))
+            }
+            (Target::Job(job), None) => {
+                let snapshot = self.job_registry().get(
+                    &turnkit_jobs::JobId::from(job.as_str()),
+                    Some(self.agent_id()),
+                );
+                match snapshot {
+                    Ok(snapshot) if snapshot.status.is_terminal() => {
+                        let settled = snapshot.finished_at.unwrap_or(now);
+                        let quiet =
+                            snapshot.reported || now.saturating_sub(settled) >= NOTICE_GRACE_MS;
+                        if !quiet {
+                            return None;
+                        }
+                        Some(delivery(Vec::new(), self.final_output(job).await))
+                    }
+                    Ok(_) => None,
+                    Err(error) => Some(delivery(Vec::new(), vec![error.to_string()])),
+                }
+            }
+        }
+    }
+
+    /// The text blocks of `job_output` for `job`, as the model would get them.
+    async fn final_output(&self, job: &str) -> Vec<String> {
+        let agent: std::sync::Arc<dyn Agent> = self.agent_handle();
+        let output = self
+            .tools_registry()
+            .execute(
+                "job_output",
+                json!({"job_id": job}),
+                Some(agent),
+                CancellationToken::new(),
+            )
+            .await;
+        if let Err(error) = self.log().flush().await {
+            tracing::warn!("mcp: could not flush a task's job_output: {error}");
+        }
+        output
+            .content
+            .iter()
+            .map(|block| block.as_text().to_owned())
+            .collect()
+    }
+
+    /// `tasks/cancel` of task `id`: a job's task kills the job (as `job_kill`); a reminder's
+    /// task stops waiting (the reminder stays scheduled and arrives with a later tool
+    /// result). Records `mcp/taskCancelled`; a task already completed or cancelled is left
+    /// as it is.
+    ///
+    /// # Errors
+    /// `unknown task: <id>` for a task this session never opened.
+    pub(crate) async fn cancel_task(&self, id: &str) -> Result<(), String> {
+        let entry = self
+            .tasks()
+            .update(id, |_| {})
+            .ok_or_else(|| format!("unknown task: {id}"))?;
+        if entry.delivered.is_some() || entry.cancelled {
+            return Ok(());
+        }
+        if let Target::Job(job) = &entry.target {
+            let agent: std::sync::Arc<dyn Agent> = self.agent_handle();
+            let killed = self
+                .tools_registry()
+                .execute(
+                    "job_kill",
+                    json!({"job_id": job}),
+                    Some(agent),
+                    CancellationToken::new(),
+                )
+                .await;
+            if killed.is_error {
+                tracing::warn!("mcp: tasks/cancel {id}: {}", killed.content[0].as_text());
+            }
+        }
+        self.log()
+            .append(TASK_CANCELLED_EVENT, Tasks::cancelled_data(id))
+            .map_err(|e| e.to_string())?;
+        self.tasks().update(id, |e| e.cancelled = true);
+        self.owed().unhold(id);
+        self.log().flush().await.map_err(|e| e.to_string())
+    }
+
+    /// A task delivery was written: the task is completed for good.
+    pub(crate) fn task_delivered(&self, delivered: TaskDelivered) {
+        let TaskDelivered {
+            task_id, content, ..
+        } = delivered;
+        self.tasks().update(&task_id, |e| {
+            e.delivered = Some(content);
+            e.prepared = None;
+        });
+    }
+}

@@ -1,0 +1,246 @@
+//! The tasks of one session as its log records them: `mcp/task` (a task opened),
+//! `mcp/taskDelivered` (its completed result was written; see the inbox) and
+//! `mcp/taskCancelled` (`tasks/cancel`), replayed on open.
+
+use serde::{Deserialize, Serialize};
+use turnkit_core::{SessionEvent, lock};
+
+use std::sync::Mutex;
+
+use crate::inbox::{Hold, InboxLogError, TASK_DELIVERED_EVENT, TaskDelivered, decode};
+
+/// Event type of an opened task.
+pub const TASK_EVENT: &str = "mcp/task";
+/// Event type of a cancelled task.
+pub const TASK_CANCELLED_EVENT: &str = "mcp/taskCancelled";
+
+/// How long after the client last showed interest in a task (its creation, a `tasks/get`,
+/// or the start of this server) the delivery it waits for is kept from tool results, at
+/// least: three poll intervals, and never less than this.
+const MIN_HOLD_MS: i64 = 10_000;
+
+/// What a task waits for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A background job, by id: the task completes with its completion (or lost) notice.
+    Job(String),
+    /// A reminder, by schedule id, due at `due` (epoch ms): the task completes with the
+    /// schedule's first reminder queued after the task opened.
+    Reminder { schedule: String, due: i64 },
+}
+
+impl Target {
+    /// The text that names this target in an owed message.
+    pub(crate) fn needle(&self) -> String {
+        match self {
+            Target::Job(job) => format!("background job {job} ("),
+            Target::Reminder { schedule, .. } => {
+                let id = serde_json::Value::String(schedule.clone());
+                format!("schedule_id_json: {id}\n")
+            }
+        }
+    }
+}
+
+/// The payload of [`TASK_EVENT`]: exactly one of `job` and `schedule` (with `dueAt`).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct TaskData {
+    task_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    job: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    schedule: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    due_at: Option<String>,
+    created_at: String,
+    ttl_ms: u64,
+    poll_interval_ms: u64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct CancelledData {
+    task_id: String,
+}
+
+/// One task.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Entry {
+    pub(crate) id: String,
+    /// The seq of its `mcp/task` event: only deliveries queued after it complete it.
+    pub(crate) seq: u64,
+    pub(crate) target: Target,
+    /// RFC 3339, milliseconds, UTC.
+    pub(crate) created_at: String,
+    pub(crate) created_ms: i64,
+    pub(crate) ttl_ms: u64,
+    pub(crate) poll_ms: u64,
+    /// The texts of its completed result, once written.
+    pub(crate) delivered: Option<Vec<String>>,
+    pub(crate) cancelled: bool,
+    /// When the client last showed interest (epoch ms).
+    pub(crate) seen_ms: i64,
+    /// The completed result prepared for a response not written yet.
+    pub(crate) prepared: Option<TaskDelivered>,
+}
+
+impl Entry {
+    /// Whether the task outlived its TTL at `now`.
+    pub(crate) fn expired(&self, now: i64) -> bool {
+        now >= self.created_ms.saturating_add(ms(self.ttl_ms))
+    }
+
+    /// The hold that keeps its delivery from tool results, while it waits for one.
+    pub(crate) fn hold(&self) -> Option<Hold> {
+        if self.delivered.is_some() || self.cancelled {
+            return None;
+        }
+        let window = ms(self.poll_ms).saturating_mul(3).max(MIN_HOLD_MS);
+        let until = self
+            .seen_ms
+            .saturating_add(window)
+            .min(self.created_ms.saturating_add(ms(self.ttl_ms)));
+        Some(Hold {
+            task: self.id.clone(),
+            needle: self.target.needle(),
+            after: self.seq,
+            until,
+        })
+    }
+}
+
+fn ms(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// The tasks of a session, in creation order.
+#[derive(Debug, Default)]
+pub(crate) struct Tasks {
+    entries: Mutex<Vec<Entry>>,
+}
+
+impl Tasks {
+    /// Replays the log's task events; every open task counts as seen at `now`.
+    ///
+    /// # Errors
+    /// [`InboxLogError`] for a payload that does not decode strictly, a task opened twice,
+    /// or a delivery or cancellation of a task never opened.
+    pub(crate) fn replay(events: &[SessionEvent], now: i64) -> Result<Self, InboxLogError> {
+        let mut entries: Vec<Entry> = Vec::new();
+        for event in events {
+            let error = |message: String| InboxLogError {
+                seq: event.seq,
+                message,
+            };
+            match event.r#type.as_str() {
+                TASK_EVENT => {
+                    let data: TaskData = decode(event)?;
+                    let target = match (data.job, data.schedule, data.due_at) {
+                        (Some(job), None, None) => Target::Job(job),
+                        (None, Some(schedule), Some(due)) => Target::Reminder {
+                            schedule,
+                            due: turnkit_core::parse_canonical_millis(&due)
+                                .ok_or_else(|| error(format!("dueAt {due} is not a time")))?,
+                        },
+                        _ => {
+                            return Err(error(
+                                "a task names one job, or one schedule with its dueAt".to_owned(),
+                            ));
+                        }
+                    };
+                    let created_ms = turnkit_core::parse_canonical_millis(&data.created_at)
+                        .ok_or_else(|| {
+                            error(format!("createdAt {} is not a time", data.created_at))
+                        })?;
+                    if entries.iter().any(|e| e.id == data.task_id) {
+                        return Err(error(format!("task {} opened twice", data.task_id)));
+                    }
+                    entries.push(Entry {
+                        id: data.task_id,
+                        seq: event.seq,
+                        target,
+                        created_at: data.created_at,
+                        created_ms,
+                        ttl_ms: data.ttl_ms,
+                        poll_ms: data.poll_interval_ms,
+                        delivered: None,
+                        cancelled: false,
+                        seen_ms: now,
+                        prepared: None,
+                    });
+                }
+                TASK_DELIVERED_EVENT => {
+                    let data: TaskDelivered = decode(event)?;
+                    let entry = entries
+                        .iter_mut()
+                        .find(|e| e.id == data.task_id)
+                        .ok_or_else(|| error(format!("no task {}", data.task_id)))?;
+                    entry.delivered = Some(data.content);
+                }
+                TASK_CANCELLED_EVENT => {
+                    let data: CancelledData = decode(event)?;
+                    let entry = entries
+                        .iter_mut()
+                        .find(|e| e.id == data.task_id)
+                        .ok_or_else(|| error(format!("no task {}", data.task_id)))?;
+                    entry.cancelled = true;
+                }
+                _ => {}
+            }
+        }
+        Ok(Self {
+            entries: Mutex::new(entries),
+        })
+    }
+
+    /// The next task id: `task-<n>`, one more than the tasks so far.
+    pub(crate) fn next_id(&self) -> String {
+        format!("task-{}", lock(&self.entries).len() + 1)
+    }
+
+    /// The payload of the `mcp/task` event that opens `entry`.
+    pub(crate) fn event_data(entry: &Entry) -> serde_json::Value {
+        let (job, schedule, due_at) = match &entry.target {
+            Target::Job(job) => (Some(job.clone()), None, None),
+            Target::Reminder { schedule, due } => (
+                None,
+                Some(schedule.clone()),
+                chrono::DateTime::from_timestamp_millis(*due).map(turnkit_core::format_instant),
+            ),
+        };
+        serde_json::to_value(TaskData {
+            task_id: entry.id.clone(),
+            job,
+            schedule,
+            due_at,
+            created_at: entry.created_at.clone(),
+            ttl_ms: entry.ttl_ms,
+            poll_interval_ms: entry.poll_ms,
+        })
+        .unwrap_or_default()
+    }
+
+    /// The payload of the `mcp/taskCancelled` event of `task`.
+    pub(crate) fn cancelled_data(task: &str) -> serde_json::Value {
+        serde_json::json!({"taskId": task})
+    }
+
+    /// Adds an opened task.
+    pub(crate) fn push(&self, entry: Entry) {
+        lock(&self.entries).push(entry);
+    }
+
+    /// The open tasks' holds.
+    pub(crate) fn holds(&self) -> Vec<Hold> {
+        lock(&self.entries).iter().filter_map(Entry::hold).collect()
+    }
+
+    /// Runs `change` on task `id` and returns the task after it; `None` for an unknown id.
+    pub(crate) fn update(&self, id: &str, change: impl FnOnce(&mut Entry)) -> Option<Entry> {
+        let mut entries = lock(&self.entries);
+        let entry = entries.iter_mut().find(|e| e.id == id)?;
+        change(entry);
+        Some(entry.clone())
+    }
+}

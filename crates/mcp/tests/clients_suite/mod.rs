@@ -1,0 +1,4 @@
+mod claude;
+mod codex;
+mod fake_api;
+mod support;
