@@ -96,9 +96,23 @@ pub fn bash_job_start(
     owner: Option<Arc<dyn Agent>>,
     output_limit_bytes: Option<u64>,
 ) -> JobStart {
+    bash_job_start_kept(options, owner, output_limit_bytes, None)
+}
+
+/// [`bash_job_start`] whose `run` also leaves a handle of the spawned process in `kept`
+/// (for a start held at its gate, which the caller releases).
+pub(crate) fn bash_job_start_kept(
+    options: ProcessOptions,
+    owner: Option<Arc<dyn Agent>>,
+    output_limit_bytes: Option<u64>,
+    kept: Option<Arc<std::sync::Mutex<Option<BashProcess>>>>,
+) -> JobStart {
     let label = options.command.clone();
     let mut start = JobStart::new(JobKind::bash(), label, move || {
         let process = BashProcess::spawn(options)?;
+        if let Some(kept) = &kept {
+            *turnkit_core::lock(kept) = Some(process.clone());
+        }
         Ok(bash_hooks(process))
     })
     .with_owner_opt(owner);

@@ -14,7 +14,7 @@ use turnkit_jobs::{
     wait_foreground,
 };
 
-use crate::{BashConfig, bash_job_start};
+use crate::{BashConfig, BashProcess, bash_job_start, job::bash_job_start_kept};
 
 /// The tool name.
 pub const TOOL_NAME: &str = "bash";
@@ -167,6 +167,49 @@ impl BashJobs {
         let options = self.config.process_options(command, self.clock.clone());
         Ok(jobs.start(bash_job_start(options, owner, output_limit_bytes))?)
     }
+
+    /// [`BashJobs::start_background`] for a job whose command may run only once its start is
+    /// saved (what the `bash` tool uses): the shell waits at its start gate
+    /// ([`ProcessOptions::hold_start`](crate::ProcessOptions::hold_start)) while the
+    /// registry records the job (with the job journal on, its `job/start`), then the owner's
+    /// session is flushed, and only after that flush the command runs. So no process of a
+    /// job runs without a durable record of it: a host killed before the flush leaves a
+    /// shell that exits at its gate. Without an owner it is `start_background`.
+    ///
+    /// # Errors
+    /// As [`BashJobs::start_background`]; [`StartError::NotSaved`] when the flush failed:
+    /// the held shell is stopped before it ran anything (the job settles `killed`).
+    pub async fn start_saved(
+        &self,
+        owner: Option<Arc<dyn Agent>>,
+        command: &str,
+        output_limit_bytes: Option<u64>,
+    ) -> Result<JobId, StartError> {
+        let Some(agent) = owner.clone() else {
+            return self.start_background(owner, command, output_limit_bytes);
+        };
+        let jobs = self.jobs.as_ref().ok_or(StartError::Unavailable)?;
+        let mut options = self.config.process_options(command, self.clock.clone());
+        options.hold_start = true;
+        let kept = Arc::new(std::sync::Mutex::new(None::<BashProcess>));
+        let start = bash_job_start_kept(options, owner, output_limit_bytes, Some(kept.clone()));
+        let id = jobs.start(start)?;
+        let process = turnkit_core::lock(&kept).take();
+        match agent.session().flush().await {
+            Ok(()) => {
+                if let Some(process) = &process {
+                    process.release();
+                }
+                Ok(id)
+            }
+            Err(error) => {
+                if let Some(process) = &process {
+                    process.cancel();
+                }
+                Err(StartError::NotSaved { id, error })
+            }
+        }
+    }
 }
 
 /// Why [`BashJobs::start_background`] failed. `Display` is the model-facing message.
@@ -179,6 +222,18 @@ pub enum StartError {
     /// The registry refused the start (its exact message).
     #[error(transparent)]
     Job(#[from] JobError),
+    /// The owner's session could not be flushed after job `id` was recorded, so its shell
+    /// was stopped at its start gate (`background job <id> was stopped before its command
+    /// ran: its start could not be saved: <why>`; the job settles `killed`).
+    #[error(
+        "background job {id} was stopped before its command ran: its start could not be saved: {error}"
+    )]
+    NotSaved {
+        /// The job, recorded and stopped.
+        id: JobId,
+        /// Why the flush failed.
+        error: turnkit_core::PersistenceError,
+    },
 }
 
 /// The `bash` tool (decision 11): `command` (required), `run_in_background`, `timeout_ms`.
@@ -302,7 +357,8 @@ impl Tool for BashTool {
         };
         let id = self
             .jobs
-            .start_background(call.caller.clone(), &args.command, None)
+            .start_saved(call.caller.clone(), &args.command, None)
+            .await
             .map_err(|e| ToolError::msg(e.to_string()))?;
         if background {
             let text = format!("started background job {id}");

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use turnkit_families::{ChildrenMode, FamiliesConfig, LogFileError};
 
+mod http;
 mod inspect;
 mod mcp;
 
@@ -94,6 +95,8 @@ enum Command {
         /// `--dir`.
         #[arg(long, conflicts_with = "dir")]
         store: Option<String>,
+        #[command(flatten)]
+        http: http::HttpArgs,
     },
     /// Serve a read-only live web view of a folder of session files or a PostgreSQL store
     /// (sessions, plans, jobs, reminders, timelines) and print its URL; runs until
@@ -157,7 +160,15 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             config,
             structured,
             store,
-        } => mcp::run(dir, session, config.as_ref(), structured, store.as_deref()),
+            http,
+        } => mcp::run(
+            dir,
+            session,
+            config.as_ref(),
+            structured,
+            store.as_deref(),
+            http,
+        ),
         Command::Inspect { dir, store, addr } => inspect::run(dir, store.as_deref(), addr),
         Command::Run { file } => run_file(&file),
         Command::Tools {

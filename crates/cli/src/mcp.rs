@@ -121,6 +121,7 @@ pub(crate) fn run(
     config: Option<&PathBuf>,
     structured: bool,
     store: Option<&str>,
+    http: crate::http::HttpArgs,
 ) -> anyhow::Result<ExitCode> {
     let configs = match config {
         Some(path) => read_config(path)?,
@@ -146,6 +147,13 @@ pub(crate) fn run(
         },
         ..ServeOptions::default()
     };
+    if let Some(addr) = http.http {
+        let store = match store {
+            Store::Jsonl(dir) => crate::http::Backing::Jsonl(dir),
+            Store::Postgres(url) => crate::http::Backing::Postgres(url),
+        };
+        return crate::http::run(http, addr, store, options, serve.shape);
+    }
     // One thread: owed messages are committed when their response is written (see
     // `turnkit_mcp::serve`).
     let runtime = tokio::runtime::Builder::new_current_thread()

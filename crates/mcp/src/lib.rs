@@ -2,6 +2,7 @@
 
 mod error;
 mod host;
+pub mod http;
 mod inbox;
 mod lines;
 mod serve;

@@ -168,6 +168,17 @@ fn resource(uri: &str, name: &str, description: &str) -> Value {
 }
 
 impl Server {
+    /// The server of one connection to `host`.
+    pub(crate) fn new(host: Arc<SessionHost>, shape: ResultShape) -> Self {
+        Self {
+            host,
+            shape,
+            reservations: Reservations::default(),
+            subscribed: Arc::new(Mutex::new(Default::default())),
+            log_level: Arc::default(),
+        }
+    }
+
     /// Whether a message at `level` is sent under the client's `logging/setLevel`.
     #[expect(
         deprecated,
@@ -218,42 +229,91 @@ impl Server {
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         tracing::debug!(?progress_token, "mcp: tools/call {name}");
-        let Some(token) = progress_token else {
-            let answer = self
-                .host
-                .answer(&name, arguments, context.ct.clone(), Progress::default())
-                .await;
-            return self.respond(&answer, &context);
-        };
-        // The tool queues its reports (a sink must not block); they are sent from here, in
-        // order, while the call runs, and the ones still queued when it ends go first.
-        let (reports, mut queued) = mpsc::unbounded_channel::<ProgressUpdate>();
-        let progress = Progress::new(self.host.clock(), PROGRESS_INTERVAL, move |update| {
-            let _ = reports.send(update);
-        });
-        let call = self
-            .host
-            .answer(&name, arguments, context.ct.clone(), progress);
-        tokio::pin!(call);
-        let answer = loop {
-            tokio::select! {
-                answer = &mut call => break answer,
-                Some(update) = queued.recv() => {
-                    notify_progress(&context, &token, update).await;
+        // A job_output wait of a call that declared tasks becomes a task past a short bound.
+        let waited_job = (tasks_declared
+            && name == "job_output"
+            && arguments.get("wait").and_then(Value::as_bool) == Some(true))
+        .then(|| arguments.get("job_id").and_then(Value::as_str))
+        .flatten()
+        .map(str::to_owned);
+        let call_ct = context.ct.child_token();
+        let answer = async {
+            match progress_token {
+                None => {
+                    self.host
+                        .answer(&name, arguments, call_ct.clone(), Progress::default())
+                        .await
+                }
+                Some(token) => {
+                    // The tool queues its reports (a sink must not block); they are sent from
+                    // here, in order, while the call runs, and the ones still queued when it ends
+                    // go first.
+                    let (reports, mut queued) = mpsc::unbounded_channel::<ProgressUpdate>();
+                    let progress =
+                        Progress::new(self.host.clock(), PROGRESS_INTERVAL, move |update| {
+                            let _ = reports.send(update);
+                        });
+                    let call = self
+                        .host
+                        .answer(&name, arguments, call_ct.clone(), progress);
+                    tokio::pin!(call);
+                    let answer = loop {
+                        tokio::select! {
+                            answer = &mut call => break answer,
+                            Some(update) = queued.recv() => {
+                                notify_progress(&context, &token, update).await;
+                            }
+                        }
+                    };
+                    while let Ok(update) = queued.try_recv() {
+                        notify_progress(&context, &token, update).await;
+                    }
+                    answer
                 }
             }
         };
-        while let Ok(update) = queued.try_recv() {
-            notify_progress(&context, &token, update).await;
-        }
-        self.respond(&answer, &context)
+        tokio::pin!(answer);
+        let answer = match &waited_job {
+            None => answer.await,
+            Some(job) => {
+                tokio::select! {
+                    answer = &mut answer => answer,
+                    () = self.host.clock().sleep(crate::tasks::WAIT_BOUND) => {
+                        // The wait is aborted before it consumed anything; the job's
+                        // completion reaches the task instead.
+                        call_ct.cancel();
+                        let aborted = answer.await;
+                        // A settlement that released the wait first answers as usual.
+                        if aborted.output.is_error
+                            && let Some(entry) = self.host.open_job_task(job).await
+                        {
+                            return Ok(CallToolResponse::Task(crate::tasks::protocol::created(
+                                &entry,
+                                &crate::tasks::wait_moved(job),
+                            )));
+                        }
+                        aborted
+                    }
+                }
+            }
+        };
+        // A call that declared the tasks extension in its own `_meta` and started background
+        // work, or created a reminder, is answered with a task.
+        let task = if tasks_declared && !context.ct.is_cancelled() {
+            self.host.open_task(&name, &answer.output).await
+        } else {
+            None
+        };
+        self.respond(&answer, task, &context)
     }
 
-    /// The response to a call answered with `answer`; its reservation is handed to the
-    /// transport, or released when the request was cancelled or the result cannot be built.
+    /// The response to a call answered with `answer` (the `task` it opened, if any); its
+    /// reservation is handed to the transport, or released when the request was cancelled or
+    /// the result cannot be built.
     fn respond(
         &self,
         answer: &crate::session::Answer,
+        task: Option<crate::tasks::Entry>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let result = match decode::<rmcp::model::CallToolResult>(result_json(
@@ -273,15 +333,8 @@ impl Server {
                 return Err(error);
             }
         };
-        // A call that declared the tasks extension in its own `_meta` and started background
-        // work, or created a reminder, is answered with a task.
-        let task = if tasks_declared && !context.ct.is_cancelled() {
-            self.host.open_task(&name, &answer.output).await
-        } else {
-            None
-        };
         if let Some(reservation) = answer.reservation {
-            self.keep(&context, reservation);
+            self.keep(context, reservation);
         }
         Ok(match task {
             Some(entry) => {
@@ -305,6 +358,11 @@ impl Server {
     fn keep(&self, context: &RequestContext<RoleServer>, reservation: u64) {
         if context.ct.is_cancelled() {
             self.host.release(reservation);
+            return;
+        }
+        if let Some(held) = crate::http::held(context) {
+            // Over HTTP the response body commits it once written in full.
+            held.hold(reservation);
             return;
         }
         // The serve loop retires the request (cancelling `ct`) and hands its response to the

@@ -502,6 +502,15 @@ impl SessionHost {
         self.dispose().await;
     }
 
+    /// How many of the session's background jobs have not ended.
+    pub fn running_jobs(&self) -> usize {
+        self.jobs
+            .list(None)
+            .iter()
+            .filter(|job| !job.status.is_terminal())
+            .count()
+    }
+
     /// Whether [`SessionHost::fence`] was called.
     pub fn is_fenced(&self) -> bool {
         self.fenced.get().is_some()

@@ -56,12 +56,14 @@ pub const MARKER_VAR: &str = "HARNESS_BASH_JOB";
 
 /// The gate a shell waits at until it is inside its cgroup, run as
 /// `bash --posix -c GATE bash -c COMMAND` with stdin a pipe from the host: it waits for
-/// the pipe to close, then replaces itself (same pid, group and environment) with
-/// `bash -c COMMAND` reading `/dev/null`, so nothing the command runs ever starts outside
-/// the cgroup. POSIX mode reads no startup file (`BASH_ENV` runs once, in the real shell),
+/// the line the host writes to open it, then replaces itself (same pid, group and
+/// environment) with `bash -c COMMAND` reading `/dev/null`, so nothing the command runs ever
+/// starts outside the cgroup. If the pipe closes with no line (the host died first), the
+/// shell exits without running the command. The same gate holds a job whose start must be
+/// saved before it runs ([`crate::ProcessOptions::hold_start`]). POSIX mode reads no startup file (`BASH_ENV` runs once, in the real shell),
 /// and `exec` hands on the shell level unchanged (bash lowers `SHLVL` before it replaces
 /// itself), so the command sees what it would without the gate.
-pub(crate) const GATE: &str = "read -r _ || :; exec bash \"$@\" </dev/null";
+pub(crate) const GATE: &str = "read -r _ && exec bash \"$@\" </dev/null";
 
 /// The start gate for a process whose terminal is its controlling terminal (a PTY), run as
 /// `bash --posix -c TTY_GATE bash PROGRAM ARGS…` with stdin a pipe from the host and stdout

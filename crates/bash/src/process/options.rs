@@ -80,6 +80,14 @@ pub struct ProcessOptions {
     pub sandbox: Option<Arc<Sandbox>>,
     /// Measures the grace period.
     pub clock: Arc<dyn Clock>,
+    /// Whether the shell waits at its start gate until [`BashProcess::release`] (default
+    /// `false`: it runs at once). Until then nothing of the command runs; if the host dies
+    /// first, the gate reads the end of its input and the shell exits without running it.
+    /// The job journal uses it so a job's command runs only once its `job/start` is
+    /// durable.
+    ///
+    /// [`BashProcess::release`]: crate::BashProcess::release
+    pub hold_start: bool,
 }
 
 impl ProcessOptions {
@@ -96,6 +104,7 @@ impl ProcessOptions {
             containment: Containment::Auto,
             sandbox: None,
             clock,
+            hold_start: false,
         }
     }
 }
@@ -111,6 +120,7 @@ impl std::fmt::Debug for ProcessOptions {
             .field("kill_grace", &self.kill_grace)
             .field("containment", &self.containment)
             .field("sandbox", &self.sandbox)
+            .field("hold_start", &self.hold_start)
             .finish_non_exhaustive()
     }
 }

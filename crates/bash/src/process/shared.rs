@@ -30,6 +30,9 @@ pub(super) struct Shared {
     pub(super) clock: Arc<dyn Clock>,
     pub(super) runtime: tokio::runtime::Handle,
     pub(super) end: watch::Sender<Option<ProcessEnd>>,
+    /// The write end of the start gate while the shell is held at it
+    /// ([`ProcessOptions::hold_start`](super::ProcessOptions::hold_start)).
+    pub(super) gate: Mutex<Option<std::os::fd::OwnedFd>>,
 }
 
 impl Shared {

@@ -72,7 +72,9 @@ impl BashProcess {
             ),
             None => None,
         };
-        let gated = tree.gated() || sandbox.as_ref().is_some_and(JobSandbox::needs_gate);
+        let gated = options.hold_start
+            || tree.gated()
+            || sandbox.as_ref().is_some_and(JobSandbox::needs_gate);
         let mut command = Command::new("bash");
         if gated {
             command
@@ -108,8 +110,18 @@ impl BashProcess {
             tree.signal(rustix::process::Signal::KILL, crate::Group::Include);
             return Err(BashError::Sandbox(error.0));
         }
-        // Opens the gate (a shell started without one has no stdin pipe).
-        drop(child.stdin.take());
+        // The gate's write end (a shell started without one has no stdin pipe): kept while
+        // the start is held, else the gate opens now.
+        let gate = child
+            .stdin
+            .take()
+            .and_then(|stdin| stdin.into_owned_fd().ok());
+        let gate = if options.hold_start {
+            gate
+        } else {
+            open_gate(gate);
+            None
+        };
         let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
             // Unreachable with piped stdio; the child is killed on drop.
             return Err(BashError::Spawn(std::io::Error::other("missing pipes")));
@@ -137,6 +149,7 @@ impl BashProcess {
             clock: options.clock.clone(),
             runtime,
             end,
+            gate: Mutex::new(gate),
         });
         let spill = options.spill.map(|spill| Spill {
             options: spill,
@@ -166,6 +179,13 @@ impl BashProcess {
     /// [`Mechanism::ProcessGroup`] (no `/proc`). Each includes the ones after it.
     pub fn mechanism(&self) -> Mechanism {
         self.handle.shared.tree.mechanism()
+    }
+
+    /// Lets a shell held at its start gate
+    /// ([`ProcessOptions::hold_start`](crate::ProcessOptions::hold_start)) run its command;
+    /// nothing when it was not held or is released already.
+    pub fn release(&self) {
+        open_gate(lock(&self.handle.shared.gate).take());
     }
 
     /// The job's marker (32 hex digits): the value of [`crate::MARKER_VAR`] in its
@@ -300,5 +320,13 @@ impl BashProcess {
         .into_iter()
         .flatten()
         .collect()
+    }
+}
+
+/// Opens a start gate: one line lets the shell's `read` succeed (closing it without one
+/// would make the shell exit). The pipe is empty, so the write does not block.
+fn open_gate(gate: Option<std::os::fd::OwnedFd>) {
+    if let Some(fd) = gate {
+        let _ = rustix::io::write(&fd, b"\n");
     }
 }

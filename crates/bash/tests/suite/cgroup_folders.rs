@@ -15,8 +15,7 @@ use super::support::Host;
 const CHILD_VAR: &str = "HARNESS_CGROUP_CHILD";
 
 /// The folder of this process's cgroup v2 (the parent of its job cgroups), or `None` when
-/// job cgroups cannot exist here (no cgroup2 mount, not root): a loud skip outside CI.
-#[expect(clippy::print_stderr, reason = "a skipped test says so on stderr")]
+/// job cgroups cannot exist here (no cgroup2 mount, not root): a visible skip outside CI.
 fn job_cgroup_parent() -> Option<PathBuf> {
     let found = (|| {
         if !rustix::process::geteuid().is_root() {
@@ -42,7 +41,10 @@ fn job_cgroup_parent() -> Option<PathBuf> {
             std::env::var("CI").as_deref() != Ok("true"),
             "CI=true but job cgroups cannot be created here (cgroup2 and root are needed)"
         );
-        eprintln!("SKIPPED: no cgroup2 folder this root host may create job cgroups in");
+        turnkit_testkit::skip::skipped(
+            "no cgroup2 folder this host may create job cgroups in; run as root with cgroup v2 \
+             mounted",
+        );
     }
     found
 }

@@ -241,7 +241,6 @@ fn assert_opened_with_discover(ws: &Workspace, tasks: Tasks) {
     let mut listing = methods[1..3].to_vec();
     listing.sort();
     assert_eq!(listing, ["resources/list", "tools/list"]);
-    assert_eq!(methods[3..], ["tools/call"; 4]);
     for request in &sent {
         let meta = &request["params"]["_meta"];
         assert_eq!(
@@ -268,21 +267,7 @@ async fn with_the_task_feature_off_a_job_notice_and_a_reminder_ride_the_next_too
     claude.finish().await;
     assert_pulled(&api);
     assert_opened_with_discover(&ws, Tasks::Off);
-}
-
-#[tokio::test]
-async fn with_the_task_feature_on_every_request_declares_tasks_and_delivery_is_still_pull() {
-    let Some(bin) = client_bin(CLAUDE, PACKAGE) else {
-        return;
-    };
-    let ws = Workspace::new();
-    let api = FakeApi::start(Dialect::Messages, pull_script(&ws, "on")).await;
-    let mut claude = Streaming::start(&bin, &ws, &api, Tasks::On, "on");
-    claude.send("Run the job.").await;
-    assert_eq!(claude.result().await["result"], "All done.");
-    claude.finish().await;
-    assert_pulled(&api);
-    assert_opened_with_discover(&ws, Tasks::On);
+    assert_eq!(methods(&ws.client_messages())[3..], ["tools/call"; 4]);
 }
 
 /// How long after `from` the request `at` arrived.
@@ -383,12 +368,13 @@ fn only_result(body: &Value) -> (String, Vec<String>) {
 /// The text the immediate response of the gated job's task tells the model.
 const GATED_TASK_NOTE: &str = "started background job bash-1";
 
-/// The completed result of the gated job's task: its output, then its status line.
-const GATED_TASK_RESULT: &str = "done\n[status: completed, exit code: 0]";
+/// The completed result of the gated job's task: the completion notice, then what a final
+/// `job_output` gives (its output, then its status line).
+fn gated_task_result() -> String {
+    format!("{GATED_NOTICE}\ndone\n[status: completed, exit code: 0]")
+}
 
 #[tokio::test]
-#[ignore = "needs the tasks extension in harness mcp (background bash and reminders as tasks); \
-            run with --ignored once the server answers tasks"]
 async fn with_the_task_feature_on_a_job_and_a_reminder_each_wake_the_idle_model_once() {
     let Some(bin) = client_bin(CLAUDE, PACKAGE) else {
         return;
@@ -449,7 +435,7 @@ async fn with_the_task_feature_on_a_job_and_a_reminder_each_wake_the_idle_model_
     assert_eq!(texts, [task_start_text("bash", &job, GATED_TASK_NOTE)]);
     assert_eq!(
         claude_last_message_texts(&requests[2].body),
-        [task_notification_text("bash", &job, GATED_TASK_RESULT)]
+        [task_notification_text("bash", &job, &gated_task_result())]
     );
     // The reminder: the created record at once, the reminder itself as the wake.
     let (id, texts) = only_result(&requests[3].body);
@@ -473,9 +459,8 @@ async fn with_the_task_feature_on_a_job_and_a_reminder_each_wake_the_idle_model_
         )]
     );
     // Exactly once each, and never again in a later tool result.
-    assert_eq!(mentioning(&api, GATED_TASK_RESULT), vec![2]);
+    assert_eq!(mentioning(&api, GATED_NOTICE), vec![2]);
     assert_eq!(mentioning(&api, "[SCHEDULE REMINDER]"), vec![4]);
-    assert_eq!(mentioning(&api, GATED_NOTICE), Vec::<usize>::new());
     assert_eq!(
         only_result(&requests[5].body),
         (
@@ -483,6 +468,38 @@ async fn with_the_task_feature_on_a_job_and_a_reminder_each_wake_the_idle_model_
             vec![format!("bash-1 [bash] completed — {GATED}")]
         )
     );
+    // Over MCP: three calls, the first two answered with a task each, then only polls of the
+    // tasks (no tasks/cancel).
+    assert_opened_with_discover(&ws, Tasks::On);
+    let sent = ws.client_messages();
+    let calls: Vec<&Value> = sent
+        .iter()
+        .filter(|m| m["method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 3);
+    let others: Vec<String> = methods(&sent)[3..]
+        .iter()
+        .filter(|m| m.as_str() != "tools/call")
+        .cloned()
+        .collect();
+    assert!(!others.is_empty());
+    assert!(others.iter().all(|m| m == "tasks/get"), "{others:?}");
+    let answers = ws.server_messages();
+    let answer_to = |request: &Value| {
+        answers
+            .iter()
+            .find(|a| a["id"] == request["id"] && a.get("method").is_none())
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(answer_to(calls[0])["result"]["resultType"], "task");
+    assert_eq!(answer_to(calls[0])["result"]["taskId"], job.server.as_str());
+    assert_eq!(answer_to(calls[1])["result"]["resultType"], "task");
+    assert_eq!(
+        answer_to(calls[1])["result"]["taskId"],
+        reminder.server.as_str()
+    );
+    assert_eq!(answer_to(calls[2])["result"]["resultType"], "complete");
     assert!(
         job_wake <= Duration::from_secs(2),
         "the job's wake came {job_wake:?} after it was let end"

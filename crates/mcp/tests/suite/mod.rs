@@ -1,5 +1,8 @@
 mod delivery;
 mod durability;
+mod http;
+mod http_instances;
+mod http_support;
 mod jobs_restart;
 mod postgres;
 mod protocol;

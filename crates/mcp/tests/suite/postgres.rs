@@ -11,7 +11,7 @@ use super::support::{BOUND, config, harness_bin, serve_command, texts};
 
 /// The test server's URL, or `None` (after a skip line every run shows) when it is not set
 /// outside CI. With `CI=true` a missing server fails the test.
-fn server_url() -> Option<String> {
+pub(crate) fn server_url() -> Option<String> {
     match std::env::var("HARNESS_TEST_POSTGRES_URL") {
         Ok(url) if !url.is_empty() => Some(url),
         _ => {
@@ -29,7 +29,7 @@ fn server_url() -> Option<String> {
     }
 }
 
-async fn client(url: &str) -> tokio_postgres::Client {
+pub(crate) async fn client(url: &str) -> tokio_postgres::Client {
     let (client, connection) = tokio_postgres::connect(url, tokio_postgres::NoTls)
         .await
         .unwrap();
@@ -38,7 +38,7 @@ async fn client(url: &str) -> tokio_postgres::Client {
 }
 
 /// A fresh database on the test server (the CLI uses the default schema), as a URL.
-async fn fresh_database(url: &str) -> String {
+pub(crate) async fn fresh_database(url: &str) -> String {
     static SERIAL: AtomicU64 = AtomicU64::new(0);
     let name = format!(
         "t_mcp_{}_{}",

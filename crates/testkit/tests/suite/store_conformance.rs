@@ -28,6 +28,9 @@ enum Fault {
     NoBarrier,
     /// A flush with an injected failure writes its events anyway, then reports the failure.
     FailedFlushWritesAnyway,
+    /// A flush with an injected failure reports the session fenced (a host would stop a
+    /// session that is still its own) instead of a retryable error.
+    FailedFlushSaysFenced,
     /// A reopened session's header has lost its time zone.
     OpenLosesTimeZone,
     /// A fork's header has no seed length.
@@ -129,6 +132,9 @@ impl Session for BrokenSession {
         if fails {
             if self.fault == Fault::FailedFlushWritesAnyway {
                 self.inner.flush().await?;
+            }
+            if self.fault == Fault::FailedFlushSaysFenced {
+                return Err(PersistenceError::Fenced(self.inner.id().clone()));
             }
             return Err(PersistenceError::Failed(
                 "injected flush failure".to_owned(),
@@ -324,6 +330,18 @@ async fn a_store_whose_flush_is_not_a_barrier_fails_the_durability_checks() {
     assert_eq!(
         failed[1].1,
         "reopened log (unflushed events dropped): 0 events, expected 4"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_flush_that_says_fenced_fails_failed_flush_changes_nothing_durable() {
+    assert_eq!(
+        failures(Fixture::memory(Fault::FailedFlushSaysFenced)).await,
+        owned(&[(
+            "failed_flush_changes_nothing_durable",
+            "a flush with an injected failure returned Err(Fenced(SessionId(\"conf-failed-flush\"))), \
+             not a retryable error"
+        )])
     );
 }
 

@@ -1,0 +1,252 @@
+//! The sessions an HTTP server holds open: one [`Live`] per session id, opened on its first
+//! request (or adopted from the reminder scanner), released when idle, fenced or stopping.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio_util::sync::CancellationToken;
+use turnkit_core::{StoreError, lock};
+
+use super::SessionSource;
+use super::auth::Refusal;
+use crate::server::Server;
+use crate::session::SessionHost;
+use crate::{ResultShape, ServeError};
+
+/// One open session: its host and the MCP transport its connections share.
+pub(crate) struct Live {
+    pub(crate) host: Arc<SessionHost>,
+    pub(crate) service: StreamableHttpService<Server, LocalSessionManager>,
+    /// Cancelled when the session is released: every MCP connection to it ends.
+    stop: CancellationToken,
+    /// Requests whose response body is still being written (a `GET` event stream counts
+    /// while it is open).
+    pub(crate) in_flight: AtomicUsize,
+    last_used: Mutex<Instant>,
+}
+
+impl Live {
+    pub(crate) fn touch(&self) {
+        *lock(&self.last_used) = Instant::now();
+    }
+
+    fn idle_for(&self, now: Instant) -> Option<Duration> {
+        if self.in_flight.load(Ordering::SeqCst) > 0 || self.host.running_jobs() > 0 {
+            return None;
+        }
+        Some(now.saturating_duration_since(*lock(&self.last_used)))
+    }
+
+    async fn release(&self) {
+        self.stop.cancel();
+        self.host.shutdown().await;
+    }
+}
+
+/// A session id's place: empty until opened; its mutex is held while opening, so a session
+/// is opened once however many requests come for it together.
+type Slot = Arc<tokio::sync::Mutex<Option<Arc<Live>>>>;
+
+/// Every session this server holds.
+pub(crate) struct Sessions {
+    source: Arc<dyn SessionSource>,
+    shape: ResultShape,
+    config: StreamableHttpServerConfig,
+    slots: Mutex<HashMap<String, Slot>>,
+    pub(crate) stop: CancellationToken,
+}
+
+impl Sessions {
+    pub(crate) fn new(
+        source: Arc<dyn SessionSource>,
+        shape: ResultShape,
+        config: StreamableHttpServerConfig,
+        stop: CancellationToken,
+    ) -> Self {
+        Self {
+            source,
+            shape,
+            config,
+            slots: Mutex::new(HashMap::new()),
+            stop,
+        }
+    }
+
+    fn slot(&self, id: &str) -> Slot {
+        lock(&self.slots).entry(id.to_owned()).or_default().clone()
+    }
+
+    fn live(&self, host: Arc<SessionHost>) -> Arc<Live> {
+        let stop = self.stop.child_token();
+        let config = self.config.clone().with_cancellation_token(stop.clone());
+        let shape = self.shape;
+        let factory_host = host.clone();
+        let service = StreamableHttpService::new(
+            move || Ok(Server::new(factory_host.clone(), shape)),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+        // Nothing is announced between calls over HTTP; the change feed is drained.
+        if let Some(mut changes) = host.take_changes() {
+            tokio::spawn(async move { while changes.recv().await.is_some() {} });
+        }
+        Arc::new(Live {
+            host,
+            service,
+            stop,
+            in_flight: AtomicUsize::new(0),
+            last_used: Mutex::new(Instant::now()),
+        })
+    }
+
+    /// The open session `id`, opened from the source if this server does not hold it (a
+    /// fenced one is let go and opened again).
+    pub(crate) async fn get(&self, id: &str) -> Result<Arc<Live>, Refusal> {
+        let slot = self.slot(id);
+        let mut guard = slot.lock().await;
+        if let Some(live) = guard.as_ref() {
+            if !live.host.is_fenced() {
+                live.touch();
+                return Ok(live.clone());
+            }
+            let fenced = guard.take();
+            if let Some(fenced) = fenced {
+                fenced.release().await;
+            }
+        }
+        if self.stop.is_cancelled() {
+            return Err(stopping());
+        }
+        let host = self
+            .source
+            .open(id)
+            .await
+            .map_err(|error| refusal(id, &error))?;
+        let live = self.live(host);
+        *guard = Some(live.clone());
+        Ok(live)
+    }
+
+    /// Serves `host` (a session opened elsewhere: the reminder scanner's) from now on; if
+    /// this server already holds the session, `host` is shut down instead.
+    pub(crate) async fn adopt(&self, host: Arc<SessionHost>) {
+        let slot = self.slot(host.session_id());
+        let mut guard = slot.lock().await;
+        if guard.as_ref().is_some_and(|live| !live.host.is_fenced()) || self.stop.is_cancelled() {
+            drop(guard);
+            host.shutdown().await;
+            return;
+        }
+        if let Some(fenced) = guard.take() {
+            fenced.release().await;
+        }
+        *guard = Some(self.live(host));
+    }
+
+    /// Releases every session with no request in flight, no job running and no request for
+    /// at least `idle` (its connections end, its log is flushed, its lease freed); returns
+    /// how many.
+    pub(crate) async fn release_idle(&self, idle: Duration) -> usize {
+        let now = Instant::now();
+        let slots: Vec<(String, Slot)> = lock(&self.slots)
+            .iter()
+            .map(|(id, slot)| (id.clone(), slot.clone()))
+            .collect();
+        let mut released = 0;
+        for (id, slot) in slots {
+            let Ok(mut guard) = slot.try_lock() else {
+                continue;
+            };
+            let idle_enough = guard
+                .as_ref()
+                .and_then(|live| live.idle_for(now))
+                .is_some_and(|for_| for_ >= idle);
+            let fenced = guard.as_ref().is_some_and(|live| live.host.is_fenced());
+            if idle_enough || fenced {
+                if let Some(live) = guard.take() {
+                    live.release().await;
+                    released += 1;
+                }
+                drop(guard);
+                let mut slots = lock(&self.slots);
+                if slots
+                    .get(&id)
+                    .is_some_and(|s| Arc::ptr_eq(s, &slot) && Arc::strong_count(s) <= 2)
+                {
+                    slots.remove(&id);
+                }
+            }
+        }
+        released
+    }
+
+    /// How many sessions are open.
+    pub(crate) fn open(&self) -> usize {
+        let slots: Vec<Slot> = lock(&self.slots).values().cloned().collect();
+        slots
+            .iter()
+            .filter(|slot| slot.try_lock().map_or(true, |guard| guard.is_some()))
+            .count()
+    }
+
+    /// Shuts every session down (after `stop` was cancelled).
+    pub(crate) async fn release_all(&self) {
+        let slots: Vec<Slot> = lock(&self.slots).drain().map(|(_, slot)| slot).collect();
+        for slot in slots {
+            let live = slot.lock().await.take();
+            if let Some(live) = live {
+                live.release().await;
+            }
+        }
+    }
+}
+
+fn stopping() -> Refusal {
+    Refusal::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "stopping",
+        "this server is stopping; retry on another instance",
+    )
+}
+
+/// The refusal of a session that could not be opened; the store's own text (paths, SQL) is
+/// logged, not sent.
+fn refusal(id: &str, error: &ServeError) -> Refusal {
+    match error {
+        ServeError::Store(StoreError::Owned { owner, .. }) => {
+            let mut refusal = Refusal::new(
+                StatusCode::CONFLICT,
+                "session_owned",
+                format!("session {id} is served by host {owner}; retry after its lease expires"),
+            );
+            refusal.owner = Some(owner.clone());
+            refusal
+        }
+        ServeError::Store(StoreError::Locked { .. }) => Refusal::new(
+            StatusCode::CONFLICT,
+            "session_locked",
+            format!("session {id} is open in another process"),
+        ),
+        ServeError::Store(StoreError::Backend(_)) => {
+            tracing::warn!("mcp http: opening session {id}: {error}");
+            Refusal::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store_unavailable",
+                "the session store could not be reached; retry",
+            )
+        }
+        _ => {
+            tracing::warn!("mcp http: opening session {id}: {error}");
+            Refusal::new(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "session_unusable",
+                format!("session {id} could not be opened; the server's log says why"),
+            )
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! `harness mcp --http`: every session at its own URL, to rmcp's streamable HTTP client and to
+//! raw requests; each refusal's status and body.
+
+use pretty_assertions::assert_eq;
+use rmcp::ServiceExt;
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use serde_json::{Value, json};
+
+use super::http_support::{Connection, INITIALIZE, client, send, start_http, texts};
+use super::support::{BOUND, harness_bin};
+
+const TOKEN: &str = "0123456789abcdef-team";
+const CI_TOKEN: &str = "fedcba9876543210-ci";
+
+fn todos(content: &str) -> Value {
+    json!({"todos": [{"content": content, "status": "in_progress"}]})
+}
+
+#[tokio::test]
+async fn each_session_has_its_url_and_rmcp_client_uses_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let server = start_http(dir.path(), &["--dir", sessions.to_str().unwrap()]).await;
+
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(server.url("alpha")),
+    );
+    let rmcp_client = ().serve(transport).await.unwrap();
+    let tools = rmcp_client.list_all_tools().await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
+    assert_eq!(
+        names,
+        [
+            "todo_write",
+            "job_output",
+            "job_list",
+            "job_kill",
+            "bash",
+            "schedule_create",
+            "schedule_list",
+            "schedule_delete"
+        ]
+    );
+    let arguments = todos("alpha's step").as_object().cloned().unwrap();
+    let result = rmcp_client
+        .call_tool(CallToolRequestParams::new("todo_write").with_arguments(arguments))
+        .await
+        .unwrap();
+    assert_eq!(
+        serde_json::to_value(&result.content).unwrap(),
+        json!([{"type": "text", "text": "Updated todo list: 0 pending, 1 in progress, 0 completed."}])
+    );
+
+    // Another session, another URL: its own log and its own list.
+    let http = client();
+    let mut beta = Connection::open(&http, &server.url("beta"), None)
+        .await
+        .unwrap();
+    let listed = beta.call(&http, "todo_write", todos("beta's step")).await;
+    assert_eq!(
+        texts(&listed.unwrap()),
+        ["Updated todo list: 0 pending, 1 in progress, 0 completed."]
+    );
+    rmcp_client.cancel().await.unwrap();
+    let mut files: Vec<String> = std::fs::read_dir(&sessions)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.ends_with(".jsonl"))
+        .collect();
+    files.sort();
+    assert_eq!(files, ["alpha.jsonl", "beta.jsonl"]);
+    let alpha = std::fs::read_to_string(sessions.join("alpha.jsonl")).unwrap();
+    assert!(alpha.contains("alpha's step") && !alpha.contains("beta's step"));
+}
+
+/// A finished job's notice rides exactly one later result, and its delivery is recorded.
+#[tokio::test]
+async fn a_jobs_notice_rides_one_result_and_is_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let server = start_http(dir.path(), &["--dir", sessions.to_str().unwrap()]).await;
+    let http = client();
+    let mut connection = Connection::open(&http, &server.url("jobs"), None)
+        .await
+        .unwrap();
+    let started = connection
+        .call(
+            &http,
+            "bash",
+            json!({"command": "true", "run_in_background": true}),
+        )
+        .await
+        .unwrap();
+    let notice = "background job bash-1 (bash: true) finished [status: completed, exit code: 0]. \
+                  Read its output with job_output.";
+    let mut seen = texts(&started).iter().filter(|t| *t == notice).count();
+    let deadline = tokio::time::Instant::now() + BOUND;
+    while seen == 0 {
+        assert!(tokio::time::Instant::now() < deadline, "no notice arrived");
+        let listed = connection.call(&http, "job_list", json!({})).await.unwrap();
+        seen += texts(&listed).iter().filter(|t| *t == notice).count();
+    }
+    let after = connection.call(&http, "job_list", json!({})).await.unwrap();
+    assert_eq!(texts(&after).iter().filter(|t| *t == notice).count(), 0);
+    assert_eq!(seen, 1);
+    // The claim is recorded once the body was written (the commit runs right after).
+    let deadline = tokio::time::Instant::now() + BOUND;
+    loop {
+        let log = std::fs::read_to_string(sessions.join("jobs.jsonl")).unwrap();
+        if log.contains("\"type\":\"mcp/claimed\"") {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no claim recorded");
+        connection.call(&http, "job_list", json!({})).await.unwrap();
+    }
+}
+
+/// A refused request: what it is, its URL, headers and body, and the status and body expected.
+type Case = (
+    &'static str,
+    String,
+    Vec<(&'static str, String)>,
+    String,
+    u16,
+    Value,
+);
+
+/// Every refusal: its status and its exact body.
+#[tokio::test]
+async fn refusals_have_stable_statuses_and_bodies() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let tokens = dir.path().join("tokens");
+    std::fs::write(
+        &tokens,
+        format!("# the team\n{TOKEN}\n\n# ci runners\n{CI_TOKEN} ci- nightly-\n"),
+    )
+    .unwrap();
+    let server = start_http(
+        dir.path(),
+        &[
+            "--dir",
+            sessions.to_str().unwrap(),
+            "--token-file",
+            tokens.to_str().unwrap(),
+            "--allow-origin",
+            "https://app.example",
+        ],
+    )
+    .await;
+    let http = client();
+    let team = format!("Bearer {TOKEN}");
+    let ci = format!("Bearer {CI_TOKEN}");
+    let url = server.url("ci-1");
+    let cases: Vec<Case> = vec![
+        (
+            "no token",
+            url.clone(),
+            vec![],
+            INITIALIZE.to_owned(),
+            401,
+            json!({"error": "unauthorized", "message": "a valid Authorization: Bearer token is required"}),
+        ),
+        (
+            "a wrong token",
+            url.clone(),
+            vec![("authorization", format!("Bearer {TOKEN}x"))],
+            INITIALIZE.to_owned(),
+            401,
+            json!({"error": "unauthorized", "message": "a valid Authorization: Bearer token is required"}),
+        ),
+        (
+            "not a bearer token",
+            url.clone(),
+            vec![("authorization", format!("Basic {TOKEN}"))],
+            INITIALIZE.to_owned(),
+            401,
+            json!({"error": "unauthorized", "message": "a valid Authorization: Bearer token is required"}),
+        ),
+        (
+            "a token limited to other prefixes",
+            server.url("team-1"),
+            vec![("authorization", ci.clone())],
+            INITIALIZE.to_owned(),
+            403,
+            json!({"error": "forbidden", "message": "this token may not reach this session"}),
+        ),
+        (
+            "a foreign origin",
+            url.clone(),
+            vec![
+                ("authorization", team.clone()),
+                ("origin", "https://evil.example".to_owned()),
+            ],
+            INITIALIZE.to_owned(),
+            403,
+            json!({"error": "origin_refused", "message": "the request's Origin is not allowed (see --allow-origin)"}),
+        ),
+        (
+            "a rebound host name",
+            url.clone(),
+            vec![
+                ("authorization", team.clone()),
+                ("host", "evil.example".to_owned()),
+            ],
+            INITIALIZE.to_owned(),
+            403,
+            json!({"error": "host_refused", "message": "a loopback server answers requests for localhost, 127.0.0.1 or [::1] only"}),
+        ),
+        (
+            "a session id with a bad character",
+            server.url("a%2Fb"),
+            vec![("authorization", team.clone())],
+            INITIALIZE.to_owned(),
+            400,
+            json!({"error": "invalid_session_id", "message": "a session id is 1 to 128 characters of A-Z a-z 0-9 . _ -"}),
+        ),
+        (
+            "a session id too long",
+            server.url(&"s".repeat(129)),
+            vec![("authorization", team.clone())],
+            INITIALIZE.to_owned(),
+            400,
+            json!({"error": "invalid_session_id", "message": "a session id is 1 to 128 characters of A-Z a-z 0-9 . _ -"}),
+        ),
+        (
+            "a body too large",
+            url.clone(),
+            vec![("authorization", team.clone())],
+            format!("{{\"pad\":\"{}\"}}", "x".repeat(1024 * 1024)),
+            413,
+            json!({"error": "body_too_large", "message": "a request body is at most 1048576 bytes"}),
+        ),
+        (
+            "an unknown path",
+            format!("http://{}/mcp", server.addr),
+            vec![("authorization", team.clone())],
+            INITIALIZE.to_owned(),
+            404,
+            json!({"error": "not_found", "message": "sessions are served at /sessions/{id}/mcp"}),
+        ),
+    ];
+    for (what, url, headers, body, status, expected) in cases {
+        let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+        let reply = send(&http, "POST", &url, &headers, &body).await.unwrap();
+        assert_eq!((what, reply.status, reply.json()), (what, status, expected));
+        assert_eq!(
+            reply.headers.get("content-type").unwrap(),
+            "application/json",
+            "{what}"
+        );
+        if status == 401 {
+            assert_eq!(reply.headers.get("www-authenticate").unwrap(), "Bearer");
+        }
+    }
+    // What passes: the team's token anywhere, the ci token on its prefixes, an allowed
+    // origin, a loopback one.
+    for (token, session) in [
+        (TOKEN, "team-1"),
+        (CI_TOKEN, "ci-1"),
+        (CI_TOKEN, "nightly-7"),
+    ] {
+        let mut connection = Connection::open(&http, &server.url(session), Some(token))
+            .await
+            .unwrap_or_else(|reply| panic!("{session}: {reply:?}"));
+        let result = connection.call(&http, "job_list", json!({})).await.unwrap();
+        assert_eq!(texts(&result), ["(no background jobs)"]);
+    }
+    for origin in [
+        "https://app.example",
+        "http://127.0.0.1:9",
+        "http://localhost:5173",
+    ] {
+        let reply = send(
+            &http,
+            "POST",
+            &server.url("ci-2"),
+            &[("authorization", &ci), ("origin", origin)],
+            INITIALIZE,
+        )
+        .await
+        .unwrap();
+        assert_eq!((origin, reply.status), (origin, 200));
+    }
+}
+
+#[tokio::test]
+async fn a_non_loopback_address_needs_a_token_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.json");
+    std::fs::write(&config, r#"{"todo":{"allowParallelInProgress":false}}"#).unwrap();
+    let output = tokio::process::Command::new(harness_bin())
+        .args(["mcp", "--http", "0.0.0.0:0", "--dir"])
+        .arg(dir.path().join("sessions"))
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "harness: 0.0.0.0:0 is not a loopback address: serving it needs a token file \
+         (--token-file)\n"
+    );
+    std::fs::write(dir.path().join("short"), "tooshort\n").unwrap();
+    let output = tokio::process::Command::new(harness_bin())
+        .args(["mcp", "--http", "127.0.0.1:0", "--token-file"])
+        .arg(dir.path().join("short"))
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&output.stderr),
+        "harness: token file line 1: a token is at least 16 characters\n"
+    );
+}

@@ -1,0 +1,142 @@
+//! Two `harness mcp --http` instances on one PostgreSQL store: a session another live
+//! instance serves is refused naming its owner; an idle session's lease is released so the
+//! other instance takes it; a killed instance's sessions move once its leases end.
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::http_support::{Connection, INITIALIZE, client, send, start_http, texts};
+use super::postgres::{client as pg_client, fresh_database, server_url};
+use super::support::BOUND;
+
+fn todos(content: &str) -> Value {
+    json!({"todos": [{"content": content, "status": "in_progress"}]})
+}
+
+fn owned_by(owner: &str) -> Value {
+    json!({
+        "error": "session_owned",
+        "message": format!("session shared is served by host {owner}; retry after its lease expires"),
+        "owner": owner,
+    })
+}
+
+#[tokio::test]
+async fn instances_share_sessions_through_leases() {
+    let Some(url) = server_url() else { return };
+    let store = fresh_database(&url).await;
+    let dir = tempfile::tempdir().unwrap();
+    let a = start_http(
+        dir.path(),
+        &[
+            "--store",
+            &store,
+            "--host-id",
+            "inst-a",
+            "--lease-ttl",
+            "2",
+            "--idle-release",
+            "1",
+        ],
+    )
+    .await;
+    let mut b = start_http(
+        dir.path(),
+        &[
+            "--store",
+            &store,
+            "--host-id",
+            "inst-b",
+            "--lease-ttl",
+            "2",
+            "--idle-release",
+            "600",
+        ],
+    )
+    .await;
+    let http = client();
+    let mut on_a = Connection::open(&http, &a.url("shared"), None)
+        .await
+        .unwrap();
+    let written = on_a.call(&http, "todo_write", todos("first, on a")).await;
+    assert_eq!(
+        texts(&written.unwrap()),
+        ["Updated todo list: 0 pending, 1 in progress, 0 completed."]
+    );
+
+    // B refuses while A holds the session, naming A; once A released it (idle for a
+    // second), B takes it.
+    let reply = send(&http, "POST", &b.url("shared"), &[], INITIALIZE)
+        .await
+        .unwrap();
+    assert_eq!((reply.status, reply.json()), (409, owned_by("inst-a")));
+    let deadline = tokio::time::Instant::now() + BOUND;
+    let mut on_b = loop {
+        match Connection::open(&http, &b.url("shared"), None).await {
+            Ok(connection) => break connection,
+            Err(reply) => {
+                assert_eq!((reply.status, reply.json()), (409, owned_by("inst-a")));
+                assert!(tokio::time::Instant::now() < deadline, "a never released");
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let written = on_b.call(&http, "todo_write", todos("second, on b")).await;
+    assert_eq!(
+        texts(&written.unwrap()),
+        ["Updated todo list: 0 pending, 1 in progress, 0 completed."]
+    );
+    // A's old connection is now refused with B's name.
+    let refused = on_a.call(&http, "job_list", json!({})).await.unwrap_err();
+    assert_eq!((refused.status, refused.json()), (409, owned_by("inst-b")));
+
+    // B dies without releasing anything; A takes the session once B's lease ends.
+    b.child.start_kill().unwrap();
+    b.child.wait().await.unwrap();
+    let deadline = tokio::time::Instant::now() + BOUND;
+    let mut again = loop {
+        match Connection::open(&http, &a.url("shared"), None).await {
+            Ok(connection) => break connection,
+            Err(reply) => {
+                assert_eq!((reply.status, reply.json()), (409, owned_by("inst-b")));
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "b's lease never ended"
+                );
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    let written = again.call(&http, "todo_write", todos("third, on a")).await;
+    assert_eq!(
+        texts(&written.unwrap()),
+        ["Updated todo list: 0 pending, 1 in progress, 0 completed."]
+    );
+    let db = pg_client(&store).await;
+    let rows = db
+        .query(
+            "SELECT data::text FROM harness.events WHERE session_id = 'shared' \
+             AND type = 'todo/write' ORDER BY seq",
+            &[],
+        )
+        .await
+        .unwrap();
+    let contents: Vec<String> = rows
+        .iter()
+        .map(|row| {
+            let data: Value = serde_json::from_str(&row.get::<_, String>(0)).unwrap();
+            data["todos"][0]["content"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    assert_eq!(contents, ["first, on a", "second, on b", "third, on a"]);
+    let owner: String = db
+        .query_one(
+            "SELECT owner FROM harness.sessions WHERE id = 'shared'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(owner, "inst-a");
+    drop(a);
+}

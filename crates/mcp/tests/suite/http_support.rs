@@ -1,0 +1,243 @@
+//! A `harness mcp --http` child process and a raw HTTP client for it.
+
+use std::process::Stdio;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+use super::support::{BOUND, harness_bin};
+
+/// A running `harness mcp --http` process.
+pub(crate) struct HttpServer {
+    pub child: tokio::process::Child,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+}
+
+impl HttpServer {
+    pub(crate) fn url(&self, session: &str) -> String {
+        format!("http://{}/sessions/{session}/mcp", self.addr)
+    }
+}
+
+/// Starts `harness mcp --http 127.0.0.1:0 --config DIR/config.json [args…]` and waits for its
+/// listening line.
+pub(crate) async fn start_http(dir: &std::path::Path, args: &[&str]) -> HttpServer {
+    let config_path = dir.join("config.json");
+    std::fs::write(
+        &config_path,
+        json!({"todo": {"allowParallelInProgress": false}}).to_string(),
+    )
+    .unwrap();
+    let mut command = tokio::process::Command::new(harness_bin());
+    command
+        .args(["mcp", "--http", "127.0.0.1:0", "--config"])
+        .arg(&config_path)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn().unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = tokio::time::timeout(BOUND, async {
+        loop {
+            let line = lines.next_line().await.unwrap().expect("a listening line");
+            if let Some(rest) = line.strip_prefix("harness mcp: serving http://") {
+                break rest.split('/').next().unwrap().to_owned();
+            }
+        }
+    })
+    .await
+    .expect("the server listens");
+    let addr_copy = addr.clone();
+    // Drained, so the server never blocks on a full pipe; shown when a test fails.
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::debug!("server {addr_copy}: {line}");
+        }
+    });
+    HttpServer { child, addr }
+}
+
+/// A response: status, headers and body text.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub status: u16,
+    pub headers: http::HeaderMap,
+    pub body: String,
+}
+
+impl Reply {
+    /// The body as JSON.
+    pub(crate) fn json(&self) -> Value {
+        serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.body))
+    }
+
+    /// The JSON-RPC messages of an event-stream or JSON body.
+    pub(crate) fn messages(&self) -> Vec<Value> {
+        if self.body.trim_start().starts_with('{') {
+            return vec![self.json()];
+        }
+        self.body
+            .lines()
+            .filter_map(|line| line.strip_prefix("data: "))
+            .filter(|data| !data.trim().is_empty())
+            .map(|data| serde_json::from_str(data).unwrap())
+            .collect()
+    }
+}
+
+pub(crate) fn client() -> Client<HttpConnector, Full<Bytes>> {
+    Client::builder(TokioExecutor::new()).build_http()
+}
+
+/// Sends one request; `headers` are added to the MCP ones (JSON body, both accept types).
+pub(crate) async fn send(
+    client: &Client<HttpConnector, Full<Bytes>>,
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> Result<Reply, hyper_util::client::legacy::Error> {
+    let mut request = http::Request::builder()
+        .method(method)
+        .uri(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = request
+        .body(Full::new(Bytes::from(body.to_owned())))
+        .unwrap();
+    let response = client.request(request).await?;
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let body = response.into_body().collect().await.map_or_else(
+        |_| String::new(),
+        |b| String::from_utf8_lossy(&b.to_bytes()).into_owned(),
+    );
+    Ok(Reply {
+        status,
+        headers,
+        body,
+    })
+}
+
+/// The `initialize` request of protocol 2025-06-18.
+pub(crate) const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#;
+
+/// One MCP connection of the `initialize` era to a session URL.
+pub(crate) struct Connection {
+    pub url: String,
+    pub session: String,
+    pub auth: Option<String>,
+    next_id: u64,
+}
+
+impl Connection {
+    /// Initializes a connection to `url` (with `Authorization: Bearer token` when given).
+    pub(crate) async fn open(
+        client: &Client<HttpConnector, Full<Bytes>>,
+        url: &str,
+        token: Option<&str>,
+    ) -> Result<Self, Reply> {
+        let auth = token.map(|t| format!("Bearer {t}"));
+        let mut headers = Vec::new();
+        if let Some(auth) = &auth {
+            headers.push(("authorization", auth.as_str()));
+        }
+        let reply = match send(client, "POST", url, &headers, INITIALIZE).await {
+            Ok(reply) => reply,
+            Err(error) => {
+                return Err(Reply {
+                    status: 0,
+                    headers: http::HeaderMap::new(),
+                    body: error.to_string(),
+                });
+            }
+        };
+        let Some(session) = reply
+            .headers
+            .get("mcp-session-id")
+            .and_then(|v| v.to_str().ok())
+        else {
+            return Err(reply);
+        };
+        let connection = Self {
+            url: url.to_owned(),
+            session: session.to_owned(),
+            auth,
+            next_id: 1,
+        };
+        let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        let reply = connection.post(client, note).await.map_err(|e| Reply {
+            status: 0,
+            headers: http::HeaderMap::new(),
+            body: e.to_string(),
+        })?;
+        if reply.status != 202 {
+            return Err(reply);
+        }
+        Ok(connection)
+    }
+
+    async fn post(
+        &self,
+        client: &Client<HttpConnector, Full<Bytes>>,
+        body: &str,
+    ) -> Result<Reply, hyper_util::client::legacy::Error> {
+        let mut headers = vec![
+            ("mcp-session-id", self.session.as_str()),
+            ("mcp-protocol-version", "2025-06-18"),
+        ];
+        if let Some(auth) = &self.auth {
+            headers.push(("authorization", auth.as_str()));
+        }
+        send(client, "POST", &self.url, &headers, body).await
+    }
+
+    /// Calls tool `name`; the JSON-RPC `result` (or the whole reply when there is none).
+    pub(crate) async fn call(
+        &mut self,
+        client: &Client<HttpConnector, Full<Bytes>>,
+        name: &str,
+        arguments: Value,
+    ) -> Result<Value, Reply> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}})
+        .to_string();
+        let reply = self.post(client, &body).await.map_err(|e| Reply {
+            status: 0,
+            headers: http::HeaderMap::new(),
+            body: e.to_string(),
+        })?;
+        if reply.status != 200 {
+            return Err(reply);
+        }
+        reply
+            .messages()
+            .into_iter()
+            .find(|m| m.get("id") == Some(&json!(id)))
+            .and_then(|m| m.get("result").cloned())
+            .ok_or(reply)
+    }
+}
+
+/// The text blocks of a tool result.
+pub(crate) fn texts(result: &Value) -> Vec<String> {
+    result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["text"].as_str().unwrap().to_owned())
+        .collect()
+}
