@@ -1,4 +1,5 @@
-//! `harness inspect`: the read-only live web view of a folder of session files.
+//! `harness inspect`: the read-only live web view of a folder of session files or of a
+//! PostgreSQL store.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -6,28 +7,38 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use tokio::signal::unix::{SignalKind, signal};
-use turnkit_core::CancellationToken;
+use turnkit_core::{CancellationToken, SystemClock};
 use turnkit_inspect::Inspector;
+use turnkit_store_pg::{PgOptions, PgStore};
 
-pub(crate) fn run(dir: Option<PathBuf>, addr: SocketAddr) -> anyhow::Result<ExitCode> {
-    let dir = match dir {
-        Some(dir) => dir,
-        None => crate::mcp::default_dir()?,
-    };
+use crate::mcp::Store;
+
+pub(crate) fn run(
+    dir: Option<PathBuf>,
+    store: Option<&str>,
+    addr: SocketAddr,
+) -> anyhow::Result<ExitCode> {
+    let store = Store::choose(dir, store)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("starting the runtime")?;
     runtime.block_on(async {
-        let inspector = Inspector::open(&dir)?;
+        let (inspector, source) = match store {
+            Store::Jsonl(dir) => (Inspector::open(&dir)?, dir.display().to_string()),
+            Store::Postgres(url) => {
+                let pg =
+                    PgStore::connect(&url, std::sync::Arc::new(SystemClock), PgOptions::default())
+                        .context("connecting to the PostgreSQL store")?;
+                let source = format!("PostgreSQL schema {}", pg.options().schema);
+                (Inspector::open_store(pg).await?, source)
+            }
+        };
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("listening on {addr}"))?;
         let url = format!("http://{}/", listener.local_addr()?);
-        crate::emit(&format!(
-            "harness inspect: serving {} at {url}\n",
-            dir.display()
-        ))?;
+        crate::emit(&format!("harness inspect: serving {source} at {url}\n"))?;
         let stop = CancellationToken::new();
         let mut terminate = signal(SignalKind::terminate()).context("installing SIGTERM")?;
         let mut interrupt = signal(SignalKind::interrupt()).context("installing SIGINT")?;

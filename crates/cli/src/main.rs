@@ -98,12 +98,17 @@ enum Command {
         #[command(flatten)]
         http: http::HttpArgs,
     },
-    /// Serve a read-only live web view of a folder of session files (sessions, plans, jobs,
-    /// reminders, timelines) and print its URL; runs until interrupted.
+    /// Serve a read-only live web view of a folder of session files or a PostgreSQL store
+    /// (sessions, plans, jobs, reminders, timelines) and print its URL; runs until
+    /// interrupted.
     Inspect {
         /// The folder of session files (default: as for `harness mcp`).
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// A `postgres://` or `postgresql://` URL: show that store's sessions (with each
+        /// session's live owner) instead of a folder; a folder is the same as `--dir`.
+        #[arg(long, conflicts_with = "dir")]
+        store: Option<String>,
         /// The address to listen on (default: loopback, a free port).
         #[arg(long, default_value = "127.0.0.1:0")]
         addr: std::net::SocketAddr,
@@ -164,7 +169,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             store.as_deref(),
             http,
         ),
-        Command::Inspect { dir, addr } => inspect::run(dir, addr),
+        Command::Inspect { dir, store, addr } => inspect::run(dir, store.as_deref(), addr),
         Command::Run { file } => run_file(&file),
         Command::Tools {
             config,

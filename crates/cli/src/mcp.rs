@@ -17,7 +17,7 @@ use turnkit_families::FamiliesConfig;
 use turnkit_mcp::{ResultShape, ServeOptions, SessionHost, SessionOptions};
 
 /// Where the served session is kept (`--store`).
-enum Store {
+pub(crate) enum Store {
     /// JSONL files in this folder.
     Jsonl(PathBuf),
     /// A PostgreSQL database at this URL.
@@ -25,7 +25,7 @@ enum Store {
 }
 
 impl Store {
-    fn choose(dir: Option<PathBuf>, store: Option<&str>) -> anyhow::Result<Self> {
+    pub(crate) fn choose(dir: Option<PathBuf>, store: Option<&str>) -> anyhow::Result<Self> {
         Ok(match store {
             Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
                 Self::Postgres(url.to_owned())

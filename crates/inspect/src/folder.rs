@@ -1,4 +1,5 @@
-//! The folder of session files: every `<id>.jsonl` read once, then followed as it grows.
+//! The sessions shown: every `<id>.jsonl` of a folder read once, then followed as it grows
+//! (or, for the PostgreSQL store, the rows `crate::store` keeps up to date).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,9 +17,11 @@ use crate::session::{SessionLog, session_id_of};
 /// inotify queue); the watcher is the fast path.
 const RESCAN_INTERVAL: Duration = Duration::from_secs(5);
 
-/// The sessions of one folder as last read.
+/// The sessions of one folder (or store) as last read.
 pub(crate) struct Folder {
     dir: PathBuf,
+    /// What the sessions page says they are in: the folder, or the store.
+    label: String,
     sessions: RwLock<BTreeMap<String, SessionLog>>,
     /// The id of each session whose view changed.
     changes: broadcast::Sender<Arc<str>>,
@@ -27,17 +30,49 @@ pub(crate) struct Folder {
 impl Folder {
     /// Reads every session file of `dir`.
     pub(crate) fn scan(dir: &Path) -> Result<Self, InspectError> {
-        let folder = Self {
-            dir: dir.to_owned(),
-            sessions: RwLock::new(BTreeMap::new()),
-            changes: broadcast::channel(1024).0,
-        };
+        let folder = Self::empty(dir.to_owned(), dir.display().to_string());
         folder.rescan()?;
         Ok(folder)
     }
 
+    /// No session yet; `label` is what the sessions page says they are in.
+    pub(crate) fn empty(dir: PathBuf, label: String) -> Self {
+        Self {
+            dir,
+            label,
+            sessions: RwLock::new(BTreeMap::new()),
+            changes: broadcast::channel(1024).0,
+        }
+    }
+
     pub(crate) fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    pub(crate) fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Tells the pages that session `id`'s view changed.
+    pub(crate) fn announce(&self, id: &str) {
+        let _ = self.changes.send(Arc::from(id));
+    }
+
+    /// Runs `change` on the session `id` (`None`: not shown), and announces the session when
+    /// `change` says its view changed.
+    pub(crate) fn update(&self, id: &str, change: impl FnOnce(&mut Option<SessionLog>) -> bool) {
+        let changed = {
+            let mut sessions = self.write();
+            let mut entry = sessions.remove(id);
+            let changed = change(&mut entry);
+            if let Some(log) = entry {
+                sessions.insert(id.to_owned(), log);
+            }
+            changed
+        };
+        if changed {
+            self.announce(id);
+        }
     }
 
     pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<str>> {

@@ -3,6 +3,7 @@
 mod folder;
 mod pages;
 mod session;
+mod store;
 
 use std::convert::Infallible;
 use std::path::Path;
@@ -18,6 +19,7 @@ use maud::Markup;
 use tokio::net::TcpListener;
 use tokio::sync::broadcast;
 use turnkit_core::CancellationToken;
+use turnkit_store_pg::PgStore;
 
 pub use pages::{ListQuery, SessionQuery, SortKey, TIMELINE_PAGE};
 
@@ -41,6 +43,9 @@ pub enum InspectError {
     /// The file watcher could not be set up (`notify`'s message).
     #[error("cannot watch the folder: {0}")]
     Watch(String),
+    /// The PostgreSQL store could not be read (its error).
+    #[error("cannot read the store: {0}")]
+    Store(turnkit_core::StoreError),
     /// The HTTP server failed.
     #[error("the HTTP server failed: {0}")]
     Serve(std::io::Error),
@@ -55,9 +60,13 @@ pub enum InspectError {
 /// only the bytes appended since; an unterminated last line waits for its newline; a line that
 /// is not a valid header or event marks the session malformed, with the file and line, and the
 /// rest of the folder is shown as usual. Nothing is ever written.
+///
+/// [`Inspector::open_store`] shows the sessions of a PostgreSQL store instead, with each
+/// session's live owner (the host holding its lease), followed without a lease.
 #[derive(Clone)]
 pub struct Inspector {
     folder: Arc<Folder>,
+    store: Option<PgStore>,
 }
 
 impl Inspector {
@@ -68,6 +77,24 @@ impl Inspector {
     pub fn open(dir: impl AsRef<Path>) -> Result<Self, InspectError> {
         Ok(Self {
             folder: Arc::new(Folder::scan(dir.as_ref())?),
+            store: None,
+        })
+    }
+
+    /// Reads every session of a PostgreSQL store: each log in one snapshot, with the host
+    /// holding its lease while the lease is live. No lease is taken and nothing is written
+    /// (connecting the store applies its migrations, as [`PgStore::connect`] says).
+    /// [`Inspector::serve`] then lists the `sessions` rows every second (new sessions,
+    /// owners, logs that grew) and follows each session with a live owner through
+    /// [`PgStore::subscribe`] (up to 32 at once), so an append shows within a second.
+    ///
+    /// # Errors
+    /// [`InspectError::Store`] when the sessions cannot be listed; a session whose log cannot
+    /// be read is shown with its error.
+    pub async fn open_store(store: PgStore) -> Result<Self, InspectError> {
+        Ok(Self {
+            folder: Arc::new(store::load(&store).await?),
+            store: Some(store),
         })
     }
 
@@ -77,6 +104,9 @@ impl Inspector {
     /// # Errors
     /// As [`Inspector::open`].
     pub fn rescan(&self) -> Result<(), InspectError> {
+        if self.store.is_some() {
+            return Ok(());
+        }
         self.folder.rescan()
     }
 
@@ -92,7 +122,7 @@ impl Inspector {
 
     fn sessions_markup(&self, query: &ListQuery) -> Markup {
         let sessions = self.folder.read();
-        pages::sessions(&sessions, query, &self.folder.dir().display().to_string())
+        pages::sessions(&sessions, query, self.folder.label(), self.store.is_some())
     }
 
     fn session_markup(&self, id: &str, query: &SessionQuery) -> Option<Markup> {
@@ -118,7 +148,8 @@ impl Inspector {
     }
 
     /// Serves [`Inspector::router`] on `listener` and follows the folder (a `notify` watcher,
-    /// and a listing every 5 s in case it missed a change) until `stop` is cancelled.
+    /// and a listing every 5 s in case it missed a change) or the store (see
+    /// [`Inspector::open_store`]) until `stop` is cancelled.
     ///
     /// # Errors
     /// [`InspectError::Watch`] when the watcher cannot be set up, [`InspectError::Serve`]
@@ -128,7 +159,18 @@ impl Inspector {
         listener: TcpListener,
         stop: CancellationToken,
     ) -> Result<(), InspectError> {
-        let follow = folder::follow(Arc::clone(&self.folder), stop.clone());
+        let folder = Arc::clone(&self.folder);
+        let store = self.store.clone();
+        let watch = stop.clone();
+        let follow = async move {
+            match store {
+                Some(store) => {
+                    store::follow(folder, store, watch).await;
+                    Ok(())
+                }
+                None => folder::follow(folder, watch).await,
+            }
+        };
         let server = axum::serve(listener, self.router())
             .with_graceful_shutdown(stop.clone().cancelled_owned());
         let (followed, served) = tokio::join!(follow, async {

@@ -167,6 +167,7 @@ pub(crate) fn sessions(
     sessions: &BTreeMap<String, SessionLog>,
     query: &ListQuery,
     dir: &str,
+    owners: bool,
 ) -> Markup {
     let mut rows: Vec<&SessionLog> = sessions
         .values()
@@ -206,6 +207,7 @@ pub(crate) fn sessions(
             thead { tr {
                 th { a href=(sort_link("id", SortKey::Id)) { "session" } }
                 th { "parent" }
+                @if owners { th { "owner" } }
                 th { a href=(sort_link("created", SortKey::Created)) { "created" } }
                 th { a href=(sort_link("activity", SortKey::Activity)) { "last activity" } }
                 th { a href=(sort_link("todos", SortKey::Todos)) { "open todos" } }
@@ -223,6 +225,7 @@ pub(crate) fn sessions(
                         } @else if let Some(seed) = log.header.as_ref().and_then(|h| h.seed_length) {
                             span.note { "fork (" (seed) " events copied)" }
                         } }
+                        @if owners { td.owner { (owner_cell(log)) } }
                         td { (opt_utc(log.created())) }
                         td { (opt_utc(log.last_activity())) }
                         td.n.todos { (log.folds.open_todos()) }
@@ -233,6 +236,16 @@ pub(crate) fn sessions(
                     }
                 }
             }
+        }
+    }
+}
+
+fn owner_cell(log: &SessionLog) -> Markup {
+    html! {
+        @if let Some((host, expires)) = &log.owner {
+            span title=(format!("lease until {}", utc(*expires))) { (host) }
+        } @else {
+            span.note { "—" }
         }
     }
 }
@@ -261,10 +274,13 @@ pub(crate) fn session(
     html! {
         h1 { "Session " code id="session-id" { (log.id) } }
         p.note {
-            "file " code { (log.path.display()) } "; " (log.events.len()) " events; "
+            "log " code { (log.place) } "; " (log.events.len()) " events; "
             (folds.turns) " turns; zone " (zone.unwrap_or("unknown"))
             @if let Some(parent) = &folds.parent {
                 "; subagent of " a href=(session_link(parent)) { (parent) }
+            }
+            @if let Some((host, expires)) = &log.owner {
+                "; owned by " code id="owner" { (host) } " (lease until " (utc(*expires)) ")"
             }
             @if let Some(seed) = log.header.as_ref().and_then(|h| h.seed_length) {
                 "; fork: the first " (seed) " events were copied from its parent"

@@ -152,11 +152,18 @@ pub(crate) struct SessionLog {
     pub(crate) error: Option<String>,
     /// The file's last modification time.
     pub(crate) modified: Option<DateTime<Utc>>,
+    /// Where the log is, for the page: the file, or the store's table.
+    pub(crate) place: String,
+    /// The host holding a live lease on the session and when that lease expires (the
+    /// PostgreSQL store); `None` for a file or an unowned session.
+    pub(crate) owner: Option<(String, DateTime<Utc>)>,
 }
 
 impl SessionLog {
     pub(crate) fn new(path: PathBuf, id: String) -> Self {
         Self {
+            place: path.display().to_string(),
+            owner: None,
             path,
             id,
             offset: 0,
@@ -169,6 +176,58 @@ impl SessionLog {
             error: None,
             modified: None,
         }
+    }
+
+    /// A log read from a store in one piece (`place` names where, for the page); a read that
+    /// failed shows as the session's error.
+    pub(crate) fn from_store(
+        id: String,
+        place: String,
+        read: Result<(SessionHeader, Vec<RawEvent>), turnkit_core::StoreError>,
+    ) -> Self {
+        let mut log = Self::new(PathBuf::new(), id);
+        log.place = place;
+        match read {
+            Ok((header, events)) => {
+                log.folds = Folds::new(header.seed_length.unwrap_or(0));
+                log.header = Some(header);
+                log.extend(events);
+            }
+            Err(error) => log.error = Some(error.to_string()),
+        }
+        log
+    }
+
+    /// The seq of the last event folded (0: none).
+    pub(crate) fn last_seq(&self) -> u64 {
+        self.events.last().map_or(0, RawEvent::seq)
+    }
+
+    /// Folds the events of a store's log past the last one folded (earlier ones, delivered
+    /// twice, are skipped); a gap marks the log malformed. Returns whether any was folded.
+    pub(crate) fn extend(&mut self, events: impl IntoIterator<Item = RawEvent>) -> bool {
+        let mut changed = false;
+        for event in events {
+            if self.error.is_some() {
+                break;
+            }
+            let expected = self.last_seq() + 1;
+            if event.seq() < expected {
+                continue;
+            }
+            if event.seq() != expected {
+                self.error = Some(format!(
+                    "{}: seq {} where {expected} was expected",
+                    self.place,
+                    event.seq()
+                ));
+                return true;
+            }
+            self.folds.apply(&event);
+            self.events.push(event);
+            changed = true;
+        }
+        changed
     }
 
     /// Reads and folds what was appended since the last call (the whole file the first time,

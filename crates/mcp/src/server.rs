@@ -229,36 +229,72 @@ impl Server {
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         tracing::debug!(?progress_token, "mcp: tools/call {name}");
-        let answer = match progress_token {
-            None => {
-                self.host
-                    .answer(&name, arguments, context.ct.clone(), Progress::default())
-                    .await
-            }
-            Some(token) => {
-                // The tool queues its reports (a sink must not block); they are sent from
-                // here, in order, while the call runs, and the ones still queued when it ends
-                // go first.
-                let (reports, mut queued) = mpsc::unbounded_channel::<ProgressUpdate>();
-                let progress = Progress::new(self.host.clock(), PROGRESS_INTERVAL, move |update| {
-                    let _ = reports.send(update);
-                });
-                let call = self
-                    .host
-                    .answer(&name, arguments, context.ct.clone(), progress);
-                tokio::pin!(call);
-                let answer = loop {
-                    tokio::select! {
-                        answer = &mut call => break answer,
-                        Some(update) = queued.recv() => {
-                            notify_progress(&context, &token, update).await;
-                        }
-                    }
-                };
-                while let Ok(update) = queued.try_recv() {
-                    notify_progress(&context, &token, update).await;
+        // A job_output wait of a call that declared tasks becomes a task past a short bound.
+        let waited_job = (tasks_declared
+            && name == turnkit_families::JOB_OUTPUT_TOOL
+            && arguments.get("wait").and_then(Value::as_bool) == Some(true))
+        .then(|| arguments.get("job_id").and_then(Value::as_str))
+        .flatten()
+        .map(str::to_owned);
+        let call_ct = context.ct.child_token();
+        let answer = async {
+            match progress_token {
+                None => {
+                    self.host
+                        .answer(&name, arguments, call_ct.clone(), Progress::default())
+                        .await
                 }
-                answer
+                Some(token) => {
+                    // The tool queues its reports (a sink must not block); they are sent from
+                    // here, in order, while the call runs, and the ones still queued when it ends
+                    // go first.
+                    let (reports, mut queued) = mpsc::unbounded_channel::<ProgressUpdate>();
+                    let progress =
+                        Progress::new(self.host.clock(), PROGRESS_INTERVAL, move |update| {
+                            let _ = reports.send(update);
+                        });
+                    let call = self
+                        .host
+                        .answer(&name, arguments, call_ct.clone(), progress);
+                    tokio::pin!(call);
+                    let answer = loop {
+                        tokio::select! {
+                            answer = &mut call => break answer,
+                            Some(update) = queued.recv() => {
+                                notify_progress(&context, &token, update).await;
+                            }
+                        }
+                    };
+                    while let Ok(update) = queued.try_recv() {
+                        notify_progress(&context, &token, update).await;
+                    }
+                    answer
+                }
+            }
+        };
+        tokio::pin!(answer);
+        let answer = match &waited_job {
+            None => answer.await,
+            Some(job) => {
+                tokio::select! {
+                    answer = &mut answer => answer,
+                    () = self.host.clock().sleep(crate::tasks::WAIT_BOUND) => {
+                        // The wait is aborted before it consumed anything; the job's
+                        // completion reaches the task instead.
+                        call_ct.cancel();
+                        let aborted = answer.await;
+                        // A settlement that released the wait first answers as usual.
+                        if aborted.output.is_error
+                            && let Some(entry) = self.host.open_job_task(job).await
+                        {
+                            return Ok(CallToolResponse::Task(crate::tasks::protocol::created(
+                                &entry,
+                                &crate::tasks::wait_moved(job),
+                            )));
+                        }
+                        aborted
+                    }
+                }
             }
         };
         // A call that declared the tasks extension in its own `_meta` and started background

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex, Weak};
 use futures::FutureExt;
 use serde::Deserialize;
 use serde_json::Value;
+use tokio_util::task::TaskTracker;
 use turnkit_core::{
     Agent, AgentEvent, AgentKey, AgentStatus, ConfigError, Harness, HookId, LifecycleEvent,
     PluginConfig, Registration, lock,
@@ -62,6 +63,8 @@ impl Adopted {
 struct PluginInner {
     harness: Weak<dyn Harness>,
     handle: tokio::runtime::Handle,
+    /// Every delivery task this plugin spawned; [`Installed::dispose`] closes it and waits.
+    tasks: TaskTracker,
     stopping: AtomicBool,
     adopted: Mutex<HashMap<AgentKey, Adopted>>,
 }
@@ -94,6 +97,7 @@ impl PluginInner {
             clock.clone(),
             liveness,
             &self.handle,
+            &self.tasks,
         );
         let notify_runtime = Arc::downgrade(&runtime);
         let notify: crate::tools::Notify = Arc::new(move || {
@@ -197,8 +201,16 @@ impl Installed {
             .map(|entry| entry.runtime.is_faulted())
     }
 
+    /// The number of the plugin's delivery tasks still alive (one per adopted agent while it
+    /// runs); 0 once [`Installed::dispose`] returned.
+    pub fn running_tasks(&self) -> usize {
+        self.inner.tasks.len()
+    }
+
     /// Stops accepting new agents and runs every adopted agent's cleanup (unsubscribe,
-    /// unregister tools, stop the runtime and await its in-flight pass). Idempotent.
+    /// unregister tools, stop the runtime and await its in-flight pass), then closes the
+    /// plugin's task set and waits until none of its tasks is alive (a runtime stopped by
+    /// its agent's own disposal included). Idempotent.
     pub async fn dispose(&self) {
         self.lifecycle.unregister();
         let entries = self.inner.take_all();
@@ -209,6 +221,8 @@ impl Installed {
             }
             entry.cleanup().await;
         }
+        self.inner.tasks.close();
+        self.inner.tasks.wait().await;
     }
 }
 
@@ -248,6 +262,7 @@ pub fn install(
     let inner = Arc::new(PluginInner {
         harness: Arc::downgrade(harness),
         handle,
+        tasks: TaskTracker::new(),
         stopping: AtomicBool::new(false),
         adopted: Mutex::new(HashMap::new()),
     });

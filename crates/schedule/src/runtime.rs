@@ -18,6 +18,7 @@ use futures::future::BoxFuture;
 use tokio::sync::Notify;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use turnkit_core::{
     Agent, Clock, Harness, MessageSource, Session, UserMessage, epoch_millis, same_agent,
 };
@@ -94,17 +95,21 @@ struct Shared {
 pub(crate) struct DeliveryRuntime {
     shared: Arc<Shared>,
     handle: tokio::runtime::Handle,
+    /// The plugin's task set, which tracks the delivery task.
+    tasks: TaskTracker,
     task: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl DeliveryRuntime {
-    /// A stopped runtime for `agent`; [`DeliveryRuntime::start`] spawns its task on `handle`.
+    /// A stopped runtime for `agent`; [`DeliveryRuntime::start`] spawns its task on `handle`,
+    /// tracked by `tasks`.
     pub(crate) fn new(
         ledger: Arc<Ledger>,
         agent: Arc<dyn Agent>,
         clock: Arc<dyn Clock>,
         liveness: Liveness,
         handle: &tokio::runtime::Handle,
+        tasks: &TaskTracker,
     ) -> Arc<Self> {
         Arc::new(Self {
             shared: Arc::new(Shared {
@@ -120,6 +125,7 @@ impl DeliveryRuntime {
                 stop: CancellationToken::new(),
             }),
             handle: handle.clone(),
+            tasks: tasks.clone(),
             task: Mutex::new(None),
         })
     }
@@ -131,7 +137,7 @@ impl DeliveryRuntime {
             return;
         }
         self.shared.requested.store(true, Ordering::SeqCst);
-        *task = Some(self.handle.spawn(run(self.shared.clone())));
+        *task = Some(self.tasks.spawn_on(run(self.shared.clone()), &self.handle));
     }
 
     /// Asks for a pass (tool notify, §12.1). Coalesces with pending requests; ignored once

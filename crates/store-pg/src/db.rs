@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use deadpool_postgres::Pool;
 use futures::TryStreamExt;
 use tokio_postgres::types::ToSql;
+use tokio_util::task::AbortOnDropHandle;
 use turnkit_core::{BackendError, BackendKind, RawEvent, SessionHeader, SessionId, StoreError};
 
 use crate::copy::LogReader;
@@ -75,15 +76,6 @@ const NO_WAIT: deadpool_postgres::Timeouts = deadpool_postgres::Timeouts {
     create: None,
     recycle: None,
 };
-
-/// Aborts a task when the read waiting for it gives up.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
-
-impl<T> Drop for AbortOnDrop<T> {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
 
 /// `text` as an SQL string literal, whatever the server's `standard_conforming_strings`.
 fn literal(text: &str) -> String {
@@ -371,7 +363,8 @@ impl Db {
         let second = other.map(|other| {
             let db = self.clone();
             let id = id.clone();
-            AbortOnDrop(tokio::spawn(async move {
+            // Aborted when the read waiting for it gives up.
+            AbortOnDropHandle::new(tokio::spawn(async move {
                 let data = other
                     .copy_out(db.range_copy(&id, split, last).as_str())
                     .await
@@ -381,7 +374,7 @@ impl Db {
         });
         let mut events = self.decode_log(id, data, 0, split).await?;
         if let Some(mut second) = second {
-            let rest = (&mut second.0).await.map_err(|e| {
+            let rest = (&mut second).await.map_err(|e| {
                 StoreError::Backend(
                     BackendError::new(
                         BackendKind::Store,

@@ -362,7 +362,7 @@ impl Terminal {
         if !options.env.contains_key("TERM") {
             command = command.env("TERM", "dumb");
         }
-        command = command
+        command = turnkit_bash::default_signals_pty(command)
             .envs(&options.env)
             .env(MARKER_VAR, tree.marker())
             .kill_on_drop(true);

@@ -12,6 +12,8 @@
 //! nothing; an error is returned as a raw `errno` (`std` reports it to the parent, and the
 //! spawn fails). The ruleset is moved out of an `Option` (a move, not an allocation), and
 //! the rules' path descriptors were all closed in the parent when the ruleset was built.
+//! [`default_signals_pty`] only calls `sigaction` (through `libc::signal`), which is
+//! async-signal-safe.
 #![expect(
     unsafe_code,
     reason = "Command::pre_exec is unsafe; the closure only makes system calls on values \
@@ -156,4 +158,24 @@ pub(crate) fn install_pty(
 ) -> pty_process::Command {
     // SAFETY: see the module documentation: the closure only makes system calls.
     unsafe { command.pre_exec(move || setup.run()) }
+}
+
+/// Gives every signal its default disposition in the child of the PTY `command` before
+/// `exec`: a signal the host ignores (`SIG_IGN` survives `exec`; a host started in the
+/// background by a non-interactive shell ignores `SIGINT` and `SIGQUIT`) is not ignored by
+/// the terminal's program, so Ctrl-C interrupts it. Handlers are reset by `exec` anyway and
+/// `std` already clears the signal mask; `SIGKILL` and `SIGSTOP` cannot be changed and the
+/// numbers the C library reserves are refused — both are skipped.
+pub fn default_signals_pty(command: pty_process::Command) -> pty_process::Command {
+    // SAFETY: see the module documentation: the closure only calls `sigaction`.
+    unsafe {
+        command.pre_exec(|| {
+            for signal in 1..=64 {
+                if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+                    libc::signal(signal, libc::SIG_DFL);
+                }
+            }
+            Ok(())
+        })
+    }
 }

@@ -13,6 +13,7 @@ mod config;
 mod job;
 mod limits;
 
+pub use child::default_signals_pty;
 pub use config::Sandbox;
 pub use job::JobSandbox;
 pub use limits::LimitHits;

@@ -98,9 +98,15 @@ where
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        if let Poll::Ready(None) = &polled
-            && let Some(held) = self.held.take()
-        {
+        // The last frame was taken: the end of the body, or a frame after which the inner body
+        // says it is at its end (a body of known length, such as a JSON response, which the
+        // connection may drop once its length was written, without another poll).
+        let last = match &polled {
+            Poll::Ready(None) => true,
+            Poll::Ready(Some(Ok(_))) => self.inner.is_end_stream(),
+            _ => false,
+        };
+        if last && let Some(held) = self.held.take() {
             let reservations = held.take();
             if !reservations.is_empty() {
                 let host = held.inner.host.clone();

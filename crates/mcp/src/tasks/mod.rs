@@ -3,7 +3,8 @@
 //!
 //! A tool call that declared the extension in its own `_meta` and started background work (a
 //! result whose value is `{"kind": "background", "jobId": …}`: `bash` or `terminal_send` with
-//! `run_in_background`) or created a reminder (`schedule_create`) opens a task. The task
+//! `run_in_background`), created a reminder (`schedule_create`), or waited on a job
+//! (`job_output` with `wait`) for longer than [`WAIT_BOUND`] opens a task. The task
 //! completes with the delivery it waits for: the job's completion notice (or the notice that
 //! it was lost with its host), followed by the text of a final `job_output`; or the reminder
 //! the schedule queues first after the task opened. While the client keeps polling, that
@@ -16,7 +17,7 @@
 //! values.
 
 pub(crate) mod protocol;
-mod state;
+pub(crate) mod state;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -40,6 +41,18 @@ const REMINDER_POLL_MAX_MS: u64 = 30_000;
 /// A job that settled this long ago with no notice owed (one delivered with an earlier tool
 /// result) completes its task with its final output alone.
 const NOTICE_GRACE_MS: i64 = 2_000;
+
+/// How long a `job_output` wait that declared the tasks extension runs before it is answered
+/// with a task for the job instead.
+pub(crate) const WAIT_BOUND: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The text shown to the model at once when a `job_output` wait became a task.
+pub(crate) fn wait_moved(job: &str) -> String {
+    format!(
+        "job {job} is still running; its final output will be delivered to you when it finishes \
+         (or read it with job_output)"
+    )
+}
 
 /// Where a task stands, as `tasks/get` answers it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -77,7 +90,7 @@ fn target_of(name: &str, output: &ToolOutput) -> Option<Target> {
             .and_then(Value::as_str)
             .map(|job| Target::Job(job.to_owned()));
     }
-    if name == "schedule_create" && value.get("code").is_none() {
+    if name == turnkit_families::REMINDER_CREATE_TOOL && value.get("code").is_none() {
         let schedule = value.get("id").and_then(Value::as_str)?;
         let due = value.get("scheduledAt").and_then(Value::as_str)?;
         return Some(Target::Reminder {
@@ -95,6 +108,16 @@ impl SessionHost {
     /// without tasks).
     pub(crate) async fn open_task(&self, name: &str, output: &ToolOutput) -> Option<Entry> {
         let target = target_of(name, output)?;
+        self.open_target(target).await
+    }
+
+    /// Opens a task that waits for job `job` (a `job_output` wait that outlasted
+    /// [`WAIT_BOUND`]), as [`SessionHost::open_task`] does.
+    pub(crate) async fn open_job_task(&self, job: &str) -> Option<Entry> {
+        self.open_target(Target::Job(job.to_owned())).await
+    }
+
+    async fn open_target(&self, target: Target) -> Option<Entry> {
         let now = self.clock().now_millis();
         let (ttl_ms, poll_ms) = match &target {
             Target::Job(_) => (JOB_TTL_MS, JOB_POLL_MS),
@@ -232,7 +255,7 @@ impl SessionHost {
         let output = self
             .tools_registry()
             .execute(
-                "job_output",
+                turnkit_families::JOB_OUTPUT_TOOL,
                 json!({"job_id": job}),
                 Some(agent),
                 CancellationToken::new(),
@@ -268,7 +291,7 @@ impl SessionHost {
             let killed = self
                 .tools_registry()
                 .execute(
-                    "job_kill",
+                    turnkit_families::JOB_KILL_TOOL,
                     json!({"job_id": job}),
                     Some(agent),
                     CancellationToken::new(),

@@ -12,9 +12,10 @@ use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use crate::clients_suite::fake_api::{
     Block, Dialect, FakeApi, Turn, claude_last_message_texts, claude_tool_results,
 };
+use crate::clients_suite::proxy::Proxy;
 use crate::clients_suite::support::{
-    BOUND, GATED, GATED_NOTICE, REMINDER_PROMPT, Workspace, client_bin, methods, reminder_text,
-    wait_for_events,
+    BOUND, GATED, GATED_NOTICE, REMINDER_PROMPT, TOKEN, Workspace, client_bin, methods,
+    reminder_text, wait_for_events,
 };
 
 /// The environment variable naming the `claude` binary.
@@ -37,11 +38,10 @@ struct Streaming {
 }
 
 impl Streaming {
-    /// Starts Claude Code on `ws`'s session `session` (the model: `api`).
-    fn start(bin: &Path, ws: &Workspace, api: &FakeApi, tasks: Tasks, session: &str) -> Self {
-        let (command, args) = ws.server_command(session);
-        let mcp =
-            json!({"mcpServers": {"harness": {"type": "stdio", "command": command, "args": args}}});
+    /// Starts Claude Code with `server` as its `harness` MCP server (an `mcpServers` entry:
+    /// [`stdio_entry`], [`http_entry`]) and `api` as its model.
+    fn start(bin: &Path, ws: &Workspace, api: &FakeApi, tasks: Tasks, server: &Value) -> Self {
+        let mcp = json!({"mcpServers": {"harness": server}});
         let mcp_path = ws.path().join("mcp.json");
         std::fs::write(&mcp_path, mcp.to_string()).unwrap();
         // The background-task feature's remote flag, as a cached value (nothing is fetched).
@@ -133,6 +133,18 @@ impl Streaming {
     }
 }
 
+/// The `mcpServers` entry of `harness mcp` over stdio on `ws`'s session `session` (through
+/// the recording wrapper).
+fn stdio_entry(ws: &Workspace, session: &str) -> Value {
+    let (command, args) = ws.server_command(session);
+    json!({"type": "stdio", "command": command, "args": args})
+}
+
+/// The `mcpServers` entry of the session at `url` over streamable HTTP, with the token.
+fn http_entry(url: &str) -> Value {
+    json!({"type": "http", "url": url, "headers": {"Authorization": format!("Bearer {TOKEN}")}})
+}
+
 /// The script of a pull delivery: a gated background job, a 1 s reminder, then (once the
 /// job's notice and the reminder are queued) `job_list`, then `todo_write`, then a final
 /// answer.
@@ -214,8 +226,8 @@ fn assert_pulled(api: &FakeApi) {
 /// How Claude Code opens the server: `server/discover` at 2026-07-28, which the server answers,
 /// so no `initialize` follows; every later request carries the same `_meta` (protocol
 /// version, client capabilities: the tasks extension only with the feature on).
-fn assert_opened_with_discover(ws: &Workspace, tasks: Tasks) {
-    let sent = ws.client_messages();
+/// `sent` are the client's messages, `answered` the server's (when recorded).
+fn assert_opened_with_discover(sent: &[Value], answered: Option<&[Value]>, tasks: Tasks) {
     let capabilities = match tasks {
         Tasks::On => json!({"roots": {"listChanged": true}, "elicitation": {"form": {}, "url": {}},
             "extensions": {"io.modelcontextprotocol/tasks": {}}}),
@@ -224,25 +236,25 @@ fn assert_opened_with_discover(ws: &Workspace, tasks: Tasks) {
         }
     };
     assert_eq!(sent[0]["method"], "server/discover");
-    let answered = ws.server_messages();
-    assert_eq!(answered[0]["id"], "server-discover-probe-1");
-    assert_eq!(answered[0]["result"]["resultType"], "complete");
-    assert_eq!(
-        answered[0]["result"]["supportedVersions"],
-        json!([
-            "2024-11-05",
-            "2025-03-26",
-            "2025-06-18",
-            "2025-11-25",
-            "2026-07-28"
-        ])
-    );
-    let methods = methods(&sent);
+    if let Some(answered) = answered {
+        assert_eq!(answered[0]["id"], "server-discover-probe-1");
+        assert_eq!(answered[0]["result"]["resultType"], "complete");
+        assert_eq!(
+            answered[0]["result"]["supportedVersions"],
+            json!([
+                "2024-11-05",
+                "2025-03-26",
+                "2025-06-18",
+                "2025-11-25",
+                "2026-07-28"
+            ])
+        );
+    }
+    let methods = methods(sent);
     let mut listing = methods[1..3].to_vec();
     listing.sort();
     assert_eq!(listing, ["resources/list", "tools/list"]);
-    assert_eq!(methods[3..], ["tools/call"; 4]);
-    for request in &sent {
+    for request in sent {
         let meta = &request["params"]["_meta"];
         assert_eq!(
             meta["io.modelcontextprotocol/protocolVersion"],
@@ -262,27 +274,17 @@ async fn with_the_task_feature_off_a_job_notice_and_a_reminder_ride_the_next_too
     };
     let ws = Workspace::new();
     let api = FakeApi::start(Dialect::Messages, pull_script(&ws, "off")).await;
-    let mut claude = Streaming::start(&bin, &ws, &api, Tasks::Off, "off");
+    let mut claude = Streaming::start(&bin, &ws, &api, Tasks::Off, &stdio_entry(&ws, "off"));
     claude.send("Run the job.").await;
     assert_eq!(claude.result().await["result"], "All done.");
     claude.finish().await;
     assert_pulled(&api);
-    assert_opened_with_discover(&ws, Tasks::Off);
-}
-
-#[tokio::test]
-async fn with_the_task_feature_on_every_request_declares_tasks_and_delivery_is_still_pull() {
-    let Some(bin) = client_bin(CLAUDE, PACKAGE) else {
-        return;
-    };
-    let ws = Workspace::new();
-    let api = FakeApi::start(Dialect::Messages, pull_script(&ws, "on")).await;
-    let mut claude = Streaming::start(&bin, &ws, &api, Tasks::On, "on");
-    claude.send("Run the job.").await;
-    assert_eq!(claude.result().await["result"], "All done.");
-    claude.finish().await;
-    assert_pulled(&api);
-    assert_opened_with_discover(&ws, Tasks::On);
+    assert_opened_with_discover(
+        &ws.client_messages(),
+        Some(&ws.server_messages()),
+        Tasks::Off,
+    );
+    assert_eq!(methods(&ws.client_messages())[3..], ["tools/call"; 4]);
 }
 
 /// How long after `from` the request `at` arrived.
@@ -383,17 +385,21 @@ fn only_result(body: &Value) -> (String, Vec<String>) {
 /// The text the immediate response of the gated job's task tells the model.
 const GATED_TASK_NOTE: &str = "started background job bash-1";
 
-/// The completed result of the gated job's task: its output, then its status line.
-const GATED_TASK_RESULT: &str = "done\n[status: completed, exit code: 0]";
+/// The completed result of the gated job's task: the completion notice, then what a final
+/// `job_output` gives (its output, then its status line).
+fn gated_task_result() -> String {
+    format!("{GATED_NOTICE}\ndone\n[status: completed, exit code: 0]")
+}
 
-#[tokio::test]
-#[ignore = "needs the tasks extension in harness mcp (background bash and reminders as tasks); \
-            run with --ignored once the server answers tasks"]
-async fn with_the_task_feature_on_a_job_and_a_reminder_each_wake_the_idle_model_once() {
-    let Some(bin) = client_bin(CLAUDE, PACKAGE) else {
-        return;
-    };
-    let ws = Workspace::new();
+/// With the task feature on and `server` as the harness server: a background job and a 5 s
+/// reminder each wake the idle model once, within 2 s, and no later tool result repeats them.
+/// Returns the two tasks. `transport` names the server's transport in the latency lines.
+async fn assert_wakes(
+    bin: &Path,
+    ws: &Workspace,
+    server: &Value,
+    transport: &str,
+) -> (TaskIds, TaskIds) {
     let script = vec![
         Turn::new(vec![Block::Call {
             id: "toolu_01",
@@ -417,7 +423,7 @@ async fn with_the_task_feature_on_a_job_and_a_reminder_each_wake_the_idle_model_
         Turn::new(vec![Block::Text("All done.")]),
     ];
     let api = FakeApi::start(Dialect::Messages, script).await;
-    let mut claude = Streaming::start(&bin, &ws, &api, Tasks::On, "wake");
+    let mut claude = Streaming::start(bin, ws, &api, Tasks::On, server);
     claude.send("Run the job.").await;
     assert_eq!(claude.result().await["result"], "Waiting for the job.");
 
@@ -426,7 +432,7 @@ async fn with_the_task_feature_on_a_job_and_a_reminder_each_wake_the_idle_model_
     std::fs::write(ws.work().join("go"), "").unwrap();
     let requests = api.wait_for_agent_requests(3, BOUND).await;
     let job_wake = since(requests[2].at, released);
-    report_latency("background bash job", job_wake);
+    report_latency(&format!("{transport}, background bash job"), job_wake);
     assert_eq!(claude.result().await["result"], "Waiting for the reminder.");
 
     // The reminder was created after the fake answered request 3 with the call: it is due no
@@ -434,7 +440,7 @@ async fn with_the_task_feature_on_a_job_and_a_reminder_each_wake_the_idle_model_
     let due_no_earlier = requests[2].at + Duration::from_secs(5);
     let requests = api.wait_for_agent_requests(5, BOUND).await;
     let reminder_wake = since(requests[4].at, due_no_earlier);
-    report_latency("5 s reminder", reminder_wake);
+    report_latency(&format!("{transport}, 5 s reminder"), reminder_wake);
     assert_eq!(claude.result().await["result"], "All done.");
     claude.finish().await;
 
@@ -449,7 +455,7 @@ async fn with_the_task_feature_on_a_job_and_a_reminder_each_wake_the_idle_model_
     assert_eq!(texts, [task_start_text("bash", &job, GATED_TASK_NOTE)]);
     assert_eq!(
         claude_last_message_texts(&requests[2].body),
-        [task_notification_text("bash", &job, GATED_TASK_RESULT)]
+        [task_notification_text("bash", &job, &gated_task_result())]
     );
     // The reminder: the created record at once, the reminder itself as the wake.
     let (id, texts) = only_result(&requests[3].body);
@@ -473,9 +479,8 @@ async fn with_the_task_feature_on_a_job_and_a_reminder_each_wake_the_idle_model_
         )]
     );
     // Exactly once each, and never again in a later tool result.
-    assert_eq!(mentioning(&api, GATED_TASK_RESULT), vec![2]);
+    assert_eq!(mentioning(&api, GATED_NOTICE), vec![2]);
     assert_eq!(mentioning(&api, "[SCHEDULE REMINDER]"), vec![4]);
-    assert_eq!(mentioning(&api, GATED_NOTICE), Vec::<usize>::new());
     assert_eq!(
         only_result(&requests[5].body),
         (
@@ -490,6 +495,81 @@ async fn with_the_task_feature_on_a_job_and_a_reminder_each_wake_the_idle_model_
     assert!(
         reminder_wake <= Duration::from_secs(2),
         "the reminder's wake came {reminder_wake:?} after it was due"
+    );
+    (job, reminder)
+}
+
+#[tokio::test]
+async fn with_the_task_feature_on_a_job_and_a_reminder_each_wake_the_idle_model_once() {
+    let Some(bin) = client_bin(CLAUDE, PACKAGE) else {
+        return;
+    };
+    let ws = Workspace::new();
+    let (job, reminder) = assert_wakes(&bin, &ws, &stdio_entry(&ws, "wake"), "stdio").await;
+    // Over MCP: three calls, the first two answered with a task each, then only polls of the
+    // tasks (no tasks/cancel).
+    let sent = ws.client_messages();
+    assert_opened_with_discover(&sent, Some(&ws.server_messages()), Tasks::On);
+    let calls: Vec<&Value> = sent
+        .iter()
+        .filter(|m| m["method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 3);
+    let others: Vec<String> = methods(&sent)[3..]
+        .iter()
+        .filter(|m| m.as_str() != "tools/call")
+        .cloned()
+        .collect();
+    assert!(!others.is_empty());
+    assert!(others.iter().all(|m| m == "tasks/get"), "{others:?}");
+    let answers = ws.server_messages();
+    let answer_to = |request: &Value| {
+        answers
+            .iter()
+            .find(|a| a["id"] == request["id"] && a.get("method").is_none())
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(answer_to(calls[0])["result"]["resultType"], "task");
+    assert_eq!(answer_to(calls[0])["result"]["taskId"], job.server.as_str());
+    assert_eq!(answer_to(calls[1])["result"]["resultType"], "task");
+    assert_eq!(
+        answer_to(calls[1])["result"]["taskId"],
+        reminder.server.as_str()
+    );
+    assert_eq!(answer_to(calls[2])["result"]["resultType"], "complete");
+}
+
+#[tokio::test]
+async fn over_http_with_the_task_feature_on_a_job_and_a_reminder_each_wake_the_idle_model_once() {
+    let Some(bin) = client_bin(CLAUDE, PACKAGE) else {
+        return;
+    };
+    let ws = Workspace::new();
+    let server = ws.serve_http().await;
+    let proxy = Proxy::start(server.addr).await;
+    let url = format!("http://{}/sessions/wake-http/mcp", proxy.addr);
+    assert_wakes(&bin, &ws, &http_entry(&url), "HTTP").await;
+    // Every request is its own stateless exchange declaring the tasks extension; after the
+    // three calls only polls of the tasks.
+    let posted = proxy.posted();
+    assert_opened_with_discover(&posted, None, Tasks::On);
+    let methods = methods(&posted);
+    assert_eq!(
+        methods
+            .iter()
+            .filter(|m| m.as_str() == "tools/call")
+            .count(),
+        3
+    );
+    let others: Vec<&String> = methods[3..]
+        .iter()
+        .filter(|m| m.as_str() != "tools/call")
+        .collect();
+    assert!(!others.is_empty());
+    assert!(
+        others.iter().all(|m| m.as_str() == "tasks/get"),
+        "{others:?}"
     );
 }
 

@@ -8,9 +8,10 @@ use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
 use crate::clients_suite::fake_api::{Block, Dialect, FakeApi, Turn, codex_call_outputs};
+use crate::clients_suite::proxy::Proxy;
 use crate::clients_suite::support::{
-    BOUND, GATED, GATED_NOTICE, REMINDER_PROMPT, Workspace, client_bin, methods, reminder_text,
-    wait_for_events,
+    BOUND, GATED, GATED_NOTICE, REMINDER_PROMPT, TOKEN, Workspace, client_bin, methods,
+    reminder_text, wait_for_events,
 };
 
 /// The environment variable naming the `codex` binary.
@@ -22,32 +23,58 @@ fn toml_string(text: &str) -> String {
     serde_json::to_string(text).unwrap()
 }
 
-/// Runs `codex exec` once with `prompt`, served by `harness mcp` on session `session` and by
-/// `api`; returns its `--json` event lines.
-async fn run(bin: &Path, ws: &Workspace, api: &FakeApi, session: &str, prompt: &str) -> Vec<Value> {
+/// The `[mcp_servers.harness]` table of `harness mcp` over stdio on `ws`'s session `session`
+/// (through the recording wrapper).
+fn stdio_server(ws: &Workspace, session: &str) -> String {
     let (command, args) = ws.server_command(session);
     let args: Vec<String> = args.iter().map(|a| toml_string(a)).collect();
+    format!(
+        "command = {command}\nargs = [{args}]\n",
+        command = toml_string(&command),
+        args = args.join(", "),
+    )
+}
+
+/// The `[mcp_servers.harness]` table of the session at `url` over streamable HTTP, with the
+/// bearer token from `HARNESS_TOKEN`.
+fn http_server(url: &str) -> String {
+    format!(
+        "url = {url}\nbearer_token_env_var = \"HARNESS_TOKEN\"\n",
+        url = toml_string(url)
+    )
+}
+
+/// Runs `codex exec [flags] PROMPT` once with `server` as its `harness` MCP server and `api`
+/// as its model; returns its `--json` event lines.
+async fn run(
+    bin: &Path,
+    ws: &Workspace,
+    api: &FakeApi,
+    server: &str,
+    flags: &[&str],
+    prompt: &str,
+) -> Vec<Value> {
     let config = format!(
         "model = \"fake-model\"\nmodel_provider = \"fake\"\n\n\
          [model_providers.fake]\nname = \"fake\"\nbase_url = {base}\nwire_api = \"responses\"\n\
          env_key = \"FAKE_API_KEY\"\n\n\
-         [mcp_servers.harness]\ncommand = {command}\nargs = [{args}]\n\
-         default_tools_approval_mode = \"approve\"\n",
+         [mcp_servers.harness]\n{server}default_tools_approval_mode = \"approve\"\n",
         base = toml_string(&format!("{}/v1", api.url())),
-        command = toml_string(&command),
-        args = args.join(", "),
     );
     let codex_home = ws.home().join("codex");
     std::fs::create_dir_all(&codex_home).unwrap();
     std::fs::write(codex_home.join("config.toml"), config).unwrap();
     let child = tokio::process::Command::new(bin)
-        .args(["exec", "--skip-git-repo-check", "--json", prompt])
+        .arg("exec")
+        .args(flags)
+        .args(["--skip-git-repo-check", "--json", prompt])
         .current_dir(ws.work())
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", ws.home())
         .env("CODEX_HOME", &codex_home)
         .env("FAKE_API_KEY", "sk-fake")
+        .env("HARNESS_TOKEN", TOKEN)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -83,15 +110,13 @@ fn tool_blocks(texts: &[String]) -> Vec<String> {
     rest.to_vec()
 }
 
-#[tokio::test]
-async fn over_stdio_a_job_notice_and_a_reminder_ride_the_next_tool_result_once() {
-    let Some(bin) = client_bin(CODEX, PACKAGE) else {
-        return;
-    };
-    let ws = Workspace::new();
+/// The script: `todo_write`, a gated background job, a 1 s reminder, then (once the job's
+/// notice and the reminder are queued on session `session`) `job_list`, then `todo_write`,
+/// then a final answer.
+fn pull_script(ws: &Workspace, session: &'static str) -> Vec<Turn> {
     let work = ws.work();
     let root = ws.path().to_owned();
-    let script = vec![
+    vec![
         Turn::new(vec![Block::Call {
             id: "call_1",
             tool: "todo_write",
@@ -111,7 +136,7 @@ async fn over_stdio_a_job_notice_and_a_reminder_ride_the_next_tool_result_once()
             move || {
                 // The job ends now, a second before the reminder is due.
                 std::fs::write(work.join("go"), "").unwrap();
-                wait_for_events(&root, "codex", "mcp/queued", 2);
+                wait_for_events(&root, session, "mcp/queued", 2);
             },
             vec![Block::Call {
                 id: "call_4",
@@ -125,9 +150,13 @@ async fn over_stdio_a_job_notice_and_a_reminder_ride_the_next_tool_result_once()
             input: json!({"todos": [{"content": "Ship it", "status": "completed"}]}),
         }]),
         Turn::new(vec![Block::Text("All done.")]),
-    ];
-    let api = FakeApi::start(Dialect::Responses, script).await;
-    let events = run(&bin, &ws, &api, "codex", "Run the job.").await;
+    ]
+}
+
+/// What the model was sent: each call's output once, in the request after the call; the
+/// notice and the reminder ride `job_list`'s output after its own text; `events` (Codex's
+/// `--json` lines) end with the final answer.
+fn assert_pulled(api: &FakeApi, events: &[Value]) {
     let last = events
         .iter()
         .rev()
@@ -176,7 +205,28 @@ async fn over_stdio_a_job_notice_and_a_reminder_ride_the_next_tool_result_once()
     for (n, request) in requests.iter().enumerate().skip(1) {
         assert_eq!(codex_call_outputs(&request.body).len(), n);
     }
+}
 
+/// The harness tools' calls Codex made, as JSON-RPC methods after the opening ones.
+const CALLS: [&str; 5] = ["tools/call"; 5];
+
+#[tokio::test]
+async fn over_stdio_a_job_notice_and_a_reminder_ride_the_next_tool_result_once() {
+    let Some(bin) = client_bin(CODEX, PACKAGE) else {
+        return;
+    };
+    let ws = Workspace::new();
+    let api = FakeApi::start(Dialect::Responses, pull_script(&ws, "codex")).await;
+    let events = run(
+        &bin,
+        &ws,
+        &api,
+        &stdio_server(&ws, "codex"),
+        &[],
+        "Run the job.",
+    )
+    .await;
+    assert_pulled(&api, &events);
     // Codex speaks 2025-06-18 over stdio, initialize first, and declares no tasks.
     let sent = ws.client_messages();
     assert_eq!(sent[0]["method"], "initialize");
@@ -199,4 +249,61 @@ async fn over_stdio_a_job_notice_and_a_reminder_ride_the_next_tool_result_once()
         None,
         "Codex declares no extensions"
     );
+}
+
+#[tokio::test]
+async fn over_http_in_its_default_mode_a_job_notice_and_a_reminder_ride_the_next_tool_result_once()
+{
+    let Some(bin) = client_bin(CODEX, PACKAGE) else {
+        return;
+    };
+    let ws = Workspace::new();
+    let server = ws.serve_http().await;
+    let proxy = Proxy::start(server.addr).await;
+    let url = format!("http://{}/sessions/codex-http/mcp", proxy.addr);
+    let api = FakeApi::start(Dialect::Responses, pull_script(&ws, "codex-http")).await;
+    let events = run(&bin, &ws, &api, &http_server(&url), &[], "Run the job.").await;
+    assert_pulled(&api, &events);
+    // Without the flag Codex opens the session with initialize 2025-06-18 over HTTP too.
+    let posted = proxy.posted();
+    assert_eq!(posted[0]["method"], "initialize");
+    assert_eq!(posted[0]["params"]["protocolVersion"], "2025-06-18");
+    let methods = methods(&posted);
+    assert_eq!(
+        methods[..3],
+        ["initialize", "notifications/initialized", "tools/list"]
+    );
+    assert_eq!(methods[3..], CALLS);
+}
+
+#[tokio::test]
+async fn over_http_with_mcp_2026_07_28_a_job_notice_and_a_reminder_ride_the_next_tool_result_once()
+{
+    let Some(bin) = client_bin(CODEX, PACKAGE) else {
+        return;
+    };
+    let ws = Workspace::new();
+    let server = ws.serve_http().await;
+    let proxy = Proxy::start(server.addr).await;
+    let url = format!("http://{}/sessions/codex-2026/mcp", proxy.addr);
+    let api = FakeApi::start(Dialect::Responses, pull_script(&ws, "codex-2026")).await;
+    let flags = ["--enable", "mcp_2026_07_28"];
+    let events = run(&bin, &ws, &api, &http_server(&url), &flags, "Run the job.").await;
+    assert_pulled(&api, &events);
+    // With the flag Codex opens the session with server/discover at 2026-07-28 (no
+    // initialize), declaring no extensions, and names the version on its requests.
+    let posted = proxy.posted();
+    assert_eq!(posted[0]["method"], "server/discover");
+    let meta = &posted[0]["params"]["_meta"];
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"],
+        json!({"elicitation": {"form": {}, "url": {}}})
+    );
+    let methods = methods(&posted);
+    assert_eq!(methods[..2], ["server/discover", "tools/list"]);
+    assert_eq!(methods[2..], CALLS);
 }

@@ -1,4 +1,5 @@
 mod claude;
 mod codex;
 mod fake_api;
+mod proxy;
 mod support;

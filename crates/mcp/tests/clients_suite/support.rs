@@ -201,3 +201,60 @@ pub(crate) fn reminder_text(created: &str) -> String {
         at = record["scheduledAt"].as_str().unwrap(),
     )
 }
+
+/// A `harness mcp --http` child process serving every session of a [`Workspace`]'s store.
+pub(crate) struct HttpHarness {
+    _child: tokio::process::Child,
+    /// Where it listens.
+    pub(crate) addr: std::net::SocketAddr,
+}
+
+/// The bearer token of [`Workspace::serve_http`]'s token file.
+pub(crate) const TOKEN: &str = "test-token-0123456789abcdef";
+
+impl Workspace {
+    /// Starts `harness mcp --http 127.0.0.1:0` on this workspace's store and configuration,
+    /// with a token file holding [`TOKEN`]; returns once it printed where it listens.
+    pub(crate) async fn serve_http(&self) -> HttpHarness {
+        use tokio::io::AsyncBufReadExt as _;
+        let tokens = self.path().join("tokens");
+        std::fs::write(&tokens, format!("{TOKEN}\n")).unwrap();
+        let mut child = tokio::process::Command::new(harness_bin())
+            .arg("mcp")
+            .args(["--http", "127.0.0.1:0", "--dir"])
+            .arg(self.path().join("sessions"))
+            .arg("--config")
+            .arg(self.path().join("config.json"))
+            .arg("--token-file")
+            .arg(&tokens)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+        let prefix = "harness mcp: serving http://";
+        let addr = tokio::time::timeout(BOUND, async {
+            loop {
+                let line = lines
+                    .next_line()
+                    .await
+                    .unwrap()
+                    .expect("the server printed its URL");
+                if let Some(rest) = line.strip_prefix(prefix) {
+                    let addr = rest.split_once('/').map_or(rest, |(addr, _)| addr);
+                    return addr.parse::<std::net::SocketAddr>().unwrap();
+                }
+            }
+        })
+        .await
+        .expect("harness mcp --http prints where it listens");
+        // Keep reading its log so the pipe never fills.
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        HttpHarness {
+            _child: child,
+            addr,
+        }
+    }
+}

@@ -358,12 +358,12 @@ async fn tasks_cancel_kills_the_job() {
     );
     let deadline = tokio::time::Instant::now() + BOUND;
     loop {
+        // Running, then stopping until its process group is gone, then killed.
         let got = texts(&raw.call("job_list", json!({}), false).await["result"]);
-        if got[0] != "bash-1 [bash] running — sleep 1000" {
-            assert_eq!(got, ["bash-1 [bash] killed — sleep 1000"]);
+        if got == ["bash-1 [bash] killed — sleep 1000"] {
             break;
         }
-        assert!(tokio::time::Instant::now() < deadline);
+        assert!(tokio::time::Instant::now() < deadline, "{got:?}");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     raw.stop().await;
@@ -453,5 +453,56 @@ async fn a_reminder_created_with_tasks_completes_its_task_at_its_time() {
     assert_eq!(texts(&done["result"]), [reminder]);
     let list = raw.call("schedule_list", json!({}), true).await;
     assert_eq!(texts(&list["result"]), ["[]"]);
+    raw.stop().await;
+}
+
+#[tokio::test]
+async fn a_job_output_wait_past_its_bound_becomes_a_task_for_the_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut raw = Raw::start(dir.path(), "s1", &gated_config(dir.path()));
+    raw.discover(true).await;
+    let started = raw
+        .call(
+            "bash",
+            json!({"command": GATED, "run_in_background": true}),
+            false,
+        )
+        .await;
+    assert_eq!(texts(&started["result"]), ["started background job bash-1"]);
+    let waited = raw
+        .call(
+            "job_output",
+            json!({"job_id": "bash-1", "wait": true, "timeout_ms": 60_000}),
+            true,
+        )
+        .await;
+    let task = &waited["result"];
+    assert_eq!(task["resultType"], "task", "{waited}");
+    assert_eq!(task["taskId"], "task-1");
+    assert_eq!(
+        task["_meta"]["com.anthropic/agent-task"]["modelImmediateResponse"],
+        "job bash-1 is still running; its final output will be delivered to you when it finishes (or read it with job_output)"
+    );
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let done = raw.settled("task-1").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        texts(&done["result"]),
+        [NOTICE, "done\n[status: completed, exit code: 0]"]
+    );
+    let later = raw.call("job_list", json!({}), true).await;
+    assert_eq!(
+        texts(&later["result"]),
+        [format!("bash-1 [bash] completed — {GATED}")]
+    );
+    // A wait on a job that ends within the bound answers as always.
+    let quick = raw
+        .call(
+            "job_output",
+            json!({"job_id": "bash-1", "wait": true}),
+            true,
+        )
+        .await;
+    assert_eq!(quick["result"]["resultType"], "complete", "{quick}");
     raw.stop().await;
 }

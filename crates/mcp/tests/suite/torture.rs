@@ -262,6 +262,12 @@ fn check(file: &Path, seen: &mut Acknowledged, marker: &str, round: u64) {
         .filter(|(t, _)| t == "job/start")
         .filter_map(|(_, d)| d["label"].as_str())
         .collect();
+    for command in &seen.job_commands {
+        assert!(
+            started.contains(&command.as_str()),
+            "round {round}: the start of {command:?} was answered success but is not in the log"
+        );
+    }
     // Every process of a job past its start gate (answered or not) has a durable record.
     let mut held = BTreeSet::new();
     for (pid, cmdline) in alive_with(marker) {

@@ -75,7 +75,10 @@ async fn case_99_future_roots_only_and_unwinds_on_disposal() {
     // Plugin disposal unwinds the remaining roots and stops adopting new ones.
     let second = h.session("schedule-second");
     assert_eq!(tool_names(&h, second.as_ref()).len(), 3);
+    // One delivery task per adopted root, tracked by the plugin; none outlives disposal.
+    assert_eq!(installed.running_tasks(), 1);
     installed.dispose().await;
+    assert_eq!(installed.running_tasks(), 0);
     assert!(tool_names(&h, second.as_ref()).is_empty());
     let late = h.session("schedule-late");
     assert!(tool_names(&h, late.as_ref()).is_empty());

@@ -14,7 +14,8 @@
 //!   <session>`, starts an agent on the claimed session and drives its turns: each reminder a turn claims is said as `delivered
 //!   <session> <schedule id>` (the delivery's effect, before anything is durable) and
 //!   appended as `test/delivered` (a turn flush refused as fenced, the lease having ended
-//!   before it, is said as `fenced <session>`); the session is closed (`closed <session>`) once no turn
+//!   before it, is said as `fenced <session>`, and a session let go with events its flushes
+//!   could not write as `unsaved <session>`); the session is closed (`closed <session>`) once no turn
 //!   opened for a while. Commands: `passes N` waits for N more scanner passes and answers
 //!   `passes <sessions resumed so far>`; `exit` stops the scanner, waits for the resumed
 //!   sessions to close and says `done <sessions resumed> open <sessions still open>`.
@@ -201,6 +202,10 @@ async fn drive(
     }
     agent.dispose().await;
     let id = session.id().clone();
+    if !session.lease().is_lost() && session.durable_len() < session.len() {
+        // The disposal's flush failed too: the session is let go with its turn unsaved.
+        say(&format!("unsaved {id}"));
+    }
     drop((turns, agent, session));
     say(&format!("closed {id}"));
     closed.send_modify(|n| *n += 1);
@@ -446,7 +451,8 @@ struct Fleet {
     order: Vec<(usize, String)>,
     /// For each session, the index of the host of each resume, in the order said.
     resumed: BTreeMap<String, Vec<usize>>,
-    /// For each session, the index of each host whose turn flush was fenced on it.
+    /// For each session, the index of each host whose turn never became durable on it: its
+    /// flush was fenced (`fenced`) or it let the session go unsaved (`unsaved`).
     fenced: BTreeMap<String, Vec<usize>>,
     /// The `done` line of each host that said it.
     done: BTreeMap<usize, String>,
@@ -510,7 +516,10 @@ impl Fleet {
                         .entry(session.to_owned())
                         .or_default()
                         .push(index);
-                } else if let Some(session) = line.strip_prefix("fenced ") {
+                } else if let Some(session) = line
+                    .strip_prefix("fenced ")
+                    .or_else(|| line.strip_prefix("unsaved "))
+                {
                     self.fenced
                         .entry(session.to_owned())
                         .or_default()
@@ -525,7 +534,7 @@ impl Fleet {
 
     /// A session delivered more than once (`said`, the hosts in order) was delivered twice,
     /// the second time by a live host, and the first by `dead` (the host that died) or by a
-    /// host whose turn flush on it was then fenced.
+    /// host whose turn on it never became durable (fenced, or let go unsaved).
     fn assert_repeat_after_fence(&self, session: &str, said: &[usize], dead: Option<usize>) {
         let fenced = self.fenced.get(session).cloned().unwrap_or_default();
         assert_eq!(
@@ -535,8 +544,8 @@ impl Fleet {
         );
         assert!(
             Some(said[0]) == dead || fenced.contains(&said[0]),
-            "{session}: delivered by {said:?}, but the first host's flush was not fenced \
-             (fenced: {fenced:?})"
+            "{session}: delivered by {said:?}, but the first host's turn was neither fenced \
+             nor unsaved (those hosts: {fenced:?})"
         );
         assert_ne!(Some(said[1]), dead, "{session}: {said:?}");
         assert!(
@@ -796,7 +805,7 @@ async fn a_host_dying_mid_run_repeats_a_delivery_only_inside_the_crash_window() 
         .values()
         .filter(|hosts| hosts.len() > 1 && hosts[0] == 0)
         .count();
-    report_crash(unrecorded, taken_over);
+    report_crash(unrecorded, taken_over, fleet.fenced.len());
     assert_eq!(fleet.delivered.len(), SESSIONS);
     assert_eq!(fleet.done.get(&0), None);
     for h in [1, 2] {
@@ -816,9 +825,10 @@ fn report_counts(what: &str, per_host: &[usize], twice: usize) {
     clippy::print_stderr,
     reason = "the counts are reported in the test log"
 )]
-fn report_crash(unrecorded: usize, taken_over: usize) {
+fn report_crash(unrecorded: usize, taken_over: usize, fenced: usize) {
     eprintln!(
         "dead host: deliveries whose dispatch was durable but whose turn was lost: \
-         {unrecorded}; sessions it held that another host took over: {taken_over}"
+         {unrecorded}; sessions it held that another host took over: {taken_over}; sessions \
+         whose turn of a live host was fenced or unsaved: {fenced}"
     );
 }

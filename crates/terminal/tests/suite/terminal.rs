@@ -422,3 +422,72 @@ async fn a_sandboxed_terminal_cannot_write_outside_its_roots() {
     )
     .await;
 }
+
+/// Set in the copy of this test binary that runs with `SIGINT` ignored.
+const IGNORING_SIGINT: &str = "TERMINAL_TEST_HOST_IGNORES_SIGINT";
+
+/// A host started with `SIGINT` ignored (as a non-interactive shell starts a background
+/// command) still gives its terminals' programs the default disposition: Ctrl-C ends a
+/// `sleep`. This test runs itself again under `trap '' INT`, where the check happens.
+#[tokio::test]
+async fn ctrl_c_interrupts_a_sleep_when_the_host_ignores_sigint() {
+    if std::env::var_os(IGNORING_SIGINT).is_none() {
+        let me = std::env::current_exe().unwrap();
+        let output = std::process::Command::new("bash")
+            .args(["-c", "trap '' INT; exec \"$@\"", "bash"])
+            .arg(me)
+            .args([
+                "--exact",
+                "suite::terminal::ctrl_c_interrupts_a_sleep_when_the_host_ignores_sigint",
+                "--nocapture",
+            ])
+            .env(IGNORING_SIGINT, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        return;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let ignored = status
+        .lines()
+        .find_map(|line| line.strip_prefix("SigIgn:"))
+        .map(|mask| u64::from_str_radix(mask.trim(), 16).unwrap())
+        .unwrap();
+    assert_eq!(
+        ignored & (1 << 1),
+        1 << 1,
+        "SIGINT (2) is ignored in this copy"
+    );
+    let host = Host::new(&json!({}));
+    host.session("s1");
+    host.call(
+        Some("s1"),
+        "terminal_start",
+        json!({"command": "echo ready; exec sleep 1000"}),
+    )
+    .await;
+    let ready = host
+        .call(
+            Some("s1"),
+            "terminal_send",
+            json!({"terminal_id": "term-1", "wait_for": "ready"}),
+        )
+        .await;
+    assert_eq!(ready.text(), "ready\n[status: completed, wait_for matched]");
+    let interrupted = host
+        .call(
+            Some("s1"),
+            "terminal_send",
+            json!({"terminal_id": "term-1", "keys": ["ctrl-c"], "settle_ms": 5000, "timeout_ms": 10000}),
+        )
+        .await;
+    assert_eq!(
+        interrupted.text(),
+        "^C\n[status: completed, terminal exited (signal: SIGINT)]"
+    );
+}

@@ -1,6 +1,10 @@
 use pretty_assertions::assert_eq;
 
 use super::*;
+use crate::state::kinds::Table;
+use crate::state::records::Slots;
+use turnkit_core::{Registered, RegistrationScope, ScopeKey};
+use turnkit_jobs::{JobId, JobKind, JobLabel, JobStatus};
 
 /// A running, unowned record as `issue` stores it.
 fn record(seq: u64, id: JobId, kind: JobKind) -> Record {
