@@ -5,6 +5,8 @@
 //! - `in-process`: [`SessionHost::call_tool`] on the same configuration, in this process: the
 //!   same tool path, log append and flush, without JSON-RPC or the pipe.
 //!
+//! - `http`: rmcp's streamable HTTP client against a release `harness mcp --http` on loopback.
+//!
 //! 10,000 calls each (after 200 warm-up calls); p50 and p99 of each and the p50 overhead are
 //! printed to stderr. Target: ≤ 100 µs p50 overhead. Sessions live in a temporary folder (under
 //! `/dev/shm` when it exists, so the fsync of every flush does not dominate both numbers).
@@ -121,6 +123,52 @@ async fn stdio(bin: &Path) -> Vec<Duration> {
     samples
 }
 
+/// The same calls over streamable HTTP: rmcp's HTTP client against `harness mcp --http` on
+/// loopback, session `bench` at its URL.
+async fn http(bin: &Path) -> Vec<Duration> {
+    use tokio::io::AsyncBufReadExt;
+    let dir = scratch();
+    let config_path = dir.path().join("config.json");
+    std::fs::write(&config_path, config().to_string()).unwrap();
+    let mut child = tokio::process::Command::new(bin)
+        .args(["mcp", "--http", "127.0.0.1:0", "--dir"])
+        .arg(dir.path().join("sessions"))
+        .arg("--config")
+        .arg(&config_path)
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let addr = loop {
+        let line = lines.next_line().await.unwrap().expect("a listening line");
+        if let Some(rest) = line.strip_prefix("harness mcp: serving http://") {
+            break rest.split('/').next().unwrap().to_owned();
+        }
+    };
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(format!(
+        "http://{addr}/sessions/bench/mcp"
+    ));
+    let client = Client.serve(transport).await.unwrap();
+    let mut samples = Vec::with_capacity(CALLS);
+    for round in 0..WARM_UP + CALLS {
+        let params = CallToolRequestParams::new("todo_write").with_arguments(arguments(round));
+        let start = Instant::now();
+        let result = client.call_tool(params).await.unwrap();
+        let elapsed = start.elapsed();
+        assert_eq!(result.is_error, Some(false));
+        if round >= WARM_UP {
+            samples.push(elapsed);
+        }
+    }
+    let mut client = client;
+    client.close().await.unwrap();
+    child.start_kill().unwrap();
+    let _ = child.wait().await;
+    samples
+}
+
 async fn in_process() -> Vec<Duration> {
     let dir = scratch();
     let host = SessionHost::open(&SessionOptions {
@@ -157,11 +205,17 @@ fn main() {
         .unwrap();
     let (local_p50, local_p99) = percentiles(runtime.block_on(in_process()));
     let (stdio_p50, stdio_p99) = percentiles(runtime.block_on(stdio(&bin)));
+    let (http_p50, http_p99) = percentiles(runtime.block_on(http(&bin)));
     eprintln!("todo_write round trip over {CALLS} calls:");
     eprintln!("  in-process  p50 {local_p50:>10.1?}  p99 {local_p99:>10.1?}");
     eprintln!("  stdio (MCP) p50 {stdio_p50:>10.1?}  p99 {stdio_p99:>10.1?}");
+    eprintln!("  http (MCP)  p50 {http_p50:>10.1?}  p99 {http_p99:>10.1?}");
     eprintln!(
         "  p50 overhead {:.1?} (target <= 100µs)",
         stdio_p50.saturating_sub(local_p50)
+    );
+    eprintln!(
+        "  http / stdio p50 {:.2}x (target <= 2x)",
+        http_p50.as_secs_f64() / stdio_p50.as_secs_f64()
     );
 }
