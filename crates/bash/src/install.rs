@@ -66,6 +66,11 @@ pub fn install(harness: &Arc<dyn Harness>, config: BashConfig) -> Result<Install
             let summary = crate::probe_sandbox(sandbox)
                 .map_err(|e| <BashConfig as PluginConfig>::invalid(e.0))?;
             tracing::info!("bash: {summary}");
+            turnkit_jobs::KindNotes::set_on(
+                harness.as_ref(),
+                "bash",
+                format!("bash jobs run confined: {summary}."),
+            );
             Some(summary)
         }
         None => None,

@@ -75,6 +75,11 @@ pub fn install(
             let summary = turnkit_bash::probe_sandbox(sandbox)
                 .map_err(|e| <TerminalConfig as turnkit_core::PluginConfig>::invalid(e.0))?;
             tracing::info!("terminal: {summary}");
+            turnkit_jobs::KindNotes::set_on(
+                harness.as_ref(),
+                "pty-send",
+                format!("Terminal programs (pty-send jobs) run confined: {summary}."),
+            );
             Some(summary)
         }
         None => None,

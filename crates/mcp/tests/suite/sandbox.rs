@@ -1,5 +1,5 @@
-//! A configured sandbox is named in the server's instructions: what is in force, and under
-//! `bestEffort` what is not.
+//! A configured sandbox is named in the server's instructions and by `job_list`: what is in
+//! force, and under `bestEffort` what is not.
 
 use turnkit_mcp::{FamiliesConfig, SessionHost, SessionOptions};
 
@@ -40,5 +40,17 @@ async fn the_instructions_say_what_confinement_is_in_force() {
         "{bash}"
     );
     assert!(bash.ends_with('.'), "{bash}");
+    // job_list ends with the same, one line per job kind.
+    let listed = host.call_tool("job_list", serde_json::json!({})).await;
+    let summary = bash
+        .strip_prefix("Shell commands (bash) run confined: ")
+        .unwrap();
+    assert_eq!(
+        listed.text(),
+        format!(
+            "(no background jobs)\n\nbash jobs run confined: {summary}\n\
+             Terminal programs (pty-send jobs) run confined: {summary}"
+        )
+    );
     host.shutdown().await;
 }
