@@ -150,8 +150,9 @@ impl Families {
 
     /// Disposes every family in the order of [`Families`]: terminal, subagent, bash,
     /// schedule, tool-jobs, jobs-local, todo. Their tools, prompt sections and projections
-    /// leave the host; running jobs are stopped.
-    pub async fn dispose(self) {
+    /// leave the host; running jobs are stopped. Idempotent (every family's disposal is): a
+    /// second call finds nothing left to undo.
+    pub async fn dispose(&self) {
         if let Some(terminal) = &self.terminal {
             terminal.dispose();
         }

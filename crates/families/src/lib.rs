@@ -7,6 +7,7 @@ mod markdown;
 mod resources;
 mod runtime;
 mod summary;
+mod task_tools;
 
 pub use catalog::{ChildrenMode, SetupError, catalog, projections};
 pub use config::{FamiliesConfig, Family, present};
@@ -15,3 +16,4 @@ pub use markdown::catalog_markdown;
 pub use resources::{ChangedBy, FamilyResource, ResourceContext, ResourceTemplate, resources};
 pub use runtime::{RunFailure, block_on_fresh};
 pub use summary::{FileSummary, LogFileError, summarize_log, summarize_log_file};
+pub use task_tools::{JOB_KILL_TOOL, JOB_OUTPUT_TOOL, REMINDER_CREATE_TOOL};

@@ -113,3 +113,55 @@ fn replay_refuses_unknown_keys_and_claims_of_nothing() {
         "corrupt inbox log at seq 1: a claim names no delivery"
     );
 }
+
+#[test]
+fn a_held_message_waits_for_its_task_and_its_delivery_claims_it_once() {
+    let (session, inbox) = inbox();
+    inbox.hold(Hold {
+        task: "task-1".to_owned(),
+        needle: "job bash-1 (".to_owned(),
+        after: 0,
+        until: 1_000,
+    });
+    inbox
+        .queue(Lane::Followup, reminder("job bash-1 (bash) ended"))
+        .unwrap();
+    inbox.queue(Lane::Followup, reminder("other")).unwrap();
+    // While the hold lasts a tool result takes only the other message.
+    let (key, taken) = inbox.reserve(999).unwrap();
+    assert_eq!(texts(&taken), vec![(2, "other".to_owned())]);
+    inbox.release(key);
+    let (found, reserved) = inbox.find("job bash-1 (", 0).unwrap();
+    assert_eq!((found.seq, reserved), (1, false));
+    let delivery = TaskDelivered {
+        task_id: "task-1".to_owned(),
+        seqs: vec![1],
+        content: vec!["job bash-1 (bash) ended".to_owned()],
+    };
+    let key = inbox.reserve_task(delivery.clone()).unwrap();
+    // The same task is not reserved twice, nor its seq by another task.
+    assert_eq!(inbox.reserve_task(delivery.clone()), None);
+    let committed = inbox.commit(key);
+    assert_eq!(committed.task, Some(delivery));
+    assert_eq!(committed.messages.len(), 1);
+    let events = session.events();
+    assert_eq!(events[2].r#type, TASK_DELIVERED_EVENT);
+    assert_eq!(
+        events[2].data,
+        json!({"taskId": "task-1", "seqs": [1], "content": ["job bash-1 (bash) ended"]})
+    );
+    assert_eq!(
+        texts(&replay(&events).unwrap()),
+        vec![(2, "other".to_owned())]
+    );
+    // Past its hold a message goes to the next tool result.
+    inbox.hold(Hold {
+        task: "task-2".to_owned(),
+        needle: "other".to_owned(),
+        after: 0,
+        until: 1_000,
+    });
+    assert!(inbox.reserve(999).is_none());
+    let (_, taken) = inbox.reserve(1_000).unwrap();
+    assert_eq!(texts(&taken), vec![(2, "other".to_owned())]);
+}

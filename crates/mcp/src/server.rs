@@ -231,7 +231,7 @@ impl Server {
         tracing::debug!(?progress_token, "mcp: tools/call {name}");
         // A job_output wait of a call that declared tasks becomes a task past a short bound.
         let waited_job = (tasks_declared
-            && name == "job_output"
+            && name == turnkit_families::JOB_OUTPUT_TOOL
             && arguments.get("wait").and_then(Value::as_bool) == Some(true))
         .then(|| arguments.get("job_id").and_then(Value::as_str))
         .flatten()

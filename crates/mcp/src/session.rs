@@ -19,7 +19,7 @@ use turnkit_host::{HostKit, LoopAgent};
 use crate::ServeError;
 use crate::host::{HostSession, host_session, pull_agent};
 use crate::inbox::{CLAIMED_EVENT, Inbox, Pending, QUEUED_EVENT, TASK_DELIVERED_EVENT};
-use crate::tasks::Tasks;
+use crate::tasks::state::Tasks;
 use turnkit_families::{ChangedBy, Families, FamiliesConfig, ResourceContext};
 
 /// Resource URI of the notices and reminders owed to the next tool result (the server's own
@@ -34,11 +34,11 @@ pub const MCP_NOTICES: &str = "You are told when a job finishes in the result of
 
 /// The paragraph that ends the server's instructions: how notices and reminders reach the
 /// model over MCP.
-pub const MCP_DELIVERY: &str = "Over this MCP server nothing reaches you between tool calls: \
-    a finished background job's notice and a due reminder are added, once, to the result of \
-    your next tool call of this session (after that tool's own output). If a result says the \
-    change may not be saved, the change is not yet durable: do not rely on it surviving a \
-    restart.";
+pub const MCP_DELIVERY: &str = "A finished background job's notice and a due reminder reach \
+    you once: added to the result of your next tool call of this session (after that tool's \
+    own output), or, when your client ran the call that started the job or created the \
+    reminder as a background task, as that task's result. If a result says the change may not \
+    be saved, the change is not yet durable: do not rely on it surviving a restart.";
 
 /// Refuses a `bash.cwd` that is not an existing folder: every `bash` call would fail.
 fn check_cwd(configs: &FamiliesConfig) -> Result<(), ServeError> {
@@ -125,7 +125,7 @@ pub struct SessionHost {
     /// The tasks of the session (`mcp/task` and the events after it).
     tasks: Tasks,
     jobs: Arc<dyn JobRegistry>,
-    families: Mutex<Option<Families>>,
+    families: Families,
     /// The job list listener (todo-jobs §4.7) that feeds the job resources' changes.
     jobs_changed: Mutex<Option<turnkit_core::Registration>>,
     created: bool,
@@ -254,7 +254,7 @@ impl SessionHost {
             inbox,
             tasks,
             jobs,
-            families: Mutex::new(Some(families)),
+            families,
             jobs_changed: Mutex::new(Some(jobs_changed)),
             created,
             changes_rx: Mutex::new(Some(changes_rx)),
@@ -544,10 +544,7 @@ impl SessionHost {
         let agent: Arc<dyn Agent> = self.agent.clone();
         self.agent.dispose().await;
         self.host.remove(&agent);
-        let families = turnkit_core::lock(&self.families).take();
-        if let Some(families) = families {
-            families.dispose().await;
-        }
+        self.families.dispose().await;
         drop(turnkit_core::lock(&self.jobs_changed).take());
     }
 }

@@ -17,7 +17,7 @@
 //! values.
 
 pub(crate) mod protocol;
-mod state;
+pub(crate) mod state;
 
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -90,7 +90,7 @@ fn target_of(name: &str, output: &ToolOutput) -> Option<Target> {
             .and_then(Value::as_str)
             .map(|job| Target::Job(job.to_owned()));
     }
-    if name == "schedule_create" && value.get("code").is_none() {
+    if name == turnkit_families::REMINDER_CREATE_TOOL && value.get("code").is_none() {
         let schedule = value.get("id").and_then(Value::as_str)?;
         let due = value.get("scheduledAt").and_then(Value::as_str)?;
         return Some(Target::Reminder {
@@ -255,7 +255,7 @@ impl SessionHost {
         let output = self
             .tools_registry()
             .execute(
-                "job_output",
+                turnkit_families::JOB_OUTPUT_TOOL,
                 json!({"job_id": job}),
                 Some(agent),
                 CancellationToken::new(),
@@ -291,7 +291,7 @@ impl SessionHost {
             let killed = self
                 .tools_registry()
                 .execute(
-                    "job_kill",
+                    turnkit_families::JOB_KILL_TOOL,
                     json!({"job_id": job}),
                     Some(agent),
                     CancellationToken::new(),

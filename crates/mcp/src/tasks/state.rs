@@ -244,3 +244,7 @@ impl Tasks {
         Some(entry.clone())
     }
 }
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;

@@ -320,3 +320,102 @@ async fn a_non_loopback_address_needs_a_token_file() {
         "harness: token file line 1: a token is at least 16 characters\n"
     );
 }
+
+/// The `_meta` every 2026-07-28 request carries; `tasks` declares the tasks extension.
+fn meta(tasks: bool) -> Value {
+    let capabilities = if tasks {
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
+    } else {
+        json!({})
+    };
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    })
+}
+
+/// The 2026-07-28 era over HTTP: no handshake, each request on its own; a background call
+/// that declares the tasks extension is answered with a task, whose result `tasks/get` reads.
+#[tokio::test]
+async fn the_2026_era_and_tasks_are_served_per_request() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let server = start_http(dir.path(), &["--dir", sessions.to_str().unwrap()]).await;
+    let http = client();
+    let url = server.url("stateless");
+    let post = |method: &'static str, name: Option<String>, body: Value| {
+        let http = http.clone();
+        let url = url.clone();
+        async move {
+            let mut headers = vec![
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", method),
+            ];
+            if let Some(name) = &name {
+                headers.push(("mcp-name", name.as_str()));
+            }
+            let reply = send(&http, "POST", &url, &headers, &body.to_string())
+                .await
+                .unwrap();
+            assert_eq!(reply.status, 200, "{}", reply.body);
+            reply.messages().pop().unwrap()
+        }
+    };
+    let discovered = post(
+        "server/discover",
+        None,
+        json!({"jsonrpc": "2.0", "id": "d", "method": "server/discover", "params": {"_meta": meta(false)}}),
+    )
+    .await;
+    assert_eq!(
+        discovered["result"]["supportedVersions"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap(),
+        "2026-07-28"
+    );
+    let written = post(
+        "tools/call",
+        Some("todo_write".to_owned()),
+        json!({"jsonrpc": "2.0", "id": "w", "method": "tools/call", "params": {
+            "_meta": meta(false), "name": "todo_write", "arguments": todos("no handshake")}}),
+    )
+    .await;
+    assert_eq!(
+        written["result"]["content"],
+        json!([{"type": "text", "text": "Updated todo list: 0 pending, 1 in progress, 0 completed."}])
+    );
+    let started = post(
+        "tools/call",
+        Some("bash".to_owned()),
+        json!({"jsonrpc": "2.0", "id": "b", "method": "tools/call", "params": {
+            "_meta": meta(true), "name": "bash",
+            "arguments": {"command": "echo over-http", "run_in_background": true}}}),
+    )
+    .await;
+    assert_eq!(started["result"]["resultType"], "task");
+    let task = started["result"]["taskId"].as_str().unwrap().to_owned();
+    let deadline = tokio::time::Instant::now() + BOUND;
+    let result = loop {
+        let got = post(
+            "tasks/get",
+            Some(task.clone()),
+            json!({"jsonrpc": "2.0", "id": "g", "method": "tasks/get", "params": {
+                "_meta": meta(true), "taskId": task}}),
+        )
+        .await;
+        if got["result"]["status"] == "completed" {
+            break got["result"]["result"].clone();
+        }
+        assert_eq!(got["result"]["status"], "working", "{got}");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task never completed"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("over-http"), "{result}");
+}

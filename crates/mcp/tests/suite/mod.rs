@@ -2,6 +2,7 @@ mod delivery;
 mod durability;
 mod http;
 mod http_instances;
+mod http_load;
 mod http_support;
 mod jobs_restart;
 mod postgres;
