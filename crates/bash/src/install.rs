@@ -7,6 +7,12 @@ use turnkit_jobs::JobRegistry;
 
 use crate::{BashConfig, BashJobs, BashTool};
 
+/// The name of the prompt section a configured sandbox adds to the bash tool's host (the
+/// server's instructions say what confinement is in force, `bestEffort` gaps included).
+const SANDBOX_SECTION_NAME: &str = "tool:bash-sandbox";
+/// Its sort key: after the jobs section.
+const SANDBOX_SECTION_ORDER: i32 = 107;
+
 /// What [`install`] registered; unloads when dropped or on [`Installed::dispose`].
 #[must_use = "dropping Installed unregisters the bash tool at once"]
 pub struct Installed {
@@ -14,6 +20,8 @@ pub struct Installed {
     jobs: BashJobs,
     /// The leftover stopper of kind `bash` (`JobRegistry::on_leftovers`).
     _leftovers: Option<Registration>,
+    /// With a sandbox: the prompt section saying what confinement is in force.
+    sandbox_section: Option<Registration>,
 }
 
 impl std::fmt::Debug for Installed {
@@ -35,6 +43,9 @@ impl Installed {
     /// keep running under the registry.
     pub fn dispose(&self) {
         self.tool.unregister();
+        if let Some(section) = &self.sandbox_section {
+            section.unregister();
+        }
     }
 }
 
@@ -50,11 +61,20 @@ impl Installed {
 /// `bash` tool is already registered.
 pub fn install(harness: &Arc<dyn Harness>, config: BashConfig) -> Result<Installed, ConfigError> {
     config.validate()?;
-    if let Some(sandbox) = &config.sandbox {
-        let summary = crate::probe_sandbox(sandbox)
-            .map_err(|e| <BashConfig as PluginConfig>::invalid(e.0))?;
-        tracing::info!("bash: {summary}");
-    }
+    let summary = match &config.sandbox {
+        Some(sandbox) => {
+            let summary = crate::probe_sandbox(sandbox)
+                .map_err(|e| <BashConfig as PluginConfig>::invalid(e.0))?;
+            tracing::info!("bash: {summary}");
+            turnkit_jobs::KindNotes::set_on(
+                harness.as_ref(),
+                "bash",
+                format!("bash jobs run confined: {summary}."),
+            );
+            Some(summary)
+        }
+        None => None,
+    };
     let jobs = harness.services().get::<Arc<dyn JobRegistry>>();
     // A reopened journal's bash job whose host died: its leftovers are stopped before it is
     // reported (todo-jobs §5.9).
@@ -69,9 +89,18 @@ pub fn install(harness: &Arc<dyn Harness>, config: BashConfig) -> Result<Install
         Arc::new(BashTool::new(jobs.clone())),
         RegistrationScope::Global,
     )?;
+    let sandbox_section = summary.map(|summary| {
+        harness.register_prompt_section(turnkit_core::PromptSection {
+            name: SANDBOX_SECTION_NAME.to_owned(),
+            order: SANDBOX_SECTION_ORDER,
+            text: format!("Shell commands (bash) run confined: {summary}."),
+            scope: RegistrationScope::Global,
+        })
+    });
     Ok(Installed {
         tool,
         jobs,
         _leftovers: leftovers,
+        sandbox_section,
     })
 }

@@ -3,6 +3,7 @@
 mod error;
 mod foreground;
 mod invariant;
+mod notes;
 mod producer;
 mod registry;
 mod snapshot;
@@ -11,6 +12,7 @@ mod types;
 pub use error::{JobError, format_js_number};
 pub use foreground::{Foreground, OnTimeout, live_detail, wait_foreground};
 pub use invariant::{InvariantViolation, check_snapshot, install_invariant};
+pub use notes::KindNotes;
 pub use producer::{
     BoxError, CancelHook, DoneFuture, JobHooks, JobProgress, JobStart, ProgressObserver,
     ReadOutputHook, RunHook,

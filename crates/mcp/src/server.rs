@@ -237,11 +237,28 @@ impl Server {
         .flatten()
         .map(str::to_owned);
         let call_ct = context.ct.child_token();
+        // The request's span (OpenTelemetry MCP conventions); the tool call inside it is the
+        // `execute_tool` span whose `gen_ai.tool.call.id` is this request id.
+        let request_id = context.id.to_string();
+        let span = tracing::info_span!(
+            "tools/call",
+            "otel.name" = %format_args!("tools/call {name}"),
+            "mcp.method.name" = "tools/call",
+            "jsonrpc.request.id" = %request_id,
+            "gen_ai.operation.name" = "execute_tool",
+            "gen_ai.tool.name" = %name,
+        );
         let answer = async {
             match progress_token {
                 None => {
                     self.host
-                        .answer(&name, arguments, call_ct.clone(), Progress::default())
+                        .answer(
+                            Some(&request_id),
+                            &name,
+                            arguments,
+                            call_ct.clone(),
+                            Progress::default(),
+                        )
                         .await
                 }
                 Some(token) => {
@@ -253,9 +270,13 @@ impl Server {
                         Progress::new(self.host.clock(), PROGRESS_INTERVAL, move |update| {
                             let _ = reports.send(update);
                         });
-                    let call = self
-                        .host
-                        .answer(&name, arguments, call_ct.clone(), progress);
+                    let call = self.host.answer(
+                        Some(&request_id),
+                        &name,
+                        arguments,
+                        call_ct.clone(),
+                        progress,
+                    );
                     tokio::pin!(call);
                     let answer = loop {
                         tokio::select! {
@@ -272,6 +293,7 @@ impl Server {
                 }
             }
         };
+        let answer = tracing::Instrument::instrument(answer, span);
         tokio::pin!(answer);
         let answer = match &waited_job {
             None => answer.await,

@@ -339,8 +339,13 @@ impl SessionHost {
     /// which case nothing is attached (the result will not be sent). `cancel` and `progress`
     /// travel on the call ([`turnkit_core::ToolCall`]): a tool that waits reports through
     /// `progress` and stops waiting when `cancel` fires.
+    ///
+    /// `call_id` is the call's `gen_ai.tool.call.id` (the JSON-RPC request id of a
+    /// `tools/call`; `None`: a process-unique `harness-call-<N>`), which a job the call
+    /// starts records.
     pub(crate) async fn answer(
         &self,
+        call_id: Option<&str>,
         name: &str,
         arguments: Value,
         cancel: CancellationToken,
@@ -359,7 +364,7 @@ impl SessionHost {
             .host
             .tools()
             .execute_reporting(
-                None,
+                call_id,
                 name,
                 arguments,
                 Some(caller),
@@ -434,6 +439,7 @@ impl SessionHost {
     pub async fn call_tool(&self, name: &str, arguments: Value) -> ToolOutput {
         let answer = self
             .answer(
+                None,
                 name,
                 arguments,
                 CancellationToken::new(),

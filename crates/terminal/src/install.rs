@@ -15,6 +15,8 @@ pub struct Installed {
     tools: Vec<Registration>,
     lifecycle: Registration,
     terminals: Terminals,
+    /// With a sandbox: the prompt section saying what confinement is in force.
+    sandbox_section: Option<Registration>,
 }
 
 impl std::fmt::Debug for Installed {
@@ -41,6 +43,9 @@ impl Installed {
         }
         self.lifecycle.unregister();
         self.terminals.dispose();
+        if let Some(section) = &self.sandbox_section {
+            section.unregister();
+        }
     }
 }
 
@@ -65,11 +70,20 @@ pub fn install(
     config: TerminalConfig,
 ) -> Result<Installed, ConfigError> {
     config.validate()?;
-    if let Some(sandbox) = &config.sandbox {
-        let summary = turnkit_bash::probe_sandbox(sandbox)
-            .map_err(|e| <TerminalConfig as turnkit_core::PluginConfig>::invalid(e.0))?;
-        tracing::info!("terminal: {summary}");
-    }
+    let summary = match &config.sandbox {
+        Some(sandbox) => {
+            let summary = turnkit_bash::probe_sandbox(sandbox)
+                .map_err(|e| <TerminalConfig as turnkit_core::PluginConfig>::invalid(e.0))?;
+            tracing::info!("terminal: {summary}");
+            turnkit_jobs::KindNotes::set_on(
+                harness.as_ref(),
+                "pty-send",
+                format!("Terminal programs (pty-send jobs) run confined: {summary}."),
+            );
+            Some(summary)
+        }
+        None => None,
+    };
     let jobs = harness.services().get::<Arc<dyn JobRegistry>>();
     let terminals = Terminals::new(config, harness.clock(), jobs);
     let mut tools = Vec::with_capacity(3);
@@ -87,9 +101,19 @@ pub fn install(
             table.owner_disposed(agent);
         }
     }));
+    let sandbox_section = summary.map(|summary| {
+        harness.register_prompt_section(turnkit_core::PromptSection {
+            name: "tool:terminal-sandbox".to_owned(),
+            // After the jobs section and bash's.
+            order: 108,
+            text: format!("Terminal programs run confined: {summary}."),
+            scope: RegistrationScope::Global,
+        })
+    });
     Ok(Installed {
         tools,
         lifecycle,
         terminals,
+        sandbox_section,
     })
 }

@@ -128,7 +128,10 @@ pub fn install_scoped(
         .push(registry.on_jobs_lost(installed.scope.clone(), reporter.lost_listener()));
     let tools: [Arc<dyn turnkit_core::Tool>; 3] = [
         Arc::new(JobOutputTool::new(registry.clone(), &config)),
-        Arc::new(JobListTool::new(registry.clone())),
+        Arc::new(JobListTool::new(
+            registry.clone(),
+            harness.services().clone(),
+        )),
         Arc::new(JobKillTool::new(registry)),
     ];
     for tool in tools {

@@ -148,15 +148,18 @@ impl Tool for JobOutputTool {
 }
 
 /// `job_list`: the caller's jobs plus unowned jobs, one line each (todo-jobs §5.4). Never
-/// capped.
+/// capped. When the host's services hold [`turnkit_jobs::KindNotes`] (a job kind's plugin
+/// says how its jobs run, e.g. a sandbox's confinement), the text ends with a blank line and
+/// those lines.
 pub(crate) struct JobListTool {
     definition: ToolDefinition,
     registry: Arc<dyn JobRegistry>,
+    services: turnkit_core::Services,
 }
 
 impl JobListTool {
-    /// The tool over `registry`.
-    pub(crate) fn new(registry: Arc<dyn JobRegistry>) -> Self {
+    /// The tool over `registry`, reading the kind notes in `services` at each call.
+    pub(crate) fn new(registry: Arc<dyn JobRegistry>, services: turnkit_core::Services) -> Self {
         Self {
             definition: ToolDefinition {
                 name: JOB_LIST.to_owned(),
@@ -166,6 +169,7 @@ impl JobListTool {
                 annotations: Some(turnkit_core::ToolAnnotations::READ_ONLY),
             },
             registry,
+            services,
         }
     }
 }
@@ -205,6 +209,16 @@ impl Tool for JobListTool {
                 })
                 .collect::<Vec<_>>()
                 .join("\n")
+        };
+        let notes = self
+            .services
+            .get::<turnkit_jobs::KindNotes>()
+            .map(|notes| notes.lines())
+            .unwrap_or_default();
+        let text = if notes.is_empty() {
+            text
+        } else {
+            format!("{text}\n\n{}", notes.join("\n"))
         };
         let value = Value::Array(jobs.iter().map(PublicJob::to_value).collect());
         Ok(ToolOutput::success(value, text))

@@ -101,11 +101,22 @@ impl LoopAgent {
         self.observer.turn_started(&self.id, number);
         self.emit(&AgentEvent::Status(AgentStatus::Running));
         self.claim(number, &claimed);
+        let id = self.id.as_str();
+        let span = tracing::info_span!(
+            "invoke_agent",
+            "otel.name" = %format_args!("invoke_agent {id}"),
+            "gen_ai.operation.name" = "invoke_agent",
+            "gen_ai.agent.name" = id,
+            "gen_ai.agent.id" = id,
+            "gen_ai.conversation.id" = %self.session.id(),
+            "harness.turn" = number,
+        );
         Some(Turn {
             agent,
             number,
             input: claimed,
             open: true,
+            span,
         })
     }
 }
@@ -152,6 +163,8 @@ pub struct Turn {
     number: u64,
     input: Vec<UserMessage>,
     open: bool,
+    /// The turn's `invoke_agent` span, closed with the turn.
+    span: tracing::Span,
 }
 
 impl std::fmt::Debug for Turn {
@@ -167,6 +180,17 @@ impl Turn {
     /// The 1-based turn number (the `turn` of its `turn/start` event).
     pub fn number(&self) -> u64 {
         self.number
+    }
+
+    /// The turn's `tracing` span, `invoke_agent` in the OpenTelemetry GenAI conventions
+    /// (exported as `invoke_agent {gen_ai.agent.name}`): `gen_ai.operation.name`
+    /// (`invoke_agent`), `gen_ai.agent.name` and `gen_ai.agent.id` (the agent's id),
+    /// `gen_ai.conversation.id` (the session id) and `harness.turn` (the turn number). It
+    /// lasts as long as the turn; run the turn's model steps and tool calls in it
+    /// (`tracing::Instrument::instrument(step, turn.span().clone())`) so their
+    /// `execute_tool` spans nest under it (docs/observability.md).
+    pub fn span(&self) -> &tracing::Span {
+        &self.span
     }
 
     /// The agent.

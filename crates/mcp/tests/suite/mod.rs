@@ -8,6 +8,7 @@ mod jobs_restart;
 mod postgres;
 mod protocol;
 mod resources;
+mod sandbox;
 mod support;
 mod tasks;
 mod tools;
