@@ -226,14 +226,6 @@ async fn refusals_have_stable_statuses_and_bodies() {
             json!({"error": "invalid_session_id", "message": "a session id is 1 to 128 characters of A-Z a-z 0-9 . _ -"}),
         ),
         (
-            "a body too large",
-            url.clone(),
-            vec![("authorization", team.clone())],
-            format!("{{\"pad\":\"{}\"}}", "x".repeat(1024 * 1024)),
-            413,
-            json!({"error": "body_too_large", "message": "a request body is at most 1048576 bytes"}),
-        ),
-        (
             "an unknown path",
             format!("http://{}/mcp", server.addr),
             vec![("authorization", team.clone())],
@@ -255,6 +247,31 @@ async fn refusals_have_stable_statuses_and_bodies() {
             assert_eq!(reply.headers.get("www-authenticate").unwrap(), "Bearer");
         }
     }
+    // A body declared too large is refused from its headers alone. Sent over a bare socket
+    // that writes no body: a client still writing a megabyte when the refusal and the close
+    // arrive may see the connection reset before it reads the answer.
+    let raw = raw_post(
+        &server.addr,
+        "/sessions/ci-1/mcp",
+        &[("authorization", &team), ("content-length", "1048577")],
+    )
+    .await;
+    assert!(
+        raw.starts_with("HTTP/1.1 413 Payload Too Large\r\n"),
+        "{raw}"
+    );
+    assert!(
+        raw.contains("\r\ncontent-type: application/json\r\n"),
+        "{raw}"
+    );
+    let body = raw
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body)
+        .unwrap_or_default();
+    assert_eq!(
+        serde_json::from_str::<Value>(body).unwrap(),
+        json!({"error": "body_too_large", "message": "a request body is at most 1048576 bytes"})
+    );
     // What passes: the team's token anywhere, the ci token on its prefixes, an allowed
     // origin, a loopback one.
     for (token, session) in [
@@ -418,4 +435,43 @@ async fn the_2026_era_and_tasks_are_served_per_request() {
     };
     let text = result["content"][0]["text"].as_str().unwrap();
     assert!(text.contains("over-http"), "{result}");
+}
+
+/// The answer to a `POST` of `path` with `headers` and no body bytes, as text, read until
+/// the server closes the connection or the answer's `content-length` is complete.
+async fn raw_post(addr: &str, path: &str, headers: &[(&str, &str)]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut request = format!("POST {path} HTTP/1.1\r\nhost: {addr}\r\n");
+    request.push_str(
+        "content-type: application/json\r\naccept: application/json, text/event-stream\r\n",
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 4096];
+    loop {
+        let read = tokio::time::timeout(BOUND, stream.read(&mut buffer))
+            .await
+            .expect("the refusal in time")
+            .unwrap_or(0);
+        if read == 0 {
+            break;
+        }
+        answer.extend_from_slice(&buffer[..read]);
+        let text = String::from_utf8_lossy(&answer);
+        if let Some((head, body)) = text.split_once("\r\n\r\n") {
+            let length = head
+                .lines()
+                .find_map(|line| line.strip_prefix("content-length: "))
+                .and_then(|value| value.trim().parse::<usize>().ok());
+            if length.is_some_and(|length| body.len() >= length) {
+                break;
+            }
+        }
+    }
+    String::from_utf8_lossy(&answer).into_owned()
 }
