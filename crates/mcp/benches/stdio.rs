@@ -17,7 +17,7 @@
     reason = "a benchmark reports its numbers and unwraps its fixtures"
 )]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
@@ -26,6 +26,9 @@ use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::{Value, json};
 use turnkit_mcp::{FamiliesConfig, SessionHost, SessionOptions};
+
+mod common;
+use common::{percentiles, release_harness, scratch, todos};
 
 const CALLS: usize = 10_000;
 const WARM_UP: usize = 200;
@@ -38,56 +41,12 @@ impl ClientHandler for Client {
     }
 }
 
+fn arguments(round: usize) -> serde_json::Map<String, Value> {
+    todos(round).as_object().unwrap().clone()
+}
+
 fn config() -> Value {
     json!({"todo": {"allowParallelInProgress": false}})
-}
-
-fn arguments(round: usize) -> serde_json::Map<String, Value> {
-    let status = if round.is_multiple_of(2) {
-        "in_progress"
-    } else {
-        "pending"
-    };
-    json!({"todos": [
-        {"content": "Write the benchmark", "status": "completed"},
-        {"content": format!("Round {round}"), "status": status},
-    ]})
-    .as_object()
-    .unwrap()
-    .clone()
-}
-
-fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
-    (at(0.50), at(0.99))
-}
-
-fn release_harness() -> PathBuf {
-    let status = std::process::Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "-p",
-            "turnkit-cli",
-            "--bin",
-            "harness",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("cargo runs");
-    assert!(status.success());
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/harness")
-}
-
-fn scratch() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        tempfile::tempdir_in(shm).unwrap()
-    } else {
-        tempfile::tempdir().unwrap()
-    }
 }
 
 async fn stdio(bin: &Path) -> Vec<Duration> {

@@ -17,7 +17,7 @@
     reason = "a benchmark reports its numbers and unwraps its fixtures"
 )]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -25,6 +25,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use turnkit_mcp::{FamiliesConfig, SessionHost, SessionOptions};
+
+mod common;
+use common::{percentiles, release_harness, scratch, todos};
 
 const JOBS: usize = 300;
 const JOB_WARM_UP: usize = 20;
@@ -43,51 +46,6 @@ fn meta() -> Value {
             "extensions": {"io.modelcontextprotocol/tasks": {}}
         },
     })
-}
-
-fn todos(round: usize) -> Value {
-    let status = if round.is_multiple_of(2) {
-        "in_progress"
-    } else {
-        "pending"
-    };
-    json!({"todos": [
-        {"content": "Write the benchmark", "status": "completed"},
-        {"content": format!("Round {round}"), "status": status},
-    ]})
-}
-
-fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() as f64 - 1.0) * q).round() as usize];
-    (at(0.50), at(0.99))
-}
-
-fn release_harness() -> PathBuf {
-    let status = std::process::Command::new(env!("CARGO"))
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "-p",
-            "turnkit-cli",
-            "--bin",
-            "harness",
-        ])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .status()
-        .expect("cargo runs");
-    assert!(status.success());
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/release/harness")
-}
-
-fn scratch() -> tempfile::TempDir {
-    let shm = Path::new("/dev/shm");
-    if shm.is_dir() {
-        tempfile::tempdir_in(shm).unwrap()
-    } else {
-        tempfile::tempdir().unwrap()
-    }
 }
 
 /// One server spoken to in raw lines.

@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod agent;
+pub mod binary;
 mod clock;
 pub mod conformance;
 mod fake_job;

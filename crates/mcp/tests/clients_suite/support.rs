@@ -1,8 +1,11 @@
 //! What the real-client tests share: the `harness` binary, the clients' binaries (from the
 //! environment), a recording wrapper around `harness mcp`, and the session log.
+//!
+//! The server (and any client) is a real child process on the wall clock, so a wait here
+//! polls what it writes (its answers, its session log or the database) with a short pause,
+//! bounded by a deadline; no pause stands in for an in-process event.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -12,30 +15,7 @@ pub(crate) const BOUND: Duration = Duration::from_secs(30);
 
 /// The `harness` binary, built once per test process.
 pub(crate) fn harness_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let status = std::process::Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--quiet",
-                "--locked",
-                "-p",
-                "turnkit-cli",
-                "--bin",
-                "harness",
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the harness binary failed");
-        let exe = std::env::current_exe().expect("test executable path");
-        // target/<profile>/deps/clients-<hash> → target/<profile>/harness
-        let profile = exe.parent().and_then(Path::parent).expect("target folder");
-        let bin = profile.join(format!("harness{}", std::env::consts::EXE_SUFFIX));
-        assert!(bin.exists(), "{} missing", bin.display());
-        bin
-    })
-    .clone()
+    turnkit_testkit::binary::built("turnkit-cli", "harness")
 }
 
 /// The client binary named by the environment variable `var` (set by `.ci/run`, which installs

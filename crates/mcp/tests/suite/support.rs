@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 #[expect(
@@ -23,33 +22,9 @@ use tokio::sync::mpsc;
 /// How long a test waits for something the server will do in real time.
 pub(crate) const BOUND: Duration = Duration::from_secs(20);
 
-/// The `harness` binary, built once per test process (the test harness has no direct
-/// handle on another package's binary).
+/// The `harness` binary, built once per test process.
 pub(crate) fn harness_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let status = std::process::Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--quiet",
-                "--locked",
-                "-p",
-                "turnkit-cli",
-                "--bin",
-                "harness",
-            ])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .status()
-            .expect("cargo runs");
-        assert!(status.success(), "building the harness binary failed");
-        let exe = std::env::current_exe().expect("test executable path");
-        // target/<profile>/deps/all-<hash> → target/<profile>/harness
-        let profile = exe.parent().and_then(Path::parent).expect("target folder");
-        let bin = profile.join(format!("harness{}", std::env::consts::EXE_SUFFIX));
-        assert!(bin.exists(), "{} missing", bin.display());
-        bin
-    })
-    .clone()
+    turnkit_testkit::binary::built("turnkit-cli", "harness")
 }
 
 /// A notification the client received.
