@@ -1,5 +1,9 @@
 //! `harness mcp --http`: every session at its own URL, to rmcp's streamable HTTP client and to
 //! raw requests; each refusal's status and body.
+//!
+//! The server (and any client) is a real child process on the wall clock, so a wait here
+//! polls what it writes (its answers, its session log or the database) with a short pause,
+//! bounded by a deadline; no pause stands in for an in-process event.
 
 use pretty_assertions::assert_eq;
 use rmcp::ServiceExt;

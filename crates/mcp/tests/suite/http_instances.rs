@@ -1,6 +1,10 @@
 //! Two `harness mcp --http` instances on one PostgreSQL store: a session another live
 //! instance serves is refused naming its owner; an idle session's lease is released so the
 //! other instance takes it; a killed instance's sessions move once its leases end.
+//!
+//! The server (and any client) is a real child process on the wall clock, so a wait here
+//! polls what it writes (its answers, its session log or the database) with a short pause,
+//! bounded by a deadline; no pause stands in for an in-process event.
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};

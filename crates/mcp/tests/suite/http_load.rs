@@ -2,6 +2,10 @@
 //! on one PostgreSQL store; one instance is killed with SIGKILL halfway. Every call answered
 //! success must be in the database, no job id may repeat in a session, and no reminder may
 //! fire twice (each created reminder fires exactly once).
+//!
+//! The server (and any client) is a real child process on the wall clock, so a wait here
+//! polls what it writes (its answers, its session log or the database) with a short pause,
+//! bounded by a deadline; no pause stands in for an in-process event.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;

@@ -1,5 +1,9 @@
 //! The stateless 2026-07-28 era (`server/discover`, every request's own `_meta`) and the tasks
 //! extension, driven line by line the way Claude Code drives it.
+//!
+//! The server (and any client) is a real child process on the wall clock, so a wait here
+//! polls what it writes (its answers, its session log or the database) with a short pause,
+//! bounded by a deadline; no pause stands in for an in-process event.
 
 use std::path::Path;
 use std::process::Stdio;
