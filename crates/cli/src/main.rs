@@ -11,6 +11,7 @@ use turnkit_families::{ChildrenMode, FamiliesConfig, LogFileError};
 mod http;
 mod inspect;
 mod mcp;
+mod telemetry;
 
 /// Run harness scenario files and inspect session logs.
 #[derive(Parser)]
@@ -97,6 +98,11 @@ enum Command {
         store: Option<String>,
         #[command(flatten)]
         http: http::HttpArgs,
+        /// Export the spans (tool calls, turns, MCP requests, jobs, reminders) over OTLP/HTTP
+        /// in protobuf to the collector at this base URL (`http://localhost:4318`; spans go to
+        /// its `/v1/traces`). Needs a binary built with the `otlp` feature.
+        #[arg(long, value_name = "URL")]
+        otlp_endpoint: Option<String>,
     },
     /// Serve a read-only live web view of a folder of session files or a PostgreSQL store
     /// (sessions, plans, jobs, reminders, timelines) and print its URL; runs until
@@ -134,22 +140,27 @@ fn report(error: &anyhow::Error) -> String {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
     let cli = Cli::parse();
-    match run(cli.command) {
+    let otlp_endpoint = match &cli.command {
+        Command::Mcp { otlp_endpoint, .. } => otlp_endpoint.as_deref(),
+        _ => None,
+    };
+    let telemetry = match telemetry::Telemetry::install(otlp_endpoint) {
+        Ok(telemetry) => telemetry,
+        Err(error) => {
+            eprintln!("harness: {}", report(&error));
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = match run(cli.command) {
         Ok(code) => code,
         Err(error) => {
             eprintln!("harness: {}", report(&error));
             ExitCode::FAILURE
         }
-    }
+    };
+    telemetry.shutdown();
+    code
 }
 
 fn run(command: Command) -> anyhow::Result<ExitCode> {
@@ -161,6 +172,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             structured,
             store,
             http,
+            otlp_endpoint: _,
         } => mcp::run(
             dir,
             session,
