@@ -12,7 +12,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
-use super::http_support::{Connection, INITIALIZE, client, send, start_http, texts};
+use super::http_support::{Connection, INITIALIZE, client, meta, send, start_http, texts};
 use super::support::{BOUND, harness_bin};
 
 const TOKEN: &str = "0123456789abcdef-team";
@@ -340,20 +340,6 @@ async fn a_non_loopback_address_needs_a_token_file() {
         String::from_utf8_lossy(&output.stderr),
         "harness: token file line 1: a token is at least 16 characters\n"
     );
-}
-
-/// The `_meta` every 2026-07-28 request carries; `tasks` declares the tasks extension.
-fn meta(tasks: bool) -> Value {
-    let capabilities = if tasks {
-        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
-    } else {
-        json!({})
-    };
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": capabilities,
-    })
 }
 
 /// The 2026-07-28 era over HTTP: no handshake, each request on its own; a background call

@@ -9,7 +9,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::http_support::{Connection, INITIALIZE, client, send, start_http, texts};
+use super::http_support::{Connection, INITIALIZE, client, send, start_http, stateless, texts};
 use super::postgres::{client as pg_client, fresh_database, server_url};
 use super::support::BOUND;
 
@@ -142,5 +142,161 @@ async fn instances_share_sessions_through_leases() {
         .unwrap()
         .get(0);
     assert_eq!(owner, "inst-a");
+    drop(a);
+}
+
+/// A task lives in the session's log, so whichever instance holds the session answers for
+/// it: a reminder's task opened on A is read and cancelled on B once A released the session,
+/// and a job's task opened on B is read on A after B was killed (its job's true end: stopped
+/// with its host). While another instance holds the session, a task request is refused like
+/// any other, naming the owner (a load balancer routes by path to it).
+#[tokio::test]
+async fn a_task_is_read_and_cancelled_on_another_instance() {
+    let Some(url) = server_url() else { return };
+    let store = fresh_database(&url).await;
+    let dir = tempfile::tempdir().unwrap();
+    let instance = |id: &'static str, idle: &'static str| {
+        let dir = dir.path().to_owned();
+        let store = store.clone();
+        async move {
+            start_http(
+                &dir,
+                &[
+                    "--store",
+                    &store,
+                    "--host-id",
+                    id,
+                    "--lease-ttl",
+                    "2",
+                    "--idle-release",
+                    idle,
+                ],
+            )
+            .await
+        }
+    };
+    let a = instance("inst-a", "1").await;
+    let mut b = instance("inst-b", "1").await;
+    let http = client();
+    let created = stateless(
+        &http,
+        &a.url("shared"),
+        "tools/call",
+        Some("schedule_create"),
+        json!({"name": "schedule_create", "arguments": {"prompt": "stretch", "after_seconds": 3600}}),
+        true,
+    )
+    .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    assert_eq!(created.messages()[0]["result"]["taskId"], "task-1");
+
+    // Refused naming A while A holds the session; answered by B once A let it go.
+    let get = |url: String, task: &'static str| {
+        let http = http.clone();
+        async move {
+            stateless(
+                &http,
+                &url,
+                "tasks/get",
+                Some(task),
+                json!({"taskId": task}),
+                true,
+            )
+            .await
+        }
+    };
+    let deadline = tokio::time::Instant::now() + BOUND;
+    let got = loop {
+        let reply = get(b.url("shared"), "task-1").await;
+        if reply.status == 200 {
+            break reply.messages().remove(0);
+        }
+        assert_eq!((reply.status, reply.json()), (409, owned_by("inst-a")));
+        assert!(tokio::time::Instant::now() < deadline, "a never released");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(got["result"]["status"], "working", "{got}");
+    let cancelled = stateless(
+        &http,
+        &b.url("shared"),
+        "tasks/cancel",
+        Some("task-1"),
+        json!({"taskId": "task-1"}),
+        true,
+    )
+    .await;
+    assert_eq!(
+        cancelled.messages()[0]["result"],
+        json!({"resultType": "complete"})
+    );
+    let got = get(b.url("shared"), "task-1").await.messages().remove(0);
+    assert_eq!(got["result"]["status"], "cancelled", "{got}");
+
+    // A job's task opened on B; B dies with the job running; A answers for the task once
+    // B's lease ended.
+    let started = stateless(
+        &http,
+        &b.url("shared"),
+        "tools/call",
+        Some("bash"),
+        json!({"name": "bash", "arguments": {"command": "sleep 1000", "run_in_background": true}}),
+        true,
+    )
+    .await;
+    assert_eq!(
+        started.messages()[0]["result"]["taskId"],
+        "task-2",
+        "{}",
+        started.body
+    );
+    b.child.start_kill().unwrap();
+    b.child.wait().await.unwrap();
+    let deadline = tokio::time::Instant::now() + BOUND;
+    let done = loop {
+        let reply = get(a.url("shared"), "task-2").await;
+        if reply.status == 200 {
+            let got = reply.messages().remove(0);
+            if got["result"]["status"] != "working" {
+                break got["result"].clone();
+            }
+        } else {
+            assert_eq!((reply.status, reply.json()), (409, owned_by("inst-b")));
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "b's lease never ended"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    };
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        texts(&done["result"]),
+        [
+            "background job bash-1 (bash: sleep 1000) was running when its host stopped; its processes were stopped [status: killed, stopped at the restart]. Its output went with the stopped host.",
+            "(from before the restart)\n(no new output)\n[status: killed, stopped at the restart]",
+        ]
+    );
+    // The cancelled reminder task stays cancelled on A; the reminder itself stays scheduled.
+    let got = get(a.url("shared"), "task-1").await.messages().remove(0);
+    assert_eq!(got["result"]["status"], "cancelled", "{got}");
+    let db = pg_client(&store).await;
+    let rows = db
+        .query(
+            "SELECT type FROM harness.events WHERE session_id = 'shared' \
+             AND type LIKE 'mcp/task%' ORDER BY seq",
+            &[],
+        )
+        .await
+        .unwrap();
+    let types: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
+    assert_eq!(
+        types,
+        [
+            "mcp/task",
+            "mcp/taskCancelled",
+            "mcp/task",
+            "mcp/taskDelivered"
+        ]
+    );
     drop(a);
 }

@@ -241,3 +241,41 @@ pub(crate) fn texts(result: &Value) -> Vec<String> {
         .map(|b| b["text"].as_str().unwrap().to_owned())
         .collect()
 }
+
+/// The `_meta` every 2026-07-28 request carries; `tasks` declares the tasks extension.
+pub(crate) fn meta(tasks: bool) -> Value {
+    let capabilities = if tasks {
+        json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
+    } else {
+        json!({})
+    };
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": capabilities,
+    })
+}
+
+/// A request of the 2026-07-28 era (no handshake) posted to `url`: `method` with `params`
+/// (whose `_meta` is [`meta`] with `tasks`), the `Mcp-Method` and `Mcp-Name` headers set.
+pub(crate) async fn stateless(
+    client: &Client<HttpConnector, Full<Bytes>>,
+    url: &str,
+    method: &str,
+    name: Option<&str>,
+    mut params: Value,
+    tasks: bool,
+) -> Reply {
+    params["_meta"] = meta(tasks);
+    let mut headers = vec![
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", method),
+    ];
+    if let Some(name) = name {
+        headers.push(("mcp-name", name));
+    }
+    let body = json!({"jsonrpc": "2.0", "id": "r", "method": method, "params": params});
+    send(client, "POST", url, &headers, &body.to_string())
+        .await
+        .unwrap()
+}
