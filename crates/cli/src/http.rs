@@ -54,6 +54,12 @@ pub(crate) struct HttpArgs {
     /// in `session_owned` refusals; unique per process (default `<hostname>-<pid>-<start>`).
     #[arg(long, value_name = "ID", requires = "http")]
     pub(crate) host_id: Option<String>,
+    /// Threads serving HTTP requests and tool calls (default 1). One thread answers a call
+    /// fastest (no hand-over between threads; the store's writes run on threads of their
+    /// own); more spread many concurrent clients over cores (`docs/deployment.md` has the
+    /// figures).
+    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u16).range(1..))]
+    pub(crate) workers: Option<u16>,
 }
 
 /// A store holding one session already opened: what [`SessionHost::open_in`] is given for a
@@ -187,10 +193,16 @@ pub(crate) fn run(
             .map_or(turnkit_mcp::http::DEFAULT_IDLE, Duration::from_secs),
         ..HttpOptions::default()
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("starting the runtime")?;
+    let runtime = match args.workers.unwrap_or(1) {
+        1 => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        n => tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(usize::from(n))
+            .enable_all()
+            .build(),
+    }
+    .context("starting the runtime")?;
     http_options.check_bind(addr)?;
     runtime.block_on(async move {
         let stop = http_options.stop.clone();

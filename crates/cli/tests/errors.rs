@@ -48,3 +48,18 @@ fn an_unknown_store_scheme_is_refused() {
          postgresql:// URL, or a folder for JSONL files\n"
     );
 }
+
+/// `--workers` counts threads: zero is refused before anything is opened.
+#[test]
+fn zero_http_workers_are_refused() {
+    let output = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["mcp", "--http", "127.0.0.1:0", "--workers", "0"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(
+        stderr.lines().next(),
+        Some("error: invalid value '0' for '--workers <N>': 0 is not in 1..=65535")
+    );
+}

@@ -82,9 +82,9 @@ async fn stdio(bin: &Path) -> Vec<Duration> {
     samples
 }
 
-/// The same calls over streamable HTTP: rmcp's HTTP client against `harness mcp --http` on
-/// loopback, session `bench` at its URL.
-async fn http(bin: &Path) -> Vec<Duration> {
+/// A release `harness mcp --http` on loopback: session `bench`'s URL, the child and its
+/// session folder.
+async fn start_http(bin: &Path) -> (String, tokio::process::Child, tempfile::TempDir) {
     use tokio::io::AsyncBufReadExt;
     let dir = scratch();
     let config_path = dir.path().join("config.json");
@@ -106,9 +106,14 @@ async fn http(bin: &Path) -> Vec<Duration> {
         }
     };
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(format!(
-        "http://{addr}/sessions/bench/mcp"
-    ));
+    (format!("http://{addr}/sessions/bench/mcp"), child, dir)
+}
+
+/// The same calls over streamable HTTP: rmcp's HTTP client against `harness mcp --http` on
+/// loopback, session `bench` at its URL.
+async fn http(bin: &Path) -> Vec<Duration> {
+    let (url, mut child, _dir) = start_http(bin).await;
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
     let client = Client.serve(transport).await.unwrap();
     let mut samples = Vec::with_capacity(CALLS);
     for round in 0..WARM_UP + CALLS {
@@ -123,6 +128,107 @@ async fn http(bin: &Path) -> Vec<Duration> {
     }
     let mut client = client;
     client.close().await.unwrap();
+    child.start_kill().unwrap();
+    let _ = child.wait().await;
+    samples
+}
+
+/// The `initialize` request and `initialized` notification a raw client sends first.
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+/// Round `round`'s `tools/call` as one JSON-RPC line.
+fn call_line(round: usize) -> String {
+    json!({"jsonrpc": "2.0", "id": round + 1, "method": "tools/call",
+        "params": {"name": "todo_write", "arguments": todos(round)}})
+    .to_string()
+}
+
+/// The server's own share over stdio: the same calls written and read as raw lines (no
+/// client library), each timed from its write to its answer line.
+async fn raw_stdio(bin: &Path) -> Vec<Duration> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    let dir = scratch();
+    let config_path = dir.path().join("config.json");
+    std::fs::write(&config_path, config().to_string()).unwrap();
+    let mut child = tokio::process::Command::new(bin)
+        .arg("mcp")
+        .arg("--dir")
+        .arg(dir.path().join("sessions"))
+        .args(["--session", "bench"])
+        .arg("--config")
+        .arg(&config_path)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    stdin
+        .write_all(format!("{INITIALIZE}\n{INITIALIZED}\n").as_bytes())
+        .await
+        .unwrap();
+    lines.next_line().await.unwrap().unwrap();
+    let mut samples = Vec::with_capacity(CALLS);
+    for round in 0..WARM_UP + CALLS {
+        let line = format!("{}\n", call_line(round));
+        let start = Instant::now();
+        stdin.write_all(line.as_bytes()).await.unwrap();
+        let answer = lines.next_line().await.unwrap().unwrap();
+        let elapsed = start.elapsed();
+        assert!(answer.contains(r#""isError":false"#), "{answer}");
+        if round >= WARM_UP {
+            samples.push(elapsed);
+        }
+    }
+    drop(stdin);
+    let _ = child.wait().await;
+    samples
+}
+
+/// The server's own share over HTTP: the same calls as raw `POST`s on one kept-alive
+/// HTTP/1.1 connection (hyper's client, no MCP client library), each timed from the request
+/// to the last byte of its answer.
+async fn raw_http(bin: &Path) -> Vec<Duration> {
+    use http_body_util::{BodyExt, Full};
+    let (url, mut child, _dir) = start_http(bin).await;
+    let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build_http::<Full<bytes::Bytes>>();
+    let post = |body: String, session: Option<String>| {
+        let mut request = http::Request::post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2025-06-18");
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        let request = request.body(Full::new(bytes::Bytes::from(body))).unwrap();
+        let client = client.clone();
+        async move {
+            let response = client.request(request).await.unwrap();
+            let session = response
+                .headers()
+                .get("mcp-session-id")
+                .map(|v| v.to_str().unwrap().to_owned());
+            let body = response.into_body().collect().await.unwrap().to_bytes();
+            (session, String::from_utf8(body.to_vec()).unwrap())
+        }
+    };
+    let (session, _) = post(INITIALIZE.to_owned(), None).await;
+    post(INITIALIZED.to_owned(), session.clone()).await;
+    let mut samples = Vec::with_capacity(CALLS);
+    for round in 0..WARM_UP + CALLS {
+        let body = call_line(round);
+        let start = Instant::now();
+        let (_, answer) = post(body, session.clone()).await;
+        let elapsed = start.elapsed();
+        assert!(answer.contains(r#""isError":false"#), "{answer}");
+        if round >= WARM_UP {
+            samples.push(elapsed);
+        }
+    }
     child.start_kill().unwrap();
     let _ = child.wait().await;
     samples
@@ -165,10 +271,14 @@ fn main() {
     let (local_p50, local_p99) = percentiles(runtime.block_on(in_process()));
     let (stdio_p50, stdio_p99) = percentiles(runtime.block_on(stdio(&bin)));
     let (http_p50, http_p99) = percentiles(runtime.block_on(http(&bin)));
+    let (raw_stdio_p50, raw_stdio_p99) = percentiles(runtime.block_on(raw_stdio(&bin)));
+    let (raw_http_p50, raw_http_p99) = percentiles(runtime.block_on(raw_http(&bin)));
     eprintln!("todo_write round trip over {CALLS} calls:");
     eprintln!("  in-process  p50 {local_p50:>10.1?}  p99 {local_p99:>10.1?}");
     eprintln!("  stdio (MCP) p50 {stdio_p50:>10.1?}  p99 {stdio_p99:>10.1?}");
     eprintln!("  http (MCP)  p50 {http_p50:>10.1?}  p99 {http_p99:>10.1?}");
+    eprintln!("  raw stdio   p50 {raw_stdio_p50:>10.1?}  p99 {raw_stdio_p99:>10.1?}");
+    eprintln!("  raw http    p50 {raw_http_p50:>10.1?}  p99 {raw_http_p99:>10.1?}");
     eprintln!(
         "  p50 overhead {:.1?} (target <= 100µs)",
         stdio_p50.saturating_sub(local_p50)
@@ -176,5 +286,10 @@ fn main() {
     eprintln!(
         "  http / stdio p50 {:.2}x (target <= 2x)",
         http_p50.as_secs_f64() / stdio_p50.as_secs_f64()
+    );
+    eprintln!(
+        "  http overhead over in-process / stdio round trip, p50 {:.2}x; raw http / raw stdio p50 {:.2}x",
+        http_p50.saturating_sub(local_p50).as_secs_f64() / stdio_p50.as_secs_f64(),
+        raw_http_p50.as_secs_f64() / raw_stdio_p50.as_secs_f64()
     );
 }

@@ -176,6 +176,12 @@ impl HttpServer {
             .fallback(route)
             .with_state(server.clone());
         let stop = self.options.stop.clone();
+        // Answers are small writes: no Nagle delay waiting for the client's acknowledgement.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(error) = tcp.set_nodelay(true) {
+                tracing::debug!("mcp http: TCP_NODELAY: {error}");
+            }
+        });
         let served = axum::serve(listener, app)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await
