@@ -48,7 +48,9 @@ impl Runner {
         turnkit_core::lock(&self.lines).len()
     }
 
-    pub(super) fn bash(
+    /// Starts a background bash job as the `bash` tool does: its command runs only after its
+    /// start was saved (the owner's session flushed; `BashJobs::start_saved`).
+    pub(super) async fn bash(
         &mut self,
         session: Option<&str>,
         command: &str,
@@ -64,7 +66,8 @@ impl Runner {
         let id = installed
             .bash()
             .jobs()
-            .start_background(owner.as_ref().map(|a| a.as_dyn()), command, limit)
+            .start_saved(owner.as_ref().map(|a| a.as_dyn()), command, limit)
+            .await
             .map_err(|e| format!("the job was refused: {e}"))?;
         self.insert_job_line(mark, id.as_str(), owner.as_ref());
         self.owners

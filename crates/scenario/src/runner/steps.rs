@@ -234,7 +234,10 @@ impl Runner {
                 session,
                 command,
                 output_limit_bytes,
-            } => self.bash(session.as_deref(), &command, output_limit_bytes)?,
+            } => {
+                self.bash(session.as_deref(), &command, output_limit_bytes)
+                    .await?;
+            }
             Step::Terminal { session, command } => {
                 self.terminal(session.as_deref(), command.as_deref())?;
             }
