@@ -28,7 +28,7 @@ use serde_json::{Value, json};
 use turnkit_mcp::{FamiliesConfig, SessionHost, SessionOptions};
 
 mod common;
-use common::{percentiles, release_harness, scratch, todos};
+use common::{percentiles, release_harness, scratch, spawn_stdio, todos};
 
 const CALLS: usize = 10_000;
 const WARM_UP: usize = 200;
@@ -147,25 +147,9 @@ fn call_line(round: usize) -> String {
 /// The server's own share over stdio: the same calls written and read as raw lines (no
 /// client library), each timed from its write to its answer line.
 async fn raw_stdio(bin: &Path) -> Vec<Duration> {
-    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
     let dir = scratch();
-    let config_path = dir.path().join("config.json");
-    std::fs::write(&config_path, config().to_string()).unwrap();
-    let mut child = tokio::process::Command::new(bin)
-        .arg("mcp")
-        .arg("--dir")
-        .arg(dir.path().join("sessions"))
-        .args(["--session", "bench"])
-        .arg("--config")
-        .arg(&config_path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let (mut child, mut stdin, mut lines) = spawn_stdio(bin, dir.path(), &config());
     stdin
         .write_all(format!("{INITIALIZE}\n{INITIALIZED}\n").as_bytes())
         .await

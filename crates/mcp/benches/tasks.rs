@@ -18,16 +18,15 @@
 )]
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::io::{AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use turnkit_mcp::{FamiliesConfig, SessionHost, SessionOptions};
 
 mod common;
-use common::{percentiles, release_harness, scratch, todos};
+use common::{percentiles, release_harness, scratch, spawn_stdio, todos};
 
 const JOBS: usize = 300;
 const JOB_WARM_UP: usize = 20;
@@ -59,23 +58,7 @@ struct Raw {
 
 impl Raw {
     fn start(bin: &Path, dir: &Path) -> Self {
-        let config_path = dir.join("config.json");
-        std::fs::write(&config_path, config().to_string()).unwrap();
-        let mut child = tokio::process::Command::new(bin)
-            .arg("mcp")
-            .arg("--dir")
-            .arg(dir.join("sessions"))
-            .args(["--session", "bench"])
-            .arg("--config")
-            .arg(&config_path)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        let (child, stdin, stdout) = spawn_stdio(bin, dir, &config());
         Self {
             child,
             stdin,

@@ -56,3 +56,35 @@ pub(crate) fn scratch() -> tempfile::TempDir {
         tempfile::tempdir().unwrap()
     }
 }
+
+/// A release `harness mcp` child serving session `bench` of `dir/sessions` with `config`
+/// (written to `dir/config.json`) over piped stdio: the child, its stdin and its stdout lines.
+pub(crate) fn spawn_stdio(
+    bin: &Path,
+    dir: &Path,
+    config: &Value,
+) -> (
+    tokio::process::Child,
+    tokio::process::ChildStdin,
+    tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+) {
+    use tokio::io::AsyncBufReadExt;
+    let config_path = dir.join("config.json");
+    std::fs::write(&config_path, config.to_string()).unwrap();
+    let mut child = tokio::process::Command::new(bin)
+        .arg("mcp")
+        .arg("--dir")
+        .arg(dir.join("sessions"))
+        .args(["--session", "bench"])
+        .arg("--config")
+        .arg(&config_path)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdin = child.stdin.take().unwrap();
+    let stdout = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, stdin, stdout)
+}

@@ -9,7 +9,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::http_support::{Connection, INITIALIZE, client, send, start_http, stateless, texts};
+use super::http_support::{Connection, INITIALIZE, client, send, start_instance, stateless, texts};
 use super::postgres::{client as pg_client, fresh_database, server_url};
 use super::support::BOUND;
 
@@ -30,34 +30,8 @@ async fn instances_share_sessions_through_leases() {
     let Some(url) = server_url() else { return };
     let store = fresh_database(&url).await;
     let dir = tempfile::tempdir().unwrap();
-    let a = start_http(
-        dir.path(),
-        &[
-            "--store",
-            &store,
-            "--host-id",
-            "inst-a",
-            "--lease-ttl",
-            "2",
-            "--idle-release",
-            "1",
-        ],
-    )
-    .await;
-    let mut b = start_http(
-        dir.path(),
-        &[
-            "--store",
-            &store,
-            "--host-id",
-            "inst-b",
-            "--lease-ttl",
-            "2",
-            "--idle-release",
-            "600",
-        ],
-    )
-    .await;
+    let a = start_instance(dir.path(), &store, "inst-a", "1").await;
+    let mut b = start_instance(dir.path(), &store, "inst-b", "600").await;
     let http = client();
     let mut on_a = Connection::open(&http, &a.url("shared"), None)
         .await
@@ -155,28 +129,8 @@ async fn a_task_is_read_and_cancelled_on_another_instance() {
     let Some(url) = server_url() else { return };
     let store = fresh_database(&url).await;
     let dir = tempfile::tempdir().unwrap();
-    let instance = |id: &'static str, idle: &'static str| {
-        let dir = dir.path().to_owned();
-        let store = store.clone();
-        async move {
-            start_http(
-                &dir,
-                &[
-                    "--store",
-                    &store,
-                    "--host-id",
-                    id,
-                    "--lease-ttl",
-                    "2",
-                    "--idle-release",
-                    idle,
-                ],
-            )
-            .await
-        }
-    };
-    let a = instance("inst-a", "1").await;
-    let mut b = instance("inst-b", "1").await;
+    let a = start_instance(dir.path(), &store, "inst-a", "1").await;
+    let mut b = start_instance(dir.path(), &store, "inst-b", "1").await;
     let http = client();
     let created = stateless(
         &http,

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::http_support::{Connection, HttpServer, client, start_http, texts};
+use super::http_support::{Connection, HttpServer, client, start_instance, texts};
 use super::postgres::{client as pg_client, fresh_database, server_url};
 
 /// How long the whole run may take before the test fails.
@@ -145,28 +145,8 @@ async fn run(sessions: usize, calls: usize) -> Option<Figures> {
     let url = server_url()?;
     let store = fresh_database(&url).await;
     let dir = tempfile::tempdir().unwrap();
-    let instance = |id: &'static str| {
-        let store = store.clone();
-        let dir = dir.path().to_owned();
-        async move {
-            start_http(
-                &dir,
-                &[
-                    "--store",
-                    &store,
-                    "--host-id",
-                    id,
-                    "--lease-ttl",
-                    "2",
-                    "--idle-release",
-                    "600",
-                ],
-            )
-            .await
-        }
-    };
-    let mut a: HttpServer = instance("inst-a").await;
-    let b: HttpServer = instance("inst-b").await;
+    let mut a: HttpServer = start_instance(dir.path(), &store, "inst-a", "600").await;
+    let b: HttpServer = start_instance(dir.path(), &store, "inst-b", "600").await;
     let total = sessions * calls;
     let done = Arc::new(AtomicUsize::new(0));
     let half = Arc::new(tokio::sync::Notify::new());

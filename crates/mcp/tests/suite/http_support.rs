@@ -65,6 +65,30 @@ pub(crate) async fn start_http(dir: &std::path::Path, args: &[&str]) -> HttpServ
     HttpServer { child, addr }
 }
 
+/// Starts an instance of `harness mcp --http` on PostgreSQL `store` as host `id`, with a
+/// 2-second lease and sessions released after `idle` seconds without a request.
+pub(crate) async fn start_instance(
+    dir: &std::path::Path,
+    store: &str,
+    id: &str,
+    idle: &str,
+) -> HttpServer {
+    start_http(
+        dir,
+        &[
+            "--store",
+            store,
+            "--host-id",
+            id,
+            "--lease-ttl",
+            "2",
+            "--idle-release",
+            idle,
+        ],
+    )
+    .await
+}
+
 /// A response: status, headers and body text.
 #[derive(Debug)]
 pub(crate) struct Reply {
