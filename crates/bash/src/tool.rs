@@ -177,8 +177,9 @@ impl BashJobs {
     /// shell that exits at its gate. Without an owner it is `start_background`.
     ///
     /// # Errors
-    /// As [`BashJobs::start_background`]; [`StartError::NotSaved`] when the flush failed:
-    /// the held shell is stopped before it ran anything (the job settles `killed`).
+    /// As [`BashJobs::start_background`]; [`StartError::NotSaved`] when the job journal
+    /// could not append its `job/start` or the flush failed: the held shell is stopped
+    /// before it ran anything (the job settles `killed`).
     pub async fn start_saved(
         &self,
         owner: Option<Arc<dyn Agent>>,
@@ -193,7 +194,15 @@ impl BashJobs {
         options.hold_start = true;
         let kept = Arc::new(std::sync::Mutex::new(None::<BashProcess>));
         let start = bash_job_start_kept(options, owner, output_limit_bytes, Some(kept.clone()));
-        let id = jobs.start(start)?;
+        let id = match jobs.start(start) {
+            Ok(id) => id,
+            // The journal could not record the start: the registry stopped the job, and
+            // its shell, still at its gate, ran nothing.
+            Err(JobError::StartNotSaved { id, reason }) => {
+                return Err(StartError::NotSaved { id, reason });
+            }
+            Err(error) => return Err(error.into()),
+        };
         let process = turnkit_core::lock(&kept).take();
         match agent.session().flush().await {
             Ok(()) => {
@@ -206,7 +215,10 @@ impl BashJobs {
                 if let Some(process) = &process {
                     process.cancel();
                 }
-                Err(StartError::NotSaved { id, error })
+                Err(StartError::NotSaved {
+                    id,
+                    reason: error.to_string(),
+                })
             }
         }
     }
@@ -222,17 +234,18 @@ pub enum StartError {
     /// The registry refused the start (its exact message).
     #[error(transparent)]
     Job(#[from] JobError),
-    /// The owner's session could not be flushed after job `id` was recorded, so its shell
-    /// was stopped at its start gate (`background job <id> was stopped before its command
-    /// ran: its start could not be saved: <why>`; the job settles `killed`).
+    /// Job `id` was recorded but its start could not be saved (the job journal's append of
+    /// its `job/start` was refused, or the owner's session could not be flushed), so its
+    /// shell was stopped at its start gate (`background job <id> was stopped before its
+    /// command ran: its start could not be saved: <why>`; the job settles `killed`).
     #[error(
-        "background job {id} was stopped before its command ran: its start could not be saved: {error}"
+        "background job {id} was stopped before its command ran: its start could not be saved: {reason}"
     )]
     NotSaved {
         /// The job, recorded and stopped.
         id: JobId,
-        /// Why the flush failed.
-        error: turnkit_core::PersistenceError,
+        /// Why the start could not be saved (the append's or the flush's error text).
+        reason: String,
     },
 }
 

@@ -22,4 +22,5 @@ pub use journal_fold::{JournalFold, JournaledJob, JournaledSettlement};
 pub use lookup::{AgentLookup, HarnessAgents};
 pub use registry::{
     LocalJobRegistry, MAX_WAIT_TIMEOUT_MS, OWNER_DISPOSED_REASON, SERVICE_DISPOSED_REASON,
+    UNSAVED_START_REASON,
 };

@@ -53,6 +53,18 @@ pub enum JobError {
     /// runtime). Checked before everything else. Holds the reason.
     #[error("background jobs unavailable: {0}")]
     Unavailable(String),
+    /// `start` with the job journal on: job `id` was recorded, but its `job/start` could not
+    /// be appended to its owner's session log (the host refused the append, or the payload
+    /// could not be encoded). So that no work runs without a durable record of it, the
+    /// registry stopped the job before `start` returned: it settles `killed`, sends no
+    /// completion notice, and its settlement is not journaled either. Holds why.
+    #[error("background job {id} was stopped: its start could not be saved: {reason}")]
+    StartNotSaved {
+        /// The job, recorded and stopped.
+        id: JobId,
+        /// Why the append failed.
+        reason: String,
+    },
     /// get/read/read_at/kill/wait: the id was never issued or its record was removed.
     #[error("unknown job {0}")]
     UnknownJob(JobId),

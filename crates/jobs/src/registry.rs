@@ -86,8 +86,10 @@ pub trait JobRegistry: Send + Sync {
     /// [`JobError::InvalidKind`], [`JobError::InvalidLabel`],
     /// [`JobError::InvalidOutputLimit`], [`JobError::NoAgentRegistry`],
     /// [`JobError::NotRegisteredInstance`], [`JobError::Owner`], [`JobError::LimitReached`],
-    /// then [`JobError::Producer`] from `run`. On any error no id is consumed and nothing is
-    /// recorded.
+    /// then [`JobError::Producer`] from `run`. On any of these no id is consumed and nothing
+    /// is recorded. Last, with a job journal, [`JobError::StartNotSaved`]: the job was
+    /// recorded (its id is consumed) but its start could not be journaled, so it was stopped
+    /// before `start` returned.
     fn start(&self, spec: JobStart) -> Result<JobId, JobError>;
 
     /// The jobs owned by `caller`'s id plus all unowned jobs, in registration order, as fresh

@@ -190,6 +190,40 @@ async fn foreground_returns_output_and_status_without_a_notice() {
     assert_eq!(agent.turns(), 0);
 }
 
+/// A foreground call's job holds an admission place only while it runs (todo-jobs §4.3
+/// counts running and stopping records): with a limit of 2, five foreground calls in a row
+/// each start, and a background job started after them is admitted too.
+#[tokio::test]
+async fn a_finished_foreground_call_frees_its_admission_slot() {
+    let host = Host::new(
+        &json!({"killGraceMs": 300}),
+        json!({"maxConcurrentJobsPerOwner": 2}),
+    );
+    host.session("s1");
+    let mut texts = Vec::new();
+    for n in 1..=5 {
+        let out = host
+            .call(Some("s1"), "bash", json!({"command": format!("echo {n}")}))
+            .await;
+        texts.push(out.text());
+    }
+    assert_eq!(
+        texts,
+        (1..=5)
+            .map(|n| format!("{n}\n[status: completed, exit code: 0]"))
+            .collect::<Vec<_>>()
+    );
+    let background = host
+        .call(
+            Some("s1"),
+            "bash",
+            json!({"command": "true", "run_in_background": true}),
+        )
+        .await;
+    assert_eq!(background.text(), "started background job bash-6");
+    host.settled(Some("s1"), "bash-6").await;
+}
+
 #[tokio::test]
 async fn foreground_exit_codes() {
     let host = Host::default_host();

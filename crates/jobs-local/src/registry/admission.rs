@@ -10,7 +10,7 @@ use tokio::runtime::Handle;
 use turnkit_core::{Agent, AgentError, MAX_SAFE_INTEGER, ScopeKey, lock, same_agent};
 use turnkit_jobs::{JobError, JobHooks, JobId, JobKind, JobLabel, JobStart, JobStatus};
 
-use super::Shared;
+use super::{Shared, UNSAVED_START_REASON};
 use crate::journal;
 use crate::{
     driver::Ticket, history::History, state::Cancel, state::OwnerEntry, state::OwnerInfo,
@@ -271,23 +271,31 @@ impl Shared {
                 span: None,
                 teardown: None,
                 earlier: false,
+                unjournaled: false,
             });
             // The owner's cleanup may have run while `run` was executing (another thread
             // disposed it): then nothing else would ever tear this job down.
             let orphaned = key.is_some_and(|k| !state.owners.contains_key(&k));
             (id, slot, seq, state.disposed, orphaned, observers)
         };
-        if sh.limits.journal
-            && let Some(owner) = &journal_owner
+        // A start the journal could not record is stopped below, before `start` returns.
+        let unsaved = match &journal_owner {
+            Some(owner) if sh.limits.journal => sh
+                .journal_start(
+                    owner,
+                    &id,
+                    &journal_kind,
+                    &journal_label,
+                    started_at,
+                    trace.as_deref(),
+                )
+                .err(),
+            _ => None,
+        };
+        if unsaved.is_some()
+            && let Some(record) = lock(&sh.state).records.at_mut(slot, seq)
         {
-            sh.journal_start(
-                owner,
-                &id,
-                &journal_kind,
-                &journal_label,
-                started_at,
-                trace.as_deref(),
-            );
+            record.unjournaled = true;
         }
         if let Some(kind) = span_kind {
             sh.attach_span(&id, &kind, Ticket { slot, seq });
@@ -310,6 +318,15 @@ impl Shared {
         if let Some((observers, target)) = observers {
             sh.call_observers(&observers, &target);
         }
+        if let Some(reason) = unsaved {
+            // No work may run without a durable record of it: the job is stopped at once
+            // (marked reported by the kill, so no notice follows) and the start refused.
+            let owner = journal_owner.as_ref().map(|o| &o.id);
+            if let Err(error) = sh.kill(&id, owner, Some(UNSAVED_START_REASON)) {
+                tracing::warn!("jobs: could not stop {id}, whose start was not saved: {error}");
+            }
+            return Err(JobError::StartNotSaved { id, reason });
+        }
         if disposed {
             // Disposal began while `run` was executing: this job joins the teardown.
             sh.teardown_cancel(std::slice::from_ref(&id), Teardown::Service);
@@ -328,8 +345,11 @@ impl Shared {
 }
 
 impl Shared {
-    /// Appends job `id`'s `job/start` to its owner's session log (the journal). A refused
-    /// append is a warning: the job runs on, unjournaled.
+    /// Appends job `id`'s `job/start` to its owner's session log (the journal).
+    ///
+    /// # Errors
+    /// Why the payload could not be encoded or the session refused the append; the caller
+    /// stops the job and refuses the start.
     fn journal_start(
         &self,
         owner: &OwnerInfo,
@@ -338,19 +358,17 @@ impl Shared {
         label: &JobLabel,
         started_at: i64,
         trace: Option<&str>,
-    ) {
-        let appended = journal::start_payload(id, kind, label, started_at, trace)
+    ) -> Result<(), String> {
+        journal::start_payload(id, kind, label, started_at, trace)
             .map_err(|error| error.to_string())
             .and_then(|payload| {
                 owner
                     .agent
                     .session()
                     .append_raw(journal::JOB_START_EVENT, payload)
+                    .map(drop)
                     .map_err(|error| error.to_string())
-            });
-        if let Err(error) = appended {
-            tracing::warn!("jobs: could not journal the start of {id}: {error}");
-        }
+            })
     }
 
     /// Opens job `id`'s `harness.job` span (fields `job.id`, `job.kind`, `job.owner` — the

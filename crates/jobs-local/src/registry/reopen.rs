@@ -77,6 +77,7 @@ impl Shared {
                             span: None,
                             teardown: None,
                             earlier: true,
+                            unjournaled: false,
                         });
                 inserted.push(stored.is_some());
             }

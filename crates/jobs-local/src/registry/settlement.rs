@@ -84,11 +84,12 @@ impl Shared {
             let target = record.route_target();
             // The journal's `job/settle`: its final output is a final-output job's result,
             // or what a stream job's reader has not read yet (pulled after the lock).
-            let journaled = (self.limits.journal && target.owner.is_some()).then(|| Journaled {
-                stream: record.stream.clone(),
-                output: record.output.as_deref().map(str::to_owned),
-                teardown: record.teardown.map(Teardown::reason),
-            });
+            let journaled = (self.limits.journal && target.owner.is_some() && !record.unjournaled)
+                .then(|| Journaled {
+                    stream: record.stream.clone(),
+                    output: record.output.as_deref().map(str::to_owned),
+                    teardown: record.teardown.map(Teardown::reason),
+                });
             state.release(target.owner.as_ref().map(|o| o.key()));
             // Cloned only when there is somebody to call (an empty layer costs nothing).
             let observers = (!state.observers.is_empty()).then(|| state.observers.clone());

@@ -80,6 +80,9 @@ pub(crate) struct Record {
     pub(crate) teardown: Option<Teardown>,
     /// A record of an earlier run, read back from the job journal (terminal from the start).
     pub(crate) earlier: bool,
+    /// With the journal on: its `job/start` could not be appended, so its settlement is not
+    /// journaled either (the log never holds a `job/settle` without its `job/start`).
+    pub(crate) unjournaled: bool,
 }
 
 impl Record {

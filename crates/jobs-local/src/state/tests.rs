@@ -28,6 +28,7 @@ fn record(seq: u64, id: JobId, kind: JobKind) -> Record {
         span: None,
         teardown: None,
         earlier: false,
+        unjournaled: false,
     }
 }
 

@@ -275,3 +275,39 @@ async fn a_teardown_keeps_its_reason_in_the_settlement() {
         .to_string()]
     );
 }
+
+/// A start whose `job/start` the owner's session refuses is stopped before `start` returns:
+/// the refusal names the job, the producer heard the kill with its reason, and once the job
+/// settles (killed, reported, so no notice) neither event is in the log.
+#[tokio::test(start_paused = true)]
+async fn a_start_the_journal_cannot_append_is_stopped_and_refused() {
+    let runs = Runs::new();
+    let run = runs.run(true, true);
+    let agent = runs.open("s1");
+    runs.harness.faults(&"s1".into()).set_append_fail(true);
+    let (start, job) = FakeProducer::new("fake", "build docs")
+        .owner(agent.as_dyn())
+        .build();
+    let error = run.registry.start(start).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "background job fake-1 was stopped: its start could not be saved: append rejected: injected append failure"
+    );
+    assert_eq!(
+        job.cancels(),
+        vec![Some("its start could not be saved".to_owned())]
+    );
+    runs.harness.faults(&"s1".into()).set_append_fail(false);
+    job.settle(JobOutcome::killed());
+    tick().await;
+    let snapshot = run
+        .registry
+        .get(&"fake-1".into(), Some(agent.as_dyn().id()))
+        .unwrap();
+    assert_eq!(
+        (snapshot.status.as_str(), snapshot.reported),
+        ("killed", true)
+    );
+    assert_eq!(log_of(&agent, "job/start"), Vec::<String>::new());
+    assert_eq!(log_of(&agent, "job/settle"), Vec::<String>::new());
+}
