@@ -548,7 +548,7 @@ impl SessionHost {
 
     /// How many of the session's own tasks are running: flushes of queued messages, claims
     /// of written results, and reservations waiting for their request to end. 0 once
-    /// [`SessionHost::shutdown`] has returned.
+    /// [`SessionHost::shutdown`] has returned (until a late claim starts another).
     pub fn background_tasks(&self) -> usize {
         self.background.len()
     }
