@@ -10,6 +10,8 @@ use std::time::Duration;
 use anyhow::Context;
 use async_trait::async_trait;
 use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use turnkit_core::{
     PersistenceError, RawEvent, Session, SessionHeader, SessionId, SessionStore, StoreError,
     SystemClock,
@@ -110,6 +112,11 @@ impl SessionSource for JsonlSource {
 struct PgSource {
     store: PgStore,
     options: SessionOptions,
+    /// The command's tasks: each session's lease watcher, and each session the scanner hands
+    /// over, runs in it.
+    tasks: TaskTracker,
+    /// Cancelled once the server has stopped: the lease watchers end.
+    done: CancellationToken,
 }
 
 impl PgSource {
@@ -122,11 +129,14 @@ impl PgSource {
         let mut lost = session.lease().lost_signal();
         let host = SessionHost::open_in(&Opened(session), &options)?;
         let fenced = Arc::downgrade(&host);
-        tokio::spawn(async move {
-            // Err: the session was dropped, its lease released.
-            if lost.wait_for(|lost| *lost).await.is_ok()
-                && let Some(host) = fenced.upgrade()
-            {
+        let done = self.done.clone();
+        self.tasks.spawn(async move {
+            let taken = tokio::select! {
+                () = done.cancelled() => return,
+                taken = lost.wait_for(|lost| *lost) => taken.is_ok(),
+            };
+            // Not taken: the session was dropped, its lease released.
+            if taken && let Some(host) = fenced.upgrade() {
                 host.fence(&PersistenceError::Fenced(id)).await;
             }
         });
@@ -166,7 +176,8 @@ impl Resume for Adopt {
     fn resume(&self, session: Arc<PgSession>) {
         let source = self.source.clone();
         let server = self.server.clone();
-        tokio::spawn(async move {
+        // Joined on shutdown: a session handed over after the server stopped is shut down.
+        self.source.tasks.spawn(async move {
             let id = session.id().clone();
             match source.host(session) {
                 Ok(host) => server.adopt(host).await,
@@ -204,66 +215,81 @@ pub(crate) fn run(
     }
     .context("starting the runtime")?;
     http_options.check_bind(addr)?;
+    // Every task of the command runs in `tasks`; once the server has stopped, `done` ends the
+    // lease watchers and the command waits for them all before it exits.
+    let tasks = TaskTracker::new();
+    let done = CancellationToken::new();
+    let stop = http_options.stop.clone();
     runtime.block_on(async move {
-        let stop = http_options.stop.clone();
-        let (server, pg) = match store {
-            Backing::Jsonl(dir) => {
-                std::fs::create_dir_all(&dir)
-                    .with_context(|| format!("creating {}", dir.display()))?;
-                let source = JsonlSource {
-                    options: SessionOptions { dir, ..options },
-                };
-                (HttpServer::new(Arc::new(source), http_options), None)
-            }
-            Backing::Postgres(url) => {
-                let mut pg_options = PgOptions {
-                    index: Some(turnkit_families::Families::batch_index()),
-                    ..PgOptions::default()
-                };
-                if let Some(ttl) = args.lease_ttl {
-                    pg_options.lease_ttl = Duration::from_secs(ttl.max(1));
+        let outcome = async {
+            let (server, pg) = match store {
+                Backing::Jsonl(dir) => {
+                    std::fs::create_dir_all(&dir)
+                        .with_context(|| format!("creating {}", dir.display()))?;
+                    let source = JsonlSource {
+                        options: SessionOptions { dir, ..options },
+                    };
+                    (HttpServer::new(Arc::new(source), http_options), None)
                 }
-                if let Some(host) = args.host_id.clone() {
-                    pg_options.host = host;
+                Backing::Postgres(url) => {
+                    let mut pg_options = PgOptions {
+                        index: Some(turnkit_families::Families::batch_index()),
+                        ..PgOptions::default()
+                    };
+                    if let Some(ttl) = args.lease_ttl {
+                        pg_options.lease_ttl = Duration::from_secs(ttl.max(1));
+                    }
+                    if let Some(host) = args.host_id.clone() {
+                        pg_options.host = host;
+                    }
+                    let pg = PgStore::connect(&url, Arc::new(SystemClock), pg_options)
+                        .context("connecting to the PostgreSQL store")?;
+                    let source = PgSource {
+                        store: pg,
+                        options,
+                        tasks: tasks.clone(),
+                        done: done.clone(),
+                    };
+                    let server = HttpServer::new(Arc::new(source.clone()), http_options);
+                    (server, Some(source))
                 }
-                let pg = PgStore::connect(&url, Arc::new(SystemClock), pg_options)
-                    .context("connecting to the PostgreSQL store")?;
-                let source = PgSource { store: pg, options };
-                let server = HttpServer::new(Arc::new(source.clone()), http_options);
-                (server, Some(source))
+            };
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("listening on {addr}"))?;
+            let local = listener.local_addr()?;
+            eprintln!("harness mcp: serving http://{local}/sessions/{{id}}/mcp");
+            // Every instance runs the reminder scanner: a session no live instance holds whose
+            // reminder is due is opened here, and its reminder owed to its next tool result.
+            if let Some(source) = pg {
+                let store = source.store.clone();
+                let resume = Arc::new(Adopt {
+                    source,
+                    server: server.clone(),
+                });
+                let scanner = Arc::new(ReminderScanner::new(store, resume, ScanOptions::default()));
+                let stop = stop.clone();
+                tasks.spawn(async move { scanner.run(stop).await });
             }
-        };
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .with_context(|| format!("listening on {addr}"))?;
-        let local = listener.local_addr()?;
-        eprintln!("harness mcp: serving http://{local}/sessions/{{id}}/mcp");
-        // Every instance runs the reminder scanner: a session no live instance holds whose
-        // reminder is due is opened here, and its reminder owed to its next tool result.
-        let scanner = pg.map(|source| {
-            let store = source.store.clone();
-            let resume = Arc::new(Adopt {
-                source,
-                server: server.clone(),
+            let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+            let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
+            let on_signal = stop.clone();
+            tasks.spawn(async move {
+                tokio::select! {
+                    () = on_signal.cancelled() => {}
+                    _ = terminate.recv() => on_signal.cancel(),
+                    _ = interrupt.recv() => on_signal.cancel(),
+                }
             });
-            let scanner = Arc::new(ReminderScanner::new(store, resume, ScanOptions::default()));
-            let stop = stop.clone();
-            tokio::spawn(async move { scanner.run(stop).await })
-        });
-        let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
-        let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
-        let on_signal = stop.clone();
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = terminate.recv() => {}
-                _ = interrupt.recv() => {}
-            }
-            on_signal.cancel();
-        });
-        server.serve(listener).await?;
-        if let Some(scanner) = scanner {
-            let _ = scanner.await;
+            server.serve(listener).await?;
+            anyhow::Ok(ExitCode::SUCCESS)
         }
-        anyhow::Ok(ExitCode::SUCCESS)
+        .await;
+        // After a failure too: the scanner and the signal task stop.
+        stop.cancel();
+        done.cancel();
+        tasks.close();
+        tasks.wait().await;
+        outcome
     })
 }

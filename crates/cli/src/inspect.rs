@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::task::AbortOnDropHandle;
 use turnkit_core::{CancellationToken, SystemClock};
 use turnkit_inspect::Inspector;
 use turnkit_store_pg::{PgOptions, PgStore};
@@ -43,13 +44,14 @@ pub(crate) fn run(
         let mut terminate = signal(SignalKind::terminate()).context("installing SIGTERM")?;
         let mut interrupt = signal(SignalKind::interrupt()).context("installing SIGINT")?;
         let on_signal = stop.clone();
-        tokio::spawn(async move {
+        // Held while serving, aborted when the command returns.
+        let _signals = AbortOnDropHandle::new(tokio::spawn(async move {
             tokio::select! {
                 _ = terminate.recv() => {}
                 _ = interrupt.recv() => {}
             }
             on_signal.cancel();
-        });
+        }));
         inspector.serve(listener, stop).await?;
         Ok(ExitCode::SUCCESS)
     })

@@ -7,6 +7,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use turnkit_core::{
     PersistenceError, RawEvent, Session, SessionHeader, SessionId, SessionStore, StoreError,
     SystemClock,
@@ -48,6 +50,10 @@ impl Store {
 struct Leased {
     store: PgStore,
     lost: mpsc::UnboundedSender<SessionId>,
+    /// The command's tasks: each session's lease watcher runs in it until `done`.
+    tasks: TaskTracker,
+    /// Cancelled once the server has stopped: the watchers end.
+    done: CancellationToken,
 }
 
 impl Leased {
@@ -55,10 +61,16 @@ impl Leased {
         let mut signal = session.lease().lost_signal();
         let id = session.id().clone();
         let lost = self.lost.clone();
-        tokio::spawn(async move {
-            // Err: the session was dropped, its lease released.
-            if signal.wait_for(|lost| *lost).await.is_ok() {
-                let _ = lost.send(id);
+        let done = self.done.clone();
+        self.tasks.spawn(async move {
+            tokio::select! {
+                () = done.cancelled() => {}
+                // Err: the session was dropped, its lease released.
+                taken = signal.wait_for(|lost| *lost) => {
+                    if taken.is_ok() {
+                        let _ = lost.send(id);
+                    }
+                }
             }
         });
         session
@@ -160,47 +172,70 @@ pub(crate) fn run(
         .enable_all()
         .build()
         .context("starting the runtime")?;
+    // Every task of the command runs in `tasks` until `done` (the server has stopped); the
+    // command waits for them before it exits.
+    let tasks = TaskTracker::new();
+    let done = CancellationToken::new();
     runtime.block_on(async move {
-        let host = match store {
-            Store::Jsonl(_) => SessionHost::open(&options)?,
-            Store::Postgres(url) => {
-                // The scanner of any host finds this session's due reminders by the index rows
-                // the families' batches imply (turnkit-families names them).
-                let pg_options = PgOptions {
-                    index: Some(turnkit_families::Families::batch_index()),
-                    ..PgOptions::default()
-                };
-                let pg = PgStore::connect(&url, Arc::new(SystemClock), pg_options)
-                    .context("connecting to the PostgreSQL store")?;
-                let (lost, mut lost_rx) = mpsc::unbounded_channel();
-                let host = SessionHost::open_in(&Leased { store: pg, lost }, &options)?;
-                // Another host took the session: stop its agent and jobs; tool calls now
-                // answer with the fenced error.
-                let fenced = host.clone();
-                tokio::spawn(async move {
-                    if let Some(id) = lost_rx.recv().await {
-                        fenced.fence(&PersistenceError::Fenced(id)).await;
-                    }
-                });
-                host
+        let outcome = async {
+            let host = match store {
+                Store::Jsonl(_) => SessionHost::open(&options)?,
+                Store::Postgres(url) => {
+                    // The scanner of any host finds this session's due reminders by the index rows
+                    // the families' batches imply (turnkit-families names them).
+                    let pg_options = PgOptions {
+                        index: Some(turnkit_families::Families::batch_index()),
+                        ..PgOptions::default()
+                    };
+                    let pg = PgStore::connect(&url, Arc::new(SystemClock), pg_options)
+                        .context("connecting to the PostgreSQL store")?;
+                    let (lost, mut lost_rx) = mpsc::unbounded_channel();
+                    let leased = Leased {
+                        store: pg,
+                        lost,
+                        tasks: tasks.clone(),
+                        done: done.clone(),
+                    };
+                    let host = SessionHost::open_in(&leased, &options)?;
+                    // Another host took the session: stop its agent and jobs; tool calls now
+                    // answer with the fenced error.
+                    let fenced = host.clone();
+                    let stopped = done.clone();
+                    tasks.spawn(async move {
+                        tokio::select! {
+                            () = stopped.cancelled() => {}
+                            Some(id) = lost_rx.recv() => {
+                                fenced.fence(&PersistenceError::Fenced(id)).await;
+                            }
+                        }
+                    });
+                    host
+                }
+            };
+            if host.created() {
+                eprintln!("harness mcp: session {}", host.session_id());
             }
-        };
-        if host.created() {
-            eprintln!("harness mcp: session {}", host.session_id());
+            // SIGTERM and SIGINT end the connection like a closed stdin: jobs are stopped and the
+            // log is flushed before the process exits.
+            let stop = serve.stop.clone();
+            let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+            let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
+            let stopped = done.clone();
+            tasks.spawn(async move {
+                tokio::select! {
+                    () = stopped.cancelled() => return,
+                    _ = terminate.recv() => {}
+                    _ = interrupt.recv() => {}
+                }
+                stop.cancel();
+            });
+            turnkit_mcp::serve_stdio(host, serve).await?;
+            anyhow::Ok(ExitCode::SUCCESS)
         }
-        // SIGTERM and SIGINT end the connection like a closed stdin: jobs are stopped and the
-        // log is flushed before the process exits.
-        let stop = serve.stop.clone();
-        let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
-        let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
-        tokio::spawn(async move {
-            tokio::select! {
-                _ = terminate.recv() => {}
-                _ = interrupt.recv() => {}
-            }
-            stop.cancel();
-        });
-        turnkit_mcp::serve_stdio(host, serve).await?;
-        anyhow::Ok(ExitCode::SUCCESS)
+        .await;
+        done.cancel();
+        tasks.close();
+        tasks.wait().await;
+        outcome
     })
 }

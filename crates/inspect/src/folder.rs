@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use notify::{RecursiveMode, Watcher};
 use tokio::sync::{broadcast, mpsc};
+use tokio_util::task::TaskTracker;
 use turnkit_core::CancellationToken;
 
 use crate::InspectError;
@@ -148,7 +149,8 @@ impl Folder {
 
 /// Follows the folder: a `notify` watcher (inotify on Linux) reports changed files, each is
 /// caught up on tokio's blocking pool; the folder is also listed again every
-/// [`RESCAN_INTERVAL`]. Ends when `stop` is cancelled.
+/// [`RESCAN_INTERVAL`]. Ends when `stop` is cancelled, once every read it started on the
+/// blocking pool has ended.
 pub(crate) async fn follow(
     folder: Arc<Folder>,
     stop: CancellationToken,
@@ -167,6 +169,8 @@ pub(crate) async fn follow(
         .map_err(|error| InspectError::Watch(error.to_string()))?;
     let mut rescan = tokio::time::interval(RESCAN_INTERVAL);
     rescan.tick().await;
+    // The reads on the blocking pool, each awaited where it is started.
+    let reads = TaskTracker::new();
     loop {
         tokio::select! {
             () = stop.cancelled() => break,
@@ -179,7 +183,7 @@ pub(crate) async fn follow(
                     }
                 }
                 let folder = Arc::clone(&folder);
-                let _ = tokio::task::spawn_blocking(move || {
+                let _ = reads.spawn_blocking(move || {
                     for path in paths {
                         folder.refresh(&path);
                     }
@@ -188,7 +192,7 @@ pub(crate) async fn follow(
             }
             _ = rescan.tick() => {
                 let folder = Arc::clone(&folder);
-                let _ = tokio::task::spawn_blocking(move || {
+                let _ = reads.spawn_blocking(move || {
                     if let Err(error) = folder.rescan() {
                         tracing::warn!("inspect: {error}");
                     }
@@ -198,5 +202,7 @@ pub(crate) async fn follow(
         }
     }
     drop(watcher);
+    reads.close();
+    reads.wait().await;
     Ok(())
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
+use tokio_util::task::AbortOnDropHandle;
 use turnkit_core::CancellationToken;
 use turnkit_store_pg::{PgStore, SessionRow};
 
@@ -56,14 +57,9 @@ fn owner_of(row: &SessionRow) -> Option<(String, chrono::DateTime<chrono::Utc>)>
     row.owner.clone().zip(row.lease_expires)
 }
 
-/// Aborts a follower's task when dropped.
-struct Following(tokio::task::JoinHandle<()>);
-
-impl Drop for Following {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
-}
+/// A follower's task, owned by the loop of [`follow`]: aborted when its session is no longer
+/// followed, and all of them when the loop ends.
+type Following = AbortOnDropHandle<()>;
 
 /// Keeps `folder` up to date with `store` until `stop` is cancelled.
 pub(crate) async fn follow(folder: Arc<Folder>, store: PgStore, stop: CancellationToken) {
@@ -141,7 +137,7 @@ async fn sync(
             match store.subscribe(&row.id, last_seq).await {
                 Ok(follower) => {
                     let task = tokio::spawn(deliver(Arc::clone(folder), id.to_owned(), follower));
-                    following.insert(id.to_owned(), Following(task));
+                    following.insert(id.to_owned(), AbortOnDropHandle::new(task));
                     continue;
                 }
                 Err(error) => tracing::warn!("inspect: cannot follow session {id}: {error}"),

@@ -6,6 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use tokio_util::task::TaskTracker;
 use turnkit_core::{AgentId, HookedSession, Session, SessionHooks, UserMessage};
 use turnkit_host::{InputSink, LoopAgent, TurnObserver};
 
@@ -51,16 +52,19 @@ impl SessionHooks for ChangeHook {
 /// The served session's agent: a [`LoopAgent`] that no turn loop drives (nothing can wake an
 /// MCP client), so it is always idle, and a followup or an injected message is queued in the
 /// [`Inbox`] (and recorded in the log) for the next tool result, whose delivery the session
-/// reports with [`LoopAgent::report_claimed`].
+/// reports with [`LoopAgent::report_claimed`]. The flush of each queued message runs in
+/// `tasks` (the session host's).
 pub(crate) fn pull_agent(
     session: Arc<dyn Session>,
     inbox: Inbox,
     on_queued: QueuedHook,
+    tasks: TaskTracker,
 ) -> Arc<LoopAgent> {
     let input = PullInput {
         session: session.clone(),
         inbox,
         on_queued,
+        tasks,
     };
     LoopAgent::builder(session)
         .observer(Arc::new(FlushLater))
@@ -82,6 +86,8 @@ struct PullInput {
     session: Arc<dyn Session>,
     inbox: Inbox,
     on_queued: QueuedHook,
+    /// The session host's tracker, which its shutdown waits for.
+    tasks: TaskTracker,
 }
 
 impl PullInput {
@@ -93,11 +99,12 @@ impl PullInput {
         // owed message durable now, so a crash cannot lose it.
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             let session = self.session.clone();
-            runtime.spawn(async move {
+            let flush = async move {
                 if let Err(error) = session.flush().await {
                     tracing::warn!("mcp: could not flush a queued message: {error}");
                 }
-            });
+            };
+            drop(self.tasks.spawn_on(flush, &runtime));
         }
         Ok(())
     }

@@ -8,6 +8,7 @@ use serde_json::json;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::lines::Lines;
 use crate::server::{Reservations, Server};
@@ -67,19 +68,20 @@ where
     let changes = host.take_changes();
     let result = match server.clone().serve(transport).await {
         Ok(running) => {
-            let notifier =
-                changes.map(|rx| tokio::spawn(notify(server, running.peer().clone(), rx)));
+            // Both tasks belong to this connection: they end with it (aborted when dropped,
+            // and so if this future is dropped).
+            let notifier = changes.map(|rx| {
+                AbortOnDropHandle::new(tokio::spawn(notify(server, running.peer().clone(), rx)))
+            });
             let stop = options.stop.clone();
             let service = running.cancellation_token();
-            let stopper = tokio::spawn(async move {
+            let stopper = AbortOnDropHandle::new(tokio::spawn(async move {
                 stop.cancelled().await;
                 service.cancel();
-            });
+            }));
             let outcome = running.waiting().await;
-            stopper.abort();
-            if let Some(notifier) = notifier {
-                notifier.abort();
-            }
+            drop(stopper);
+            drop(notifier);
             outcome
                 .map(drop)
                 .map_err(|e| ServeError::Transport(e.to_string()))

@@ -396,8 +396,14 @@ impl Server {
         let reservations = self.reservations.clone();
         let host = self.host.clone();
         let ct = context.ct.clone();
-        tokio::spawn(async move {
-            ct.cancelled().await;
+        let stopping = self.host.stopping().clone();
+        // One of the session's own tasks; a request still open when the session shuts down
+        // will write no response, so its reservation is released then.
+        self.host.spawn(async move {
+            tokio::select! {
+                () = ct.cancelled() => {}
+                () = stopping.cancelled() => {}
+            }
             if let Some(reservation) = reservations.take(&key) {
                 host.release(reservation);
             }

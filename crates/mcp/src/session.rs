@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use turnkit_core::{
     Agent, Clock, ContentBlock, JsonlStore, PersistenceError, Progress, RegistrationScope, Session,
     SessionHeader, SessionId, SessionStore, StoreError, SystemClock, ToolDefinition, ToolOutput,
@@ -135,6 +136,13 @@ pub struct SessionHost {
     fenced: OnceLock<String>,
     /// Set when the disposal has finished; every caller awaits the one disposal.
     disposed: tokio::sync::OnceCell<()>,
+    /// The session's own tasks (flushes of queued messages, claims of written results,
+    /// reservations waiting for their request to end); [`SessionHost::shutdown`] waits for
+    /// them.
+    background: TaskTracker,
+    /// Cancelled by [`SessionHost::shutdown`] before it waits for `background`: a task that
+    /// waits for a request to end stops waiting.
+    stopping: CancellationToken,
 }
 
 impl std::fmt::Debug for SessionHost {
@@ -238,12 +246,14 @@ impl SessionHost {
             }
         }));
         let tx = changes;
+        let background = TaskTracker::new();
         let agent = pull_agent(
             session.clone(),
             inbox.clone(),
             Arc::new(move |message: &UserMessage| {
                 let _ = tx.send(Change::Queued(message.clone()));
             }),
+            background.clone(),
         );
         let jobs = families.registry();
         host.publish(agent.as_dyn());
@@ -260,6 +270,8 @@ impl SessionHost {
             changes_rx: Mutex::new(Some(changes_rx)),
             fenced: OnceLock::new(),
             disposed: tokio::sync::OnceCell::new(),
+            background,
+            stopping: CancellationToken::new(),
         }))
     }
 
@@ -522,10 +534,33 @@ impl SessionHost {
         self.fenced.get().is_some()
     }
 
-    /// Disposes the agent and every family (bash jobs are killed), then flushes the log
-    /// (unless the session is fenced).
+    /// Starts `work` as one of the session's own tasks, which [`SessionHost::shutdown`] waits
+    /// for.
+    pub(crate) fn spawn(&self, work: impl std::future::Future<Output = ()> + Send + 'static) {
+        drop(self.background.spawn(work));
+    }
+
+    /// Cancelled when [`SessionHost::shutdown`] starts waiting for the session's tasks: a
+    /// task that waits on a client ends then.
+    pub(crate) fn stopping(&self) -> &CancellationToken {
+        &self.stopping
+    }
+
+    /// How many of the session's own tasks are running: flushes of queued messages, claims
+    /// of written results, and reservations waiting for their request to end. 0 once
+    /// [`SessionHost::shutdown`] has returned (until a late claim starts another).
+    pub fn background_tasks(&self) -> usize {
+        self.background.len()
+    }
+
+    /// Disposes the agent and every family (bash jobs are killed), waits for the session's
+    /// own tasks (claims and flushes under way), then flushes the log (unless the session is
+    /// fenced).
     pub async fn shutdown(&self) {
         self.dispose().await;
+        self.stopping.cancel();
+        self.background.close();
+        self.background.wait().await;
         if self.is_fenced() {
             return;
         }
@@ -571,3 +606,7 @@ fn journal_on_by_default(configs: &FamiliesConfig) -> FamiliesConfig {
         .or_insert(Value::Bool(true));
     configs
 }
+
+#[cfg(test)]
+#[path = "session_tests.rs"]
+mod tests;

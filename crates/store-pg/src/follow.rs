@@ -24,6 +24,7 @@ use futures::Stream;
 use tokio::sync::{Notify, mpsc};
 use tokio_postgres::{AsyncMessage, NoTls};
 use tokio_util::sync::{CancellationToken, DropGuard};
+use tokio_util::task::TaskTracker;
 use turnkit_core::{RawEvent, SessionId, StoreError};
 
 use crate::db::{Db, backend, pool_error};
@@ -227,6 +228,7 @@ impl PgStore {
             options,
             tx,
             stop: stop.clone(),
+            tasks: inner.bridge.tasks.clone(),
         };
         inner.bridge.spawn(follow.run());
         Ok(Follower {
@@ -257,6 +259,8 @@ struct Follow {
     options: FollowOptions,
     tx: mpsc::Sender<Result<RawEvent, StoreError>>,
     stop: CancellationToken,
+    /// The store's tracker, for the `LISTEN` connections' tasks.
+    tasks: TaskTracker,
 }
 
 impl Follow {
@@ -321,7 +325,7 @@ impl Follow {
         let id = self.id.clone();
         let delivered = Arc::clone(&self.delivered);
         let task_wake = Arc::clone(&wake);
-        tokio::spawn(async move {
+        self.tasks.spawn(async move {
             let wake = task_wake;
             // Whichever way the task ends, the loop reconnects (or has stopped already).
             let _ended = wake.ended.clone().drop_guard();

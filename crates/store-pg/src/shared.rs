@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::runtime::{Handle, Runtime};
+use tokio_util::task::TaskTracker;
 use turnkit_core::{BackendError, BackendKind, Clock, StoreError};
 
 use crate::db::Db;
@@ -18,14 +19,20 @@ thread_local! {
 
 /// Runs the store's database work on its own runtime, from async callers (awaiting) and sync
 /// callers (blocking the calling thread, as a file store's `open` does).
+///
+/// Every task it starts is in `tasks`, the store's tracker (shared by every clone), which
+/// `PgStore::close` waits on.
 #[derive(Clone)]
 pub(crate) struct Bridge {
     pub(crate) handle: Handle,
+    pub(crate) tasks: TaskTracker,
 }
 
 impl Bridge {
+    /// Starts `work` on the store's runtime, tracked by the store (its owner ends it: a
+    /// lease's renewal with the lease, a follower's loop with the follower).
     pub(crate) fn spawn(&self, work: impl Future<Output = ()> + Send + 'static) {
-        drop(self.handle.spawn(work));
+        drop(self.tasks.spawn_on(work, &self.handle));
     }
 
     /// Awaits `work` run on the store's runtime.
@@ -33,7 +40,7 @@ impl Bridge {
         &self,
         work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
     ) -> Result<T, StoreError> {
-        self.handle.spawn(work).await.map_err(|e| {
+        self.tasks.spawn_on(work, &self.handle).await.map_err(|e| {
             StoreError::Backend(
                 BackendError::new(BackendKind::Store, format!("store task failed: {e}"))
                     .with_cause(e),
@@ -55,7 +62,7 @@ impl Bridge {
             )));
         }
         let (reply, answer) = std::sync::mpsc::channel();
-        self.handle.spawn(async move {
+        self.spawn(async move {
             let _ = reply.send(work.await);
         });
         answer.recv().unwrap_or_else(|_| {
@@ -78,7 +85,7 @@ impl Bridge {
             return;
         }
         let (reply, answer) = std::sync::mpsc::channel();
-        self.handle.spawn(async move {
+        self.spawn(async move {
             work.await;
             let _ = reply.send(());
         });
@@ -99,7 +106,10 @@ pub(crate) struct Inner {
 }
 
 impl Drop for Inner {
+    /// The last handle is gone: the runtime stops in the background (a drop cannot wait), and
+    /// with it whatever task `PgStore::close` was not awaited for.
     fn drop(&mut self) {
+        self.bridge.tasks.close();
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
         }

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};
 use tokio_postgres::NoTls;
+use tokio_util::task::TaskTracker;
 use turnkit_core::{
     BackendError, BackendKind, Clock, RawEvent, Session, SessionHeader, SessionId, SessionStore,
     StoreError,
@@ -106,9 +107,11 @@ impl PgStore {
             pool,
             quoted: format!("\"{}\"", options.schema),
         };
-        let writer = Writer::new(db.clone(), options.flush_writers);
+        let tasks = TaskTracker::new();
+        let writer = Writer::new(db.clone(), options.flush_writers, tasks.clone());
         let bridge = Bridge {
             handle: runtime.handle().clone(),
+            tasks,
         };
         let store = Self {
             inner: Arc::new(Inner {
@@ -162,6 +165,24 @@ impl PgStore {
     /// (to wait for a depth without polling).
     pub fn waiting_flushes_changes(&self) -> tokio::sync::watch::Receiver<usize> {
         self.inner.writer.waiting_changes()
+    }
+
+    /// How many tasks the store is running on its runtime: a renewal per live [`Lease`], a
+    /// loop and a `LISTEN` task per [`crate::Follower`], flush writers with flushes waiting,
+    /// lease releases and calls under way.
+    pub fn running_tasks(&self) -> usize {
+        self.inner.bridge.tasks.len()
+    }
+
+    /// Waits until every task of the store has ended ([`PgStore::running_tasks`] is then 0):
+    /// the releases of dropped leases, flushes and calls still under way. Call it on shutdown,
+    /// once the store's sessions, leases and followers are dropped; while one lives, its task
+    /// runs on and this waits for it. The store keeps working afterwards (a later call waits
+    /// for the tasks started since).
+    pub async fn close(&self) {
+        let tasks = &self.inner.bridge.tasks;
+        tasks.close();
+        tasks.wait().await;
     }
 
     /// The migrations recorded as applied, `(version, name)` in order.

@@ -110,7 +110,8 @@ where
             let reservations = held.take();
             if !reservations.is_empty() {
                 let host = held.inner.host.clone();
-                tokio::spawn(async move {
+                // One of the session's own tasks: its shutdown waits for the claim.
+                held.inner.host.spawn(async move {
                     for reservation in reservations {
                         host.commit(reservation).await;
                     }

@@ -28,6 +28,7 @@ use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use rmcp::transport::StreamableHttpServerConfig;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 pub use auth::{MAX_SESSION_ID, MIN_TOKEN, Refusal, Tokens};
 pub(crate) use held::held;
@@ -171,7 +172,8 @@ impl HttpServer {
         self.loopback
             .store(addr.ip().is_loopback(), Ordering::SeqCst);
         let server = self.clone();
-        let reaper = tokio::spawn(reap(server.clone()));
+        // Owned by this call: aborted if it is dropped.
+        let reaper = AbortOnDropHandle::new(tokio::spawn(reap(server.clone())));
         let app = axum::Router::new()
             .fallback(route)
             .with_state(server.clone());
@@ -186,7 +188,13 @@ impl HttpServer {
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await
             .map_err(|e| ServeError::Transport(e.to_string()));
-        reaper.abort();
+        // Stopped, the reaper ends after the release it may be making (joined, so that session
+        // is shut down in full); after a failure it is aborted.
+        if self.options.stop.is_cancelled() {
+            let _ = reaper.await;
+        } else {
+            drop(reaper);
+        }
         server.sessions.release_all().await;
         served
     }

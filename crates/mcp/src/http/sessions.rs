@@ -10,6 +10,7 @@ use http::StatusCode;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 use turnkit_core::{StoreError, lock};
 
 use super::SessionSource;
@@ -24,6 +25,8 @@ pub(crate) struct Live {
     pub(crate) service: StreamableHttpService<Server, LocalSessionManager>,
     /// Cancelled when the session is released: every MCP connection to it ends.
     stop: CancellationToken,
+    /// The task that drains the session's change feed, ended with the session.
+    _drain: Option<AbortOnDropHandle<()>>,
     /// Requests whose response body is still being written (a `GET` event stream counts
     /// while it is open).
     pub(crate) in_flight: AtomicUsize,
@@ -92,13 +95,16 @@ impl Sessions {
             config,
         );
         // Nothing is announced between calls over HTTP; the change feed is drained.
-        if let Some(mut changes) = host.take_changes() {
-            tokio::spawn(async move { while changes.recv().await.is_some() {} });
-        }
+        let drain = host.take_changes().map(|mut changes| {
+            AbortOnDropHandle::new(tokio::spawn(async move {
+                while changes.recv().await.is_some() {}
+            }))
+        });
         Arc::new(Live {
             host,
             service,
             stop,
+            _drain: drain,
             in_flight: AtomicUsize::new(0),
             last_used: Mutex::new(Instant::now()),
         })

@@ -254,3 +254,50 @@ async fn a_task_is_read_and_cancelled_on_another_instance() {
     );
     drop(a);
 }
+
+/// `harness mcp --http` on PostgreSQL joins its own tasks (the scanner, the lease watchers, the
+/// signal task) when it stops: a SIGTERM ends it with status 0 in time, every lease released.
+#[tokio::test]
+async fn sigterm_ends_an_instance_and_its_tasks_with_every_lease_released() {
+    let Some(url) = server_url() else { return };
+    let store = fresh_database(&url).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut a = start_instance(dir.path(), &store, "inst-a", "600").await;
+    let http = client();
+    for session in ["one", "two"] {
+        let mut connection = Connection::open(&http, &a.url(session), None)
+            .await
+            .unwrap();
+        let written = connection.call(&http, "todo_write", todos(session)).await;
+        assert_eq!(
+            texts(&written.unwrap()),
+            ["Updated todo list: 0 pending, 1 in progress, 0 completed."]
+        );
+    }
+    let pid = a.child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(BOUND, a.child.wait())
+        .await
+        .expect("the instance exits on SIGTERM")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let rows: Vec<(String, Option<String>, i64)> = pg_client(&store)
+        .await
+        .query(
+            "SELECT id, owner, last_seq FROM harness.sessions ORDER BY id",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .collect();
+    assert_eq!(
+        rows,
+        [("one".to_owned(), None, 1), ("two".to_owned(), None, 1)]
+    );
+}

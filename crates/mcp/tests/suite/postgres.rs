@@ -170,3 +170,61 @@ async fn two_servers_on_one_session_exactly_one_writes() {
     // Created by a (1), taken by b (2); b released it when it stopped.
     assert_eq!((owner, epoch), (None, 2));
 }
+
+/// `harness mcp` on PostgreSQL joins its own tasks (the lease watcher and the fence task) when
+/// it stops: a SIGTERM ends it with status 0 in time, its lease released.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_ends_a_postgres_server_and_its_tasks_with_the_lease_released() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    let Some(url) = server_url() else {
+        return;
+    };
+    let store = fresh_database(&url).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = command(dir.path(), &store)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    for line in [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "1"},
+        }}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "todo_write", "arguments": todos("before the signal")}}),
+    ] {
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+        tokio::time::timeout(BOUND, stdout.next_line())
+            .await
+            .expect("a reply in time")
+            .unwrap()
+            .expect("a reply line");
+    }
+    kill("TERM", child.id().unwrap());
+    // stdin stays open: only the signal ends the server.
+    let status = tokio::time::timeout(BOUND, child.wait())
+        .await
+        .expect("the server exits on SIGTERM")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    drop(stdin);
+    let (owner, epoch, last): (Option<String>, i64, i64) = client(&store)
+        .await
+        .query_one(
+            "SELECT owner, epoch, last_seq FROM harness.sessions WHERE id = 's'",
+            &[],
+        )
+        .await
+        .map(|row| (row.get(0), row.get(1), row.get(2)))
+        .unwrap();
+    assert_eq!((owner, epoch, last), (None, 1, 1));
+}

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
+use tokio_util::task::TaskTracker;
 use turnkit_core::{IndexChange, RawEvent};
 
 use super::queue::{Combiner, FlushOutcome, Request, Running};
@@ -21,14 +22,18 @@ fn refused_statement(error: &tokio_postgres::Error) -> bool {
 pub(crate) struct Writer {
     db: Db,
     combiner: Arc<Combiner>,
+    /// The store's tracker: each group writer runs in it until the queue is empty.
+    tasks: TaskTracker,
 }
 
 impl Writer {
-    /// A writer of `db` running at most `writers` group transactions at once (at least one).
-    pub(crate) fn new(db: Db, writers: usize) -> Self {
+    /// A writer of `db` running at most `writers` group transactions at once (at least one),
+    /// its group writers tracked by `tasks` (the store's).
+    pub(crate) fn new(db: Db, writers: usize, tasks: TaskTracker) -> Self {
         Self {
             db,
             combiner: Arc::new(Combiner::new(writers)),
+            tasks,
         }
     }
 
@@ -77,7 +82,7 @@ impl Writer {
         });
         if start_writer {
             let db = self.clone();
-            tokio::spawn(async move { db.write_waiting().await });
+            self.tasks.spawn(async move { db.write_waiting().await });
         }
         answer
             .await

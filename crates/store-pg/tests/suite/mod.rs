@@ -7,6 +7,7 @@ mod processes;
 mod replay;
 mod scanner;
 mod scanner_processes;
+mod tasks;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
