@@ -14,6 +14,11 @@ const SANDBOX_SECTION_NAME: &str = "tool:bash-sandbox";
 const SANDBOX_SECTION_ORDER: i32 = 107;
 
 /// What [`install`] registered; unloads when dropped or on [`Installed::dispose`].
+///
+/// It also owns the task set of every process its jobs run ([`BashJobs::tasks`]): the
+/// supervisors, the grace timers that stop what a finished or stopped command left running,
+/// and cgroup removals. [`Installed::shutdown`] joins them; dropping it does not (a drop
+/// cannot await), the tasks then end on their own.
 #[must_use = "dropping Installed unregisters the bash tool at once"]
 pub struct Installed {
     tool: Registration,
@@ -40,12 +45,30 @@ impl Installed {
     }
 
     /// Unloads the plugin now (removes the `bash` tool). Idempotent. Jobs already started
-    /// keep running under the registry.
+    /// keep running under the registry (whose disposal stops them and awaits their
+    /// settlement); [`Installed::shutdown`] then joins what their processes left.
     pub fn dispose(&self) {
         self.tool.unregister();
         if let Some(section) = &self.sandbox_section {
             section.unregister();
         }
+    }
+
+    /// The number of the plugin's process tasks still alive (a supervisor per running
+    /// process, a grace timer per stopped one still counting, a cgroup removal waiting for
+    /// members to exit); 0 once [`Installed::shutdown`] returned.
+    pub fn running_tasks(&self) -> usize {
+        self.jobs.tasks().len()
+    }
+
+    /// [`Installed::dispose`], then ends the plugin's process tasks and waits until none is
+    /// alive ([`TaskSet::shutdown`](crate::TaskSet::shutdown)): meant after the job
+    /// registry's disposal, when every job has settled and only grace timers and cgroup
+    /// removals may be left; these kill (SIGKILL) what their processes left at once instead
+    /// of when the grace ends. A process still running is killed the same way. Idempotent.
+    pub async fn shutdown(&self) {
+        self.dispose();
+        self.jobs.tasks().shutdown().await;
     }
 }
 

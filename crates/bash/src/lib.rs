@@ -11,6 +11,7 @@ mod keys;
 mod process;
 mod render;
 mod sandbox;
+mod tasks;
 mod tool;
 
 pub use config::{BashConfig, PLUGIN_NAME};
@@ -28,4 +29,5 @@ pub use rustix::process::Signal;
 pub use sandbox::{
     JobSandbox, LimitHits, Sandbox, SandboxError, default_signals_pty, probe as probe_sandbox,
 };
+pub use tasks::TaskSet;
 pub use tool::{BashJobs, BashTool, JOBS_UNAVAILABLE, StartError, TOOL_NAME};

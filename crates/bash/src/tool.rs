@@ -14,7 +14,7 @@ use turnkit_jobs::{
     wait_foreground,
 };
 
-use crate::{BashConfig, BashProcess, bash_job_start, job::bash_job_start_kept};
+use crate::{BashConfig, BashProcess, TaskSet, bash_job_start, job::bash_job_start_kept};
 
 /// The tool name.
 pub const TOOL_NAME: &str = "bash";
@@ -114,6 +114,8 @@ pub struct BashJobs {
     config: Arc<BashConfig>,
     clock: Arc<dyn Clock>,
     jobs: Option<Arc<dyn JobRegistry>>,
+    /// The tasks of every process started here.
+    tasks: TaskSet,
 }
 
 impl std::fmt::Debug for BashJobs {
@@ -137,7 +139,21 @@ impl BashJobs {
             config: Arc::new(config),
             clock,
             jobs,
+            tasks: TaskSet::new(),
         }
+    }
+
+    /// The task set every process started here runs its tasks in (clones of this launcher
+    /// share it); the plugin's [`Installed::shutdown`](crate::Installed::shutdown) joins it.
+    pub fn tasks(&self) -> &TaskSet {
+        &self.tasks
+    }
+
+    /// The options of `command` under the configuration, its tasks in this launcher's set.
+    fn options(&self, command: &str) -> crate::ProcessOptions {
+        let mut options = self.config.process_options(command, self.clock.clone());
+        options.tasks = self.tasks.clone();
+        options
     }
 
     /// The configuration.
@@ -164,7 +180,7 @@ impl BashJobs {
         output_limit_bytes: Option<u64>,
     ) -> Result<JobId, StartError> {
         let jobs = self.jobs.as_ref().ok_or(StartError::Unavailable)?;
-        let options = self.config.process_options(command, self.clock.clone());
+        let options = self.options(command);
         Ok(jobs.start(bash_job_start(options, owner, output_limit_bytes))?)
     }
 
@@ -190,7 +206,7 @@ impl BashJobs {
             return self.start_background(owner, command, output_limit_bytes);
         };
         let jobs = self.jobs.as_ref().ok_or(StartError::Unavailable)?;
-        let mut options = self.config.process_options(command, self.clock.clone());
+        let mut options = self.options(command);
         options.hold_start = true;
         let kept = Arc::new(std::sync::Mutex::new(None::<BashProcess>));
         let start = bash_job_start_kept(options, owner, output_limit_bytes, Some(kept.clone()));

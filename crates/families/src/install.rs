@@ -150,7 +150,10 @@ impl Families {
 
     /// Disposes every family in the order of [`Families`]: terminal, subagent, bash,
     /// schedule, tool-jobs, jobs-local, todo. Their tools, prompt sections and projections
-    /// leave the host; running jobs are stopped. Idempotent (every family's disposal is): a
+    /// leave the host; running jobs are stopped. Once the job registry's disposal has
+    /// awaited every settlement, the process tasks of terminal and bash are joined (what
+    /// their stopped processes left is killed at once instead of after the grace), so no
+    /// task of a family outlives this call. Idempotent (every family's disposal is): a
     /// second call finds nothing left to undo.
     pub async fn dispose(&self) {
         if let Some(terminal) = &self.terminal {
@@ -163,6 +166,10 @@ impl Families {
         self.schedule.dispose().await;
         self.tool_jobs.dispose();
         self.jobs.dispose().await;
+        if let Some(terminal) = &self.terminal {
+            terminal.shutdown().await;
+        }
+        self.bash.shutdown().await;
         self.todo.dispose();
     }
 }

@@ -8,7 +8,10 @@
 //! which per-job tasks would have run on a current-thread runtime. A fresh job is first polled
 //! with a no-op waker; only a job still pending gets its own waker (one allocation). The
 //! driver exits once it holds no pending job and its queue is empty; the next `start` spawns a
-//! new one.
+//! new one. The driver is spawned through the registry's task tracker ([`Settle::tasks`]), and
+//! [`Hub::stop`] (called at the end of service disposal) makes it exit at once, dropping the
+//! `done` futures it still holds (a job force-failed by a throwing cancel may hold one that
+//! never completes), so disposal's wait for the tracker cannot hang.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -23,6 +26,7 @@ use turnkit_core::lock;
 use turnkit_jobs::{BoxError, DoneFuture, JobId, JobOutcome};
 
 use tokio::runtime::Handle;
+use tokio_util::task::TaskTracker;
 
 /// What the driver needs of the registry: somewhere to settle a job, and a runtime to spawn
 /// itself on. The driver holds the registry weakly and never names its internals.
@@ -32,6 +36,9 @@ pub(crate) trait Settle: Send + Sync + 'static {
 
     /// The runtime to spawn a driver on, if any.
     fn runtime(&self) -> Option<Handle>;
+
+    /// The tracker the driver task is spawned through (awaited by the registry's disposal).
+    fn tasks(&self) -> &TaskTracker;
 
     /// A weak handle to `self`, held by the driver task.
     fn weak(&self) -> Weak<Self>
@@ -114,6 +121,8 @@ struct HubState {
     running: bool,
     /// The generation of the current driver: `Woken` events of older drivers are stale.
     generation: u64,
+    /// Set by [`Hub::stop`]: the driver exits, and no new driver is spawned.
+    stopped: bool,
 }
 
 /// The queue between `start` (and job wakers) and the driver task.
@@ -135,6 +144,13 @@ impl Hub {
     ) {
         let (wake, spawn) = {
             let mut state = lock(&self.state);
+            if state.stopped {
+                // The registry's disposal is over: nothing may run after it. Only a start
+                // whose `run` straddled the whole disposal gets here; its `done` is dropped.
+                drop(state);
+                tracing::warn!("jobs: job {id} was started after disposal; it is not driven");
+                return;
+            }
             let was_empty = state.queue.is_empty();
             state
                 .queue
@@ -168,10 +184,21 @@ impl Hub {
             // Unconstrained: each `done` is polled once per event, as its own task would
             // have been; tokio's per-task budget would otherwise make most of a large batch
             // look pending. The driver yields after each batch instead.
-            drop(runtime.spawn(tokio::task::coop::unconstrained(driver)));
+            drop(
+                sink.tasks()
+                    .spawn_on(tokio::task::coop::unconstrained(driver), &runtime),
+            );
         } else if wake {
             self.waker.wake();
         }
+    }
+
+    /// Stops driving for good (the registry's disposal, after every settlement): the running
+    /// driver, if any, exits at its next poll, dropping the `done` futures it still holds,
+    /// and later submissions are dropped. Idempotent.
+    pub(crate) fn stop(&self) {
+        lock(&self.state).stopped = true;
+        self.waker.wake();
     }
 
     fn woken(&self, generation: u64, slot: usize) {
@@ -314,6 +341,17 @@ impl<S: Settle> Future for Driver<S> {
             let mut state = lock(&this.hub.state);
             for chunk in this.spent.drain(..) {
                 state.queue.recycle(chunk);
+            }
+            if state.stopped {
+                state.running = false;
+                this.finished = true;
+                let queued = mem::take(&mut state.queue.chunks);
+                drop(state);
+                // Pending and queued `done` futures go with the driver.
+                drop(queued);
+                this.slots.clear();
+                this.pending = 0;
+                return Poll::Ready(());
             }
             if state.queue.is_empty() {
                 if this.pending == 0 {

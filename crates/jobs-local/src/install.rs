@@ -38,7 +38,14 @@ impl Installed {
         &self.registry
     }
 
-    /// Service disposal (§4.9), awaited. Idempotent.
+    /// The number of the registry's tasks still alive ([`LocalJobRegistry::running_tasks`]);
+    /// 0 once [`Installed::dispose`] returned.
+    pub fn running_tasks(&self) -> usize {
+        self.registry.running_tasks()
+    }
+
+    /// Service disposal (§4.9), awaited: returns once every settlement was awaited and none
+    /// of the registry's tasks is alive. Idempotent.
     pub async fn dispose(&self) {
         if let Some(lifecycle) = &self.lifecycle {
             lifecycle.unregister();
@@ -53,6 +60,8 @@ impl Drop for Installed {
         if !self.registry.is_disposed()
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
+            // A drop cannot await: the disposal (which itself joins every task of the
+            // registry) runs on its own task. Who needs the join awaits `dispose` instead.
             let registry = self.registry.clone();
             drop(runtime.spawn(async move { registry.dispose().await }));
         }

@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 use turnkit_core::{
     Agent, AgentId, MessageSource, SessionHeader, SessionId, SessionStore, StoreError, UserMessage,
     lock,
@@ -344,9 +345,11 @@ fn start_child(
     };
     agent.send(UserMessage::text(prompt, MessageSource::User), None)?;
     shared.kit.publish(agent.as_dyn());
-    let (settled, outcome) = tokio::sync::oneshot::channel();
     let model = shared.model.clone();
-    tokio::spawn(async move {
+    // The child's driver belongs to its job: `done` resolves when the task has ended (so
+    // the registry's disposal, which awaits every settlement, joins it), and dropping
+    // `done` unsettled aborts it.
+    let driver = AbortOnDropHandle::new(tokio::spawn(async move {
         let result = drive(&context, model.as_ref()).await;
         record_end(&context.agent, &result);
         context.agent.dispose().await;
@@ -354,15 +357,16 @@ fn start_child(
             lock(&shared.counts).depth.remove(context.agent.id());
         }
         drop(running);
-        let _ = settled.send(result);
-    });
+        drop(context);
+        result
+    }));
     let hooks = JobHooks::new(
         move |_reason| {
             cancel.cancel();
             Ok(())
         },
         async move {
-            outcome
+            driver
                 .await
                 .map_err(|_| "the subagent's driver ended without an outcome".into())
         },

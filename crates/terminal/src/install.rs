@@ -10,6 +10,10 @@ use turnkit_jobs::JobRegistry;
 use crate::{KillTool, SendTool, StartTool, TerminalConfig, Terminals};
 
 /// What [`install`] registered; unloads when dropped or on [`Installed::dispose`].
+///
+/// It also owns the task set of every terminal it opened ([`Terminals::tasks`]): readers,
+/// supervisors, the grace timers of stops and cgroup removals. [`Installed::shutdown`]
+/// joins them.
 #[must_use = "dropping Installed unregisters the terminal tools and stops every terminal"]
 pub struct Installed {
     tools: Vec<Registration>,
@@ -47,10 +51,30 @@ impl Installed {
             section.unregister();
         }
     }
+
+    /// The number of the plugin's terminal tasks still alive (a reader and a supervisor per
+    /// running terminal, a grace timer per stopped one still counting, a cgroup removal
+    /// waiting for members to exit); 0 once [`Installed::shutdown`] returned.
+    pub fn running_tasks(&self) -> usize {
+        self.terminals.tasks().len()
+    }
+
+    /// [`Installed::dispose`], then ends the plugin's terminal tasks and waits until none
+    /// is alive ([`TaskSet::shutdown`](turnkit_bash::TaskSet::shutdown)): a stop's grace
+    /// timer kills (SIGKILL) what is left at once instead of when the grace ends, and a
+    /// terminal still running is killed the same way and reaped. Meant after the job
+    /// registry's disposal (the sends then have settled). Idempotent.
+    pub async fn shutdown(&self) {
+        self.dispose();
+        self.terminals.tasks().shutdown().await;
+    }
 }
 
 impl Drop for Installed {
     fn drop(&mut self) {
+        // A drop cannot await: the terminals are stopped, and their tasks end on their own
+        // (the grace timers when the grace ends). Who needs them joined awaits
+        // `Installed::shutdown` before dropping.
         self.dispose();
     }
 }

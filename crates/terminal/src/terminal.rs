@@ -17,6 +17,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::watch;
 use turnkit_bash::{
     Containment, Group, JobSandbox, JobTree, MARKER_VAR, Mechanism, Sandbox, Signal, TTY_GATE,
+    TaskSet,
 };
 use turnkit_core::{Clock, lock};
 
@@ -57,6 +58,10 @@ pub struct TerminalOptions {
     /// Bytes printed while no send is active that are kept for the next send (the newest
     /// ones; older ones are dropped and the next send's output says so).
     pub max_pending_bytes: usize,
+    /// The set the terminal's tasks run in (its reader, its supervisor, the grace timer of
+    /// a stop, the removal of its cgroup). Default: a set of its own; the plugin gives every
+    /// terminal it opens its own set, which it joins ([`TaskSet::shutdown`]).
+    pub tasks: TaskSet,
 }
 
 impl TerminalOptions {
@@ -74,6 +79,7 @@ impl TerminalOptions {
             kill_grace: Duration::from_millis(2000),
             clock,
             max_pending_bytes: 256 * 1024,
+            tasks: TaskSet::new(),
         }
     }
 }
@@ -232,6 +238,8 @@ struct Shared {
     grace: Duration,
     clock: Arc<dyn Clock>,
     runtime: tokio::runtime::Handle,
+    /// The set the terminal's tasks run in.
+    tasks: TaskSet,
     pid: u32,
 }
 
@@ -273,12 +281,19 @@ impl Shared {
         self.tree.signal(Signal::TERM, group);
         let last_resort = KillOnDrop(self.clone());
         let sleep = self.clock.sleep(self.grace);
+        let stopped = self.tasks.stopped();
         // On a runtime that is shutting down the task is dropped unrun, and its guard kills
-        // at once.
-        self.runtime.spawn(async move {
-            sleep.await;
-            drop(last_resort);
-        });
+        // at once; so does the task set's shutdown.
+        self.tasks.spawn_on(
+            async move {
+                tokio::select! {
+                    () = sleep => {}
+                    () = stopped => {}
+                }
+                drop(last_resort);
+            },
+            &self.runtime,
+        );
     }
 }
 
@@ -342,6 +357,7 @@ impl Terminal {
         pty.resize(pty_process::Size::new(options.rows, options.cols))
             .map_err(spawn_error)?;
         let mut tree = JobTree::prepare(options.containment);
+        tree.track(options.tasks.clone());
         let mut sandbox = match &options.sandbox {
             Some(sandbox) => Some(
                 JobSandbox::prepare(sandbox, &tree)
@@ -402,11 +418,16 @@ impl Terminal {
             max_pending: options.max_pending_bytes.max(1),
             grace: options.kill_grace,
             clock: options.clock,
-            runtime,
+            runtime: runtime.clone(),
+            tasks: options.tasks.clone(),
             pid,
         });
-        tokio::spawn(pump(reader, shared.clone()));
-        tokio::spawn(supervise(child, shared.clone()));
+        options
+            .tasks
+            .spawn_on(pump(reader, shared.clone()), &runtime);
+        options
+            .tasks
+            .spawn_on(supervise(child, shared.clone()), &runtime);
         Ok(Self {
             handle: Arc::new(Handle { shared }),
         })
@@ -512,11 +533,17 @@ impl Terminal {
 }
 
 /// Copies the PTY's output until end of file (Linux reports `EIO` once the last process
-/// holding the terminal closed it).
+/// holding the terminal closed it), or until the task set shuts down.
 async fn pump(mut reader: pty_process::OwnedReadPty, shared: Arc<Shared>) {
     let mut buffer = vec![0u8; READ_BYTES];
+    let stopped = shared.tasks.stopped();
+    tokio::pin!(stopped);
     loop {
-        match reader.read(&mut buffer).await {
+        let read = tokio::select! {
+            read = reader.read(&mut buffer) => read,
+            () = &mut stopped => break,
+        };
+        match read {
             Ok(0) => break,
             Ok(n) => shared.printed(buffer.get(..n).unwrap_or_default()),
             Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
@@ -527,9 +554,17 @@ async fn pump(mut reader: pty_process::OwnedReadPty, shared: Arc<Shared>) {
     shared.bump();
 }
 
-/// Reaps the program and records how it ended.
+/// Reaps the program and records how it ended. When the task set shuts down first, the
+/// whole tree gets SIGKILL at once and the program is still reaped.
 async fn supervise(mut child: tokio::process::Child, shared: Arc<Shared>) {
-    let exit = match child.wait().await {
+    let waited = tokio::select! {
+        waited = child.wait() => waited,
+        () = shared.tasks.stopped() => {
+            shared.tree.signal(Signal::KILL, Group::Include);
+            child.wait().await
+        }
+    };
+    let exit = match waited {
         Ok(status) => match (status.code(), status.signal()) {
             (Some(code), _) => format!("exit code: {code}"),
             (None, Some(signal)) => format!("signal: {}", turnkit_bash::signal_name(signal)),

@@ -6,6 +6,8 @@ use std::sync::{Mutex, OnceLock};
 
 use rustix::process::Pid;
 
+use crate::TaskSet;
+
 /// Cgroups that could not be removed yet (members still exiting); retried on the next
 /// creation.
 static STALE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
@@ -100,7 +102,7 @@ pub(super) fn create(marker: &str) -> Option<PathBuf> {
     SWEPT.call_once(|| sweep(parent));
     let stale: Vec<PathBuf> = std::mem::take(&mut *turnkit_core::lock(&STALE));
     for dir in stale {
-        remove(&dir);
+        remove(&dir, None);
     }
     if REFUSED.get().is_some() {
         return None;
@@ -231,34 +233,55 @@ pub(super) fn contains(dir: &Path, pid: i32) -> bool {
         })
 }
 
-/// Removes the cgroup; while members are still exiting, once they have.
-pub(super) fn remove(dir: &Path) {
+/// Removes the cgroup; while members are still exiting, once they have (waiting in `tasks`
+/// when given).
+pub(super) fn remove(dir: &Path, tasks: Option<&TaskSet>) {
     match remove_tree(dir) {
         Ok(()) => {}
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
-        Err(_) => remove_when_empty(dir.to_path_buf()),
+        Err(_) => remove_when_empty(dir.to_path_buf(), tasks),
     }
 }
 
 /// Waits for every member to exit (a pidfd turns readable when its process ends; an
 /// exited process has left the cgroup), then removes the folder. Outside a runtime, or
-/// if it still fails, the folder is remembered and retried on the next creation.
-fn remove_when_empty(dir: PathBuf) {
+/// if it still fails, the folder is remembered and retried on the next creation. The wait
+/// runs in `tasks` when given; their shutdown ends it, the folder then removed after the
+/// bounded wait of [`remove_after_exit`].
+fn remove_when_empty(dir: PathBuf, tasks: Option<&TaskSet>) {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         remove_after_exit(&dir);
         return;
     };
     let fds: Vec<rustix::fd::OwnedFd> = member_fds(&dir);
     let mut folder = RemoveOnDrop { dir, waited: false };
-    runtime.spawn(async move {
+    let exited = async move {
         for fd in fds {
             if let Ok(fd) = watch_pidfd(fd) {
                 let _ = fd.readable().await;
             }
         }
-        folder.waited = true;
-        drop(folder);
-    });
+    };
+    match tasks {
+        Some(tasks) => {
+            let stopped = tasks.stopped();
+            tasks.spawn_on(
+                async move {
+                    tokio::select! {
+                        () = exited => folder.waited = true,
+                        () = stopped => {}
+                    }
+                    drop(folder);
+                },
+                &runtime,
+            );
+        }
+        None => drop(runtime.spawn(async move {
+            exited.await;
+            folder.waited = true;
+            drop(folder);
+        })),
+    }
 }
 
 /// A pidfd per member of `dir` (readable once that member has exited).

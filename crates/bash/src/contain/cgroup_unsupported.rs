@@ -25,4 +25,4 @@ pub(super) fn pids(_dir: &Path) -> Vec<i32> {
 pub(super) fn contains(_dir: &Path, _pid: i32) -> bool {
     false
 }
-pub(super) fn remove(_dir: &Path) {}
+pub(super) fn remove(_dir: &Path, _tasks: Option<&crate::TaskSet>) {}

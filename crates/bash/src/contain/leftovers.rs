@@ -33,7 +33,7 @@ pub(crate) fn stop_job_leftovers(marker: &str) -> bool {
     let members = found(dir.as_deref());
     if members.is_empty() {
         if let Some(dir) = &dir {
-            cgroup::remove(dir);
+            cgroup::remove(dir, None);
         }
         return false;
     }
@@ -57,7 +57,7 @@ pub(crate) fn stop_job_leftovers(marker: &str) -> bool {
         std::thread::sleep(Duration::from_millis(5));
     }
     if let Some(dir) = &dir {
-        cgroup::remove(dir);
+        cgroup::remove(dir, None);
     }
     true
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use rustix::process::{Pid, Signal};
 
 use super::{Containment, Group, Mechanism, cgroup, proc_scan, random_hex};
+use crate::TaskSet;
 
 /// Rounds of "find members, signal the new ones" per signal: each round catches the
 /// children forked while the previous one ran.
@@ -18,6 +19,8 @@ pub(crate) struct Tree {
     marker: String,
     pgid: Option<Pid>,
     cgroup: Option<PathBuf>,
+    /// Where the removal of the cgroup waits for its members to exit.
+    tasks: Option<TaskSet>,
 }
 
 impl Tree {
@@ -32,7 +35,14 @@ impl Tree {
             marker,
             pgid: None,
             cgroup,
+            tasks: None,
         }
+    }
+
+    /// Makes `tasks` the set in which the removal of the cgroup, when this tree is dropped
+    /// while members are still exiting, waits for them.
+    pub(crate) fn track(&mut self, tasks: TaskSet) {
+        self.tasks = Some(tasks);
     }
 
     /// The marker value (the variable is [`MARKER_VAR`](crate::MARKER_VAR)).
@@ -58,7 +68,7 @@ impl Tree {
                 "bash: cannot move process {pid:?} into {}: {error}; containing by process tree",
                 dir.display()
             );
-            cgroup::remove(dir);
+            cgroup::remove(dir, self.tasks.as_ref());
             cgroup::refuse();
             self.cgroup = None;
         }
@@ -171,6 +181,13 @@ impl JobTree {
         self.tree.mechanism()
     }
 
+    /// Makes `tasks` the set in which the removal of the job's cgroup (when this value is
+    /// dropped while members are still exiting) waits for them; without one that wait runs
+    /// on a task of its own.
+    pub fn track(&mut self, tasks: TaskSet) {
+        self.tree.track(tasks);
+    }
+
     /// The job's cgroup v2 folder, if it has one (limits of a [`crate::JobSandbox`] are
     /// written there).
     pub fn cgroup_dir(&self) -> Option<&Path> {
@@ -193,7 +210,7 @@ impl JobTree {
 impl Drop for Tree {
     fn drop(&mut self) {
         if let Some(dir) = self.cgroup.take() {
-            cgroup::remove(&dir);
+            cgroup::remove(&dir, self.tasks.as_ref());
         }
     }
 }

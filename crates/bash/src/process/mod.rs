@@ -5,7 +5,11 @@
 //! Three tokio tasks serve one process: a reader per pipe (pipe → spill file → bounded
 //! buffer) and a supervisor that reaps the shell, escalates a cancel from SIGTERM to SIGKILL
 //! after the grace period (measured through the [`Clock`](turnkit_core::Clock) seam), and publishes the
-//! [`ProcessEnd`] only once the shell is reaped **and** both pipes are closed. Which
+//! [`ProcessEnd`] only once the shell is reaped **and** both pipes are closed. The readers
+//! belong to the supervisor (it joins them, and aborts them if it is dropped); the
+//! supervisor, the grace timer that stops what a finished command left running and a
+//! cgroup removal waiting for members run in the process's [`TaskSet`](crate::TaskSet),
+//! which its family joins. Which
 //! processes a signal reaches is decided in the `contain` module: every process the
 //! command started, whatever session or process group it moved to.
 //!

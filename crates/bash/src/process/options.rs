@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use turnkit_core::Clock;
 
-use crate::Sandbox;
 use crate::contain::Containment;
+use crate::{Sandbox, TaskSet};
 
 /// Default cap of unread bytes kept in memory per stream: 1 MiB.
 pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 1024 * 1024;
@@ -88,6 +88,11 @@ pub struct ProcessOptions {
     ///
     /// [`BashProcess::release`]: crate::BashProcess::release
     pub hold_start: bool,
+    /// The set the process's tasks run in (its supervisor, the grace timer that stops what
+    /// it left running, the removal of its cgroup). Default: a set of its own; a family
+    /// gives every process it starts its own set, which it joins at disposal
+    /// ([`TaskSet::shutdown`]).
+    pub tasks: TaskSet,
 }
 
 impl ProcessOptions {
@@ -105,6 +110,7 @@ impl ProcessOptions {
             sandbox: None,
             clock,
             hold_start: false,
+            tasks: TaskSet::new(),
         }
     }
 }

@@ -12,8 +12,8 @@ use turnkit_core::Clock;
 
 use super::end::ProcessEnd;
 use super::streams::Streams;
-use crate::JobSandbox;
 use crate::contain::{Group, Tree};
+use crate::{JobSandbox, TaskSet};
 
 pub(super) struct Shared {
     pub(super) streams: Mutex<Streams>,
@@ -29,6 +29,8 @@ pub(super) struct Shared {
     pub(super) grace: Duration,
     pub(super) clock: Arc<dyn Clock>,
     pub(super) runtime: tokio::runtime::Handle,
+    /// The set the process's tasks run in.
+    pub(super) tasks: TaskSet,
     pub(super) end: watch::Sender<Option<ProcessEnd>>,
     /// The write end of the start gate while the shell is held at it
     /// ([`ProcessOptions::hold_start`](super::ProcessOptions::hold_start)).
@@ -56,12 +58,19 @@ impl Shared {
         self.tree.signal(Signal::TERM, Group::Skip);
         let last_resort = KillOnDrop(self.tree.clone());
         let sleep = self.clock.sleep(self.grace);
+        let stopped = self.tasks.stopped();
         // On a runtime that is shutting down the task is dropped unrun, and its guard kills
-        // at once.
-        self.runtime.spawn(async move {
-            sleep.await;
-            drop(last_resort);
-        });
+        // at once; so does the task set's shutdown.
+        self.tasks.spawn_on(
+            async move {
+                tokio::select! {
+                    () = sleep => {}
+                    () = stopped => {}
+                }
+                drop(last_resort);
+            },
+            &self.runtime,
+        );
     }
 
     pub(super) fn request_cancel(&self) {

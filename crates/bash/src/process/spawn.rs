@@ -10,6 +10,7 @@ use rustix::process::Pid;
 use tokio::process::Command;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 use turnkit_core::lock;
 
 use super::end::{BashError, EndStatus, ProcessEnd, StreamStats};
@@ -65,6 +66,7 @@ impl BashProcess {
     pub fn spawn(options: ProcessOptions) -> Result<Self, BashError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| BashError::NoRuntime)?;
         let mut tree = Tree::prepare(options.containment);
+        tree.track(options.tasks.clone());
         let mut sandbox = match &options.sandbox {
             Some(sandbox) => Some(
                 JobSandbox::prepare_for(sandbox, tree.cgroup_dir(), tree.marker())
@@ -147,7 +149,8 @@ impl BashProcess {
             sandbox,
             grace: options.kill_grace,
             clock: options.clock.clone(),
-            runtime,
+            runtime: runtime.clone(),
+            tasks: options.tasks.clone(),
             end,
             gate: Mutex::new(gate),
         });
@@ -155,15 +158,30 @@ impl BashProcess {
             options: spill,
             stem: format!("bash-{}", random_hex()),
         });
-        let out = tokio::spawn(pump(stdout, shared.clone(), Channel::Stdout, spill.clone()));
-        let err = tokio::spawn(pump(stderr, shared.clone(), Channel::Stderr, spill));
-        tokio::spawn(supervise(
-            child,
+        // The readers belong to the supervisor, which joins them (and aborts them if it is
+        // dropped); the supervisor belongs to the process's task set.
+        let out = AbortOnDropHandle::new(runtime.spawn(pump(
+            stdout,
             shared.clone(),
-            [out, err],
-            options.kill_grace,
-            options.clock,
-        ));
+            Channel::Stdout,
+            spill.clone(),
+        )));
+        let err = AbortOnDropHandle::new(runtime.spawn(pump(
+            stderr,
+            shared.clone(),
+            Channel::Stderr,
+            spill,
+        )));
+        options.tasks.spawn_on(
+            supervise(
+                child,
+                shared.clone(),
+                [out, err],
+                options.kill_grace,
+                options.clock,
+            ),
+            &runtime,
+        );
         Ok(Self {
             handle: Arc::new(Handle { shared, pid }),
         })

@@ -9,7 +9,8 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use rustix::process::Signal;
 use tokio::process::Child;
-use tokio::task::{AbortHandle, JoinHandle};
+use tokio::task::AbortHandle;
+use tokio_util::task::AbortOnDropHandle;
 use turnkit_core::{Clock, lock};
 
 use super::end::{EndStatus, ProcessEnd};
@@ -69,18 +70,33 @@ impl Escalation {
             Stage::Running | Stage::Abandoned => self.timer = None,
         }
     }
+
+    /// The task set is shutting down: SIGKILL to the whole tree now and stop reading the
+    /// pipes, so the supervisor ends as soon as the shell is reaped.
+    fn on_shutdown(&mut self, shared: &Shared, readers: &[AbortHandle; 2]) {
+        shared.signal_group(Signal::KILL);
+        for reader in readers {
+            reader.abort();
+        }
+        self.stage = Stage::Abandoned;
+        self.timer = None;
+    }
 }
 
 /// Reaps the shell, escalates a cancel, waits for both pipes to close, then publishes the
-/// end.
+/// end. The shutdown of the process's task set ends it early (SIGKILL, pipes abandoned, and
+/// no grace waited for).
 pub(super) async fn supervise(
     mut child: Child,
     shared: Arc<Shared>,
-    readers: [JoinHandle<()>; 2],
+    readers: [AbortOnDropHandle<()>; 2],
     grace: Duration,
     clock: Arc<dyn Clock>,
 ) {
     let cancel = shared.cancel.clone();
+    let stopped = shared.tasks.stopped();
+    tokio::pin!(stopped);
+    let mut shut = false;
     let aborts = [readers[0].abort_handle(), readers[1].abort_handle()];
     let mut escalation = Escalation {
         stage: Stage::Running,
@@ -95,6 +111,10 @@ pub(super) async fn supervise(
                 escalation.on_cancel(&shared);
             }
             () = escalation.next_deadline() => escalation.on_deadline(&shared, &aborts),
+            () = &mut stopped, if !shut => {
+                shut = true;
+                escalation.on_shutdown(&shared, &aborts);
+            }
         }
     };
     let status = match waited {
@@ -115,6 +135,10 @@ pub(super) async fn supervise(
                 escalation.on_cancel(&shared);
             }
             () = escalation.next_deadline() => escalation.on_deadline(&shared, &aborts),
+            () = &mut stopped, if !shut => {
+                shut = true;
+                escalation.on_shutdown(&shared, &aborts);
+            }
         }
     }
     let cancel_requested = cancel.is_cancelled();
@@ -134,7 +158,12 @@ pub(super) async fn supervise(
     if escalation.stage == Stage::Terminating && shared.tree.has_members() {
         let last_resort = KillOnDrop(shared.tree.clone());
         drop(shared);
-        escalation.next_deadline().await;
+        if !shut {
+            tokio::select! {
+                () = escalation.next_deadline() => {}
+                () = stopped => {}
+            }
+        }
         drop(last_resort);
     }
 }

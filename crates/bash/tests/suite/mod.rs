@@ -5,4 +5,5 @@ mod process;
 mod sandbox;
 mod spill;
 mod support;
+mod tasks;
 mod tool;

@@ -337,7 +337,7 @@ impl Shared {
                 shared.drain(&[job], Teardown::Owner).await;
             };
             if let Some(runtime) = sh.runtime() {
-                drop(runtime.spawn(drain));
+                drop(sh.tasks.spawn_on(drain, &runtime));
             }
         }
         Ok(id)

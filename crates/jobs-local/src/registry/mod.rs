@@ -19,6 +19,8 @@ use std::time::Duration;
 
 use tokio::runtime::Handle;
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 use turnkit_core::{Clock, lock};
 use turnkit_jobs::{JobKind, LeftoverStopper};
 
@@ -50,6 +52,11 @@ const MAX_WAIT: Duration = Duration::from_millis(2_147_483_647);
 /// at `start` (or at construction), so `start` must be called with a runtime available; jobs
 /// started while a driver is running join it (one task drives them all, see `driver.rs`).
 ///
+/// Every task the registry spawns (the settlement driver, the report of a reopened session's
+/// lost jobs, the observation of a future returned by a completion listener, the drain of a
+/// job whose owner was disposed while it started) is tracked: [`LocalJobRegistry::dispose`]
+/// waits until none is alive ([`LocalJobRegistry::running_tasks`]).
+///
 /// Beyond [`JobRegistry`](turnkit_jobs::JobRegistry) it offers [`LocalJobRegistry::dispose`] (service disposal, §4.9).
 #[derive(Clone)]
 pub struct LocalJobRegistry {
@@ -71,6 +78,12 @@ pub(crate) struct Shared {
     runtime: Option<Handle>,
     /// Drives every job's `done` (§4.6).
     hub: Arc<Hub>,
+    /// Every task the registry spawns (the settlement driver, lost-jobs reports, observers
+    /// of listener futures, orphaned-job drains); disposal closes it and waits.
+    tasks: TaskTracker,
+    /// Cancelled at the end of disposal: a lost-jobs report still waiting for its claim
+    /// stops waiting.
+    shutdown: CancellationToken,
     /// The leftover stoppers by kind (`on_leftovers`), newest last, with their
     /// registration numbers.
     stoppers: Mutex<Vec<(u64, JobKind, LeftoverStopper)>>,
@@ -106,6 +119,8 @@ impl LocalJobRegistry {
             limits,
             runtime: Handle::try_current().ok(),
             hub: Arc::new(Hub::default()),
+            tasks: TaskTracker::new(),
+            shutdown: CancellationToken::new(),
             stoppers: Mutex::new(Vec::new()),
             me: me.clone(),
         });
@@ -138,6 +153,13 @@ impl LocalJobRegistry {
         lock(&self.shared.state).owners.len()
     }
 
+    /// The number of the registry's tasks still alive: the settlement driver while a job's
+    /// `done` is pending, plus any lost-jobs report, listener-future observation or orphaned-job
+    /// drain in flight; 0 once [`LocalJobRegistry::dispose`] returned.
+    pub fn running_tasks(&self) -> usize {
+        self.shared.tasks.len()
+    }
+
     /// The number of records held (all owners, terminal ones included).
     pub fn record_count(&self) -> usize {
         lock(&self.shared.state).records.len()
@@ -159,8 +181,11 @@ impl LocalJobRegistry {
     /// with `jobs service disposed` (setting `reported` first), awaits every settlement (a
     /// throwing cancel force-fails its job instead), empties the store, notifies change
     /// observers once per distinct owner that had records, then detaches (and runs) every
-    /// owner-cleanup hook. Later starts fail with `background jobs unavailable: the job
-    /// registry is disposed`. Idempotent.
+    /// owner-cleanup hook. Last it stops the registry's tasks and waits until none is alive:
+    /// the settlement driver exits, dropping any `done` still pending (a force-failed job's),
+    /// a lost-jobs report stops waiting for its claim, and a future returned by a completion
+    /// listener is awaited to its end. Later starts fail with `background jobs unavailable:
+    /// the job registry is disposed`. Idempotent.
     pub async fn dispose(&self) {
         self.shared.dispose().await;
     }

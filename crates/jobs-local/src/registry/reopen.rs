@@ -110,12 +110,17 @@ impl Shared {
         let Some(shared) = self.me.upgrade() else {
             return;
         };
-        drop(runtime.spawn(async move { shared.report_lost(&info, &lost).await }));
+        let tasks = shared.tasks.clone();
+        drop(tasks.spawn_on(
+            async move { shared.report_lost(&info, &lost).await },
+            &runtime,
+        ));
     }
 
     /// Hands `lost` to the lost-jobs listeners serving the owner; once a turn of the owner
     /// claimed a notice one of them delivered, appends (and flushes) the `job/lost` that keeps
-    /// the jobs from being reported again. A notice never claimed records nothing.
+    /// the jobs from being reported again. A notice never claimed records nothing; the
+    /// registry's disposal ends the wait for the claim.
     async fn report_lost(&self, info: &OwnerInfo, lost: &[JobSnapshot]) {
         if self.listeners_closed.load(Ordering::SeqCst) || info.agent.is_disposed() {
             return;
@@ -155,7 +160,11 @@ impl Shared {
             return;
         }
         loop {
-            match claims.recv().await {
+            let claim = tokio::select! {
+                claim = claims.recv() => claim,
+                () = self.shutdown.cancelled() => return,
+            };
+            match claim {
                 Some(Some(claimed)) if delivered.contains(&claimed) => break,
                 Some(Some(_)) => {}
                 Some(None) | None => return,

@@ -8,6 +8,7 @@ use std::{
 
 use futures::FutureExt;
 use tokio::runtime::Handle;
+use tokio_util::task::TaskTracker;
 use turnkit_core::{Agent, Registered, lock};
 use turnkit_jobs::{JobDoneListener, JobId, JobOutcome, JobSnapshot, JobsChangedListener};
 
@@ -191,7 +192,7 @@ impl Shared {
                     }
                 };
                 match self.runtime() {
-                    Some(runtime) => drop(runtime.spawn(observed)),
+                    Some(runtime) => drop(self.tasks.spawn_on(observed, &runtime)),
                     None => tracing::warn!(
                         "jobs: onJobDone listener for {id} returned a future but no runtime can observe it"
                     ),
@@ -252,6 +253,10 @@ impl Settle for Shared {
 
     fn runtime(&self) -> Option<Handle> {
         Shared::runtime(self)
+    }
+
+    fn tasks(&self) -> &TaskTracker {
+        &self.tasks
     }
 
     fn weak(&self) -> Weak<Self> {

@@ -60,6 +60,11 @@ impl Shared {
                 hook().await;
             }
         }
+        // Every settlement was awaited: stop the registry's tasks and join them.
+        sh.shutdown.cancel();
+        sh.hub.stop();
+        sh.tasks.close();
+        sh.tasks.wait().await;
     }
 
     /// `kill` (§4.5): cancel first; a throwing cancel changes nothing.

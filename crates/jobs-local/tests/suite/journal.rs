@@ -311,3 +311,27 @@ async fn a_start_the_journal_cannot_append_is_stopped_and_refused() {
     assert_eq!(log_of(&agent, "job/start"), Vec::<String>::new());
     assert_eq!(log_of(&agent, "job/settle"), Vec::<String>::new());
 }
+
+/// A lost-jobs report waits (on a task of the registry) for a turn to claim its notice; the
+/// registry's disposal ends that wait and joins the task.
+#[tokio::test(start_paused = true)]
+async fn disposal_ends_a_lost_jobs_report_still_waiting_for_its_claim() {
+    let runs = Runs::new();
+    let _first = first_run(&runs);
+    tick().await;
+    runs.harness.set_auto_turns(false);
+    let second = runs.run(true, true);
+    let agent = runs.open("s1");
+    second.registry.session_opened(&agent.as_dyn());
+    tick().await;
+    assert_eq!(second.lost.lock().unwrap().len(), 1);
+    assert_eq!(second.registry.running_tasks(), 1);
+    tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        second.registry.dispose(),
+    )
+    .await
+    .expect("disposal must not wait for a claim");
+    assert_eq!(second.registry.running_tasks(), 0);
+    assert_eq!(log_of(&agent, "job/lost"), Vec::<String>::new());
+}

@@ -20,5 +20,6 @@ mod model;
 mod reads;
 mod start;
 mod stress;
+mod tasks;
 mod teardown;
 mod waits;

@@ -261,20 +261,44 @@ async fn dropping_the_installed_registry_disposes_it() {
     assert_eq!(registry.record_count(), 0);
 }
 
-/// A producer whose `done` rejects after teardown force-failed and removed its job is still
-/// named in the §4.12 warning.
+/// A producer whose `done` rejects after its owner's teardown force-failed and removed its
+/// job is still named in the §4.12 warning. (After service disposal nothing is polled any
+/// more: the settlement driver is stopped and joined.)
 #[tokio::test(start_paused = true)]
 async fn a_late_rejection_after_removal_still_names_the_job() {
     let logs = LogCapture::start();
     let host = Host::new();
-    let (_, job) = host.start_ok(bash().on_cancel(OnCancel::Throw("stuck".to_owned())));
-    host.registry.dispose().await;
+    let owner = host.agent("owner");
+    let (_, job) = host.start_ok(
+        bash()
+            .owner(owner.as_dyn())
+            .on_cancel(OnCancel::Throw("stuck".to_owned())),
+    );
+    owner.dispose().await;
     assert_eq!(host.registry.record_count(), 0);
     job.reject("late failure");
     tick().await;
     assert!(logs.text().contains(
         "jobs: job bash-1 producer done promise rejected (producer contract violation): Error: late failure"
     ), "{}", logs.text());
+}
+
+/// After service disposal the settlement driver is gone: a force-failed job's late rejection
+/// is not observed.
+#[tokio::test(start_paused = true)]
+async fn a_late_rejection_after_service_disposal_is_not_observed() {
+    let logs = LogCapture::start();
+    let host = Host::new();
+    let (_, job) = host.start_ok(bash().on_cancel(OnCancel::Throw("stuck".to_owned())));
+    host.registry.dispose().await;
+    assert_eq!(host.registry.running_tasks(), 0);
+    job.reject("late failure");
+    tick().await;
+    assert!(
+        !logs.text().contains("producer done promise rejected"),
+        "{}",
+        logs.text()
+    );
 }
 
 /// Service disposal releases the records' producer hooks after its lock: a hook whose drop

@@ -333,3 +333,28 @@ async fn children_nest_only_to_max_depth() {
         .await;
     assert_eq!(out.text(), "deep\n[status: completed]\n[status: completed]");
 }
+
+/// A child's driver task belongs to its job: once the registry's disposal (which awaits
+/// every settlement) returned, the task has ended and the child is disposed.
+#[tokio::test(start_paused = true)]
+async fn the_registrys_disposal_joins_a_running_childs_driver() {
+    let host = Host::new(SubagentConfig::default());
+    let parent = host.root("s1");
+    let metrics = tokio::runtime::Handle::current().metrics();
+    settle().await;
+    let before = metrics.num_alive_tasks();
+    host.children.script("wait", vec![ChildAction::Hang]);
+    host.call(
+        &parent,
+        "agent",
+        json!({"prompt": "wait", "run_in_background": true}),
+    )
+    .await;
+    settle().await;
+    let child = host.kit.agent(&AgentId::from("s1.agent-1")).unwrap();
+    // The child's driver and the registry's settlement driver.
+    assert_eq!(metrics.num_alive_tasks(), before + 2);
+    host.jobs.dispose().await;
+    assert!(child.is_disposed());
+    assert_eq!(metrics.num_alive_tasks(), before);
+}

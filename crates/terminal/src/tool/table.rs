@@ -9,6 +9,8 @@ use turnkit_jobs::{JobError, JobId, JobRegistry};
 
 use super::{JOBS_UNAVAILABLE, SETTLE_SLACK};
 use crate::send::{Send, send_job_start};
+use turnkit_bash::TaskSet;
+
 use crate::{Terminal, TerminalConfig, TerminalId, TerminalOptions};
 
 /// Why a terminal operation failed. `Display` is the model-facing message (exact).
@@ -60,6 +62,8 @@ struct Inner {
     clock: Arc<dyn Clock>,
     jobs: Option<Arc<dyn JobRegistry>>,
     table: Mutex<Table>,
+    /// The tasks of every terminal opened here.
+    tasks: TaskSet,
 }
 
 /// How [`Terminals::kill`] ended.
@@ -112,8 +116,15 @@ impl Terminals {
                     open: Vec::new(),
                     closed: false,
                 }),
+                tasks: TaskSet::new(),
             }),
         }
+    }
+
+    /// The task set every terminal opened here runs its tasks in (clones of this table
+    /// share it); the plugin's [`Installed::shutdown`](crate::Installed::shutdown) joins it.
+    pub fn tasks(&self) -> &TaskSet {
+        &self.inner.tasks
     }
 
     /// The configuration.
@@ -139,6 +150,7 @@ impl Terminals {
         options.kill_grace = Duration::from_millis(config.kill_grace_ms);
         options.max_pending_bytes =
             usize::try_from(config.max_result_bytes.saturating_mul(2)).unwrap_or(usize::MAX);
+        options.tasks = self.inner.tasks.clone();
         options
     }
 

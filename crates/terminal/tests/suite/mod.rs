@@ -1,3 +1,4 @@
 mod catalog;
 mod support;
+mod tasks;
 mod terminal;
