@@ -312,20 +312,20 @@ impl Shared {
                 }
             }))));
         }
+        if unsaved.is_some() {
+            // No work may run without a durable record of it: the job is stopped at once,
+            // before its `done` is handed to the driver (which may poll it on another worker
+            // at once), and marked reported by the kill, so no notice follows.
+            let owner = journal_owner.as_ref().map(|o| &o.id);
+            if let Err(error) = sh.kill(&id, owner, Some(UNSAVED_START_REASON)) {
+                tracing::warn!("jobs: could not stop {id}, whose start was not saved: {error}");
+            }
+        }
         // 10. Settlement continuation (always asynchronous).
         sh.hub.submit(&**sh, id.clone(), Ticket { slot, seq }, done);
         // 11. Observers.
         if let Some((observers, target)) = observers {
             sh.call_observers(&observers, &target);
-        }
-        if let Some(reason) = unsaved {
-            // No work may run without a durable record of it: the job is stopped at once
-            // (marked reported by the kill, so no notice follows) and the start refused.
-            let owner = journal_owner.as_ref().map(|o| &o.id);
-            if let Err(error) = sh.kill(&id, owner, Some(UNSAVED_START_REASON)) {
-                tracing::warn!("jobs: could not stop {id}, whose start was not saved: {error}");
-            }
-            return Err(JobError::StartNotSaved { id, reason });
         }
         if disposed {
             // Disposal began while `run` was executing: this job joins the teardown.
@@ -340,7 +340,13 @@ impl Shared {
                 drop(sh.tasks.spawn_on(drain, &runtime));
             }
         }
-        Ok(id)
+        // A start the journal could not record was stopped above; it is refused only now, so
+        // that a disposal or owner teardown that began during `run` still takes it in (an
+        // orphaned record would otherwise never be removed).
+        match unsaved {
+            Some(reason) => Err(JobError::StartNotSaved { id, reason }),
+            None => Ok(id),
+        }
     }
 }
 

@@ -335,3 +335,111 @@ async fn disposal_ends_a_lost_jobs_report_still_waiting_for_its_claim() {
     assert_eq!(second.registry.running_tasks(), 0);
     assert_eq!(log_of(&agent, "job/lost"), Vec::<String>::new());
 }
+
+/// A start the journal cannot append never lets the producer's work begin: its `done` is
+/// cancelled before it is first polled, even when the runtime has idle workers and a change
+/// observer is slow (the start's own notification runs before the refusal).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsaved_start_is_cancelled_before_its_work_is_polled() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use turnkit_core::RegistrationScope;
+    use turnkit_jobs::{JobHooks, JobStart};
+
+    let runs = Runs::new();
+    let run = runs.run(true, true);
+    let agent = runs.open("s1");
+    let _slow = run.registry.on_jobs_changed(
+        RegistrationScope::Global,
+        Arc::new(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(200));
+            Ok(())
+        }),
+    );
+    runs.harness.faults(&"s1".into()).set_append_fail(true);
+    let worked = Arc::new(AtomicBool::new(false));
+    let did = worked.clone();
+    let start = JobStart::new("fake", "type into a terminal", move || {
+        let token = tokio_util::sync::CancellationToken::new();
+        let cancel = token.clone();
+        let done = async move {
+            // The producer's work: done only if it was not stopped first.
+            if !token.is_cancelled() {
+                did.store(true, Ordering::SeqCst);
+            }
+            token.cancelled().await;
+            Ok(JobOutcome::killed())
+        };
+        Ok(JobHooks::new(
+            move |_| {
+                cancel.cancel();
+                Ok(())
+            },
+            done,
+        ))
+    })
+    .with_owner(agent.as_dyn());
+    let error = run.registry.start(start).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("background job fake-1 was stopped")
+    );
+    let settled = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        run.registry.wait(
+            &"fake-1".into(),
+            std::time::Duration::from_secs(5),
+            Some(agent.as_dyn().id()),
+            None,
+        ),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(settled.status.as_str(), "killed");
+    assert!(!worked.load(Ordering::SeqCst), "the job's work ran unsaved");
+}
+
+/// An unsaved start whose owner was disposed while its `run` executed is still drained: once
+/// it settles its record is removed like every other job of a disposed owner.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsaved_start_of_an_owner_disposed_during_run_is_removed() {
+    let runs = Runs::new();
+    let run = runs.run(true, true);
+    let agent = runs.open("s1");
+    // The owner's first job registers its cleanup.
+    let (start, first) = FakeProducer::new("fake", "first")
+        .owner(agent.as_dyn())
+        .build();
+    run.registry.start(start).unwrap();
+    first.settle(JobOutcome::completed());
+    runs.harness.faults(&"s1".into()).set_append_fail(true);
+    let (start, job) = FakeProducer::new("fake", "second")
+        .owner(agent.as_dyn())
+        .build();
+    let disposing = agent.clone();
+    let runtime = tokio::runtime::Handle::current();
+    let mut start = start;
+    let inner = std::mem::replace(&mut start.run, Box::new(|| unreachable!()));
+    start.run = Box::new(move || {
+        // Another thread disposes the owner while `run` executes.
+        std::thread::spawn(move || runtime.block_on(disposing.dispose()))
+            .join()
+            .unwrap();
+        inner()
+    });
+    let error = run.registry.start(start).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .starts_with("background job fake-2 was stopped")
+    );
+    job.settle(JobOutcome::killed());
+    for _ in 0..200 {
+        if run.registry.record_count() == 0 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(run.registry.record_count(), 0);
+}
