@@ -346,10 +346,12 @@ fn start_child(
     agent.send(UserMessage::text(prompt, MessageSource::User), None)?;
     shared.kit.publish(agent.as_dyn());
     let model = shared.model.clone();
-    // The child's driver belongs to its job: `done` resolves when the task has ended (so
-    // the registry's disposal, which awaits every settlement, joins it), and dropping
-    // `done` unsettled aborts it.
-    let driver = AbortOnDropHandle::new(tokio::spawn(async move {
+    // The child's driver belongs to its job: it is spawned when the registry first polls
+    // `done`, which happens only after `start` recorded the job (a start the job journal
+    // could not save is cancelled before that, so the child ends before any model step);
+    // `done` resolves when the task has ended (so the registry's disposal, which awaits
+    // every settlement, joins it), and dropping `done` unsettled aborts it.
+    let driver = async move {
         let result = drive(&context, model.as_ref()).await;
         record_end(&context.agent, &result);
         context.agent.dispose().await;
@@ -359,14 +361,14 @@ fn start_child(
         drop(running);
         drop(context);
         result
-    }));
+    };
     let hooks = JobHooks::new(
         move |_reason| {
             cancel.cancel();
             Ok(())
         },
         async move {
-            driver
+            AbortOnDropHandle::new(tokio::spawn(driver))
                 .await
                 .map_err(|_| "the subagent's driver ended without an outcome".into())
         },
