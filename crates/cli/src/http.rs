@@ -193,6 +193,7 @@ pub(crate) fn run(
     store: Backing,
     options: SessionOptions,
     shape: ResultShape,
+    shutdown_grace: std::time::Duration,
 ) -> anyhow::Result<ExitCode> {
     let tokens = args.token_file.as_deref().map(Tokens::read).transpose()?;
     let http_options = HttpOptions {
@@ -276,10 +277,12 @@ pub(crate) fn run(
             let on_signal = stop.clone();
             tasks.spawn(async move {
                 tokio::select! {
-                    () = on_signal.cancelled() => {}
-                    _ = terminate.recv() => on_signal.cancel(),
-                    _ = interrupt.recv() => on_signal.cancel(),
+                    () = on_signal.cancelled() => return,
+                    _ = terminate.recv() => {}
+                    _ = interrupt.recv() => {}
                 }
+                crate::shutdown::arm(shutdown_grace);
+                on_signal.cancel();
             });
             server.serve(listener).await?;
             anyhow::Ok(ExitCode::SUCCESS)

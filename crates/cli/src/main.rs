@@ -11,6 +11,7 @@ use turnkit_families::{ChildrenMode, FamiliesConfig, LogFileError};
 mod http;
 mod inspect;
 mod mcp;
+mod shutdown;
 mod telemetry;
 
 /// Run harness scenario files and inspect session logs.
@@ -103,6 +104,12 @@ enum Command {
         /// its `/v1/traces`). Needs a binary built with the `otlp` feature.
         #[arg(long, value_name = "URL")]
         otlp_endpoint: Option<String>,
+        /// Once SIGTERM or SIGINT arrived, how long stopping jobs, flushing sessions and
+        /// releasing leases may take before the process exits anyway with status 1 (a store
+        /// that stopped answering cannot hold it forever).
+        #[arg(long, value_name = "SECONDS", default_value_t = shutdown::DEFAULT_GRACE_SECS,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        shutdown_grace: u64,
     },
     /// Serve a read-only live web view of a folder of session files or a PostgreSQL store
     /// (sessions, plans, jobs, reminders, timelines) and print its URL; runs until
@@ -173,6 +180,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             store,
             http,
             otlp_endpoint: _,
+            shutdown_grace,
         } => mcp::run(
             dir,
             session,
@@ -180,6 +188,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             structured,
             store.as_deref(),
             http,
+            std::time::Duration::from_secs(shutdown_grace),
         ),
         Command::Inspect { dir, store, addr } => inspect::run(dir, store.as_deref(), addr),
         Command::Run { file } => run_file(&file),

@@ -134,6 +134,7 @@ pub(crate) fn run(
     structured: bool,
     store: Option<&str>,
     http: crate::http::HttpArgs,
+    shutdown_grace: std::time::Duration,
 ) -> anyhow::Result<ExitCode> {
     let configs = match config {
         Some(path) => read_config(path)?,
@@ -164,7 +165,7 @@ pub(crate) fn run(
             Store::Jsonl(dir) => crate::http::Backing::Jsonl(dir),
             Store::Postgres(url) => crate::http::Backing::Postgres(url),
         };
-        return crate::http::run(http, addr, store, options, serve.shape);
+        return crate::http::run(http, addr, store, options, serve.shape, shutdown_grace);
     }
     // One thread: owed messages are committed when their response is written (see
     // `turnkit_mcp::serve`).
@@ -216,7 +217,7 @@ pub(crate) fn run(
                 eprintln!("harness mcp: session {}", host.session_id());
             }
             // SIGTERM and SIGINT end the connection like a closed stdin: jobs are stopped and the
-            // log is flushed before the process exits.
+            // log is flushed before the process exits, within `shutdown_grace`.
             let stop = serve.stop.clone();
             let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
             let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
@@ -227,6 +228,7 @@ pub(crate) fn run(
                     _ = terminate.recv() => {}
                     _ = interrupt.recv() => {}
                 }
+                crate::shutdown::arm(shutdown_grace);
                 stop.cancel();
             });
             turnkit_mcp::serve_stdio(host, serve).await?;

@@ -9,6 +9,7 @@ mod postgres;
 mod protocol;
 mod resources;
 mod sandbox;
+mod stuck_store;
 mod support;
 mod tasks;
 mod tools;
