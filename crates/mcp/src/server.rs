@@ -295,6 +295,20 @@ impl Server {
         };
         let answer = tracing::Instrument::instrument(answer, span);
         tokio::pin!(answer);
+        // A session that is stopping ends its calls in flight as a cancelled request would;
+        // each still answers (`SessionHost::end_calls`).
+        let ending = self.host.ending().clone();
+        let answer = async {
+            tokio::select! {
+                biased;
+                answer = &mut answer => answer,
+                () = ending.cancelled() => {
+                    call_ct.cancel();
+                    (&mut answer).await
+                }
+            }
+        };
+        tokio::pin!(answer);
         let answer = match &waited_job {
             None => answer.await,
             Some(job) => {

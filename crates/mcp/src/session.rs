@@ -143,6 +143,9 @@ pub struct SessionHost {
     /// Cancelled by [`SessionHost::shutdown`] before it waits for `background`: a task that
     /// waits for a request to end stops waiting.
     stopping: CancellationToken,
+    /// Cancelled by [`SessionHost::end_calls`]: every tool call in flight is aborted as if
+    /// its request had been cancelled, and answers.
+    ending: CancellationToken,
 }
 
 impl std::fmt::Debug for SessionHost {
@@ -272,6 +275,7 @@ impl SessionHost {
             disposed: tokio::sync::OnceCell::new(),
             background,
             stopping: CancellationToken::new(),
+            ending: CancellationToken::new(),
         }))
     }
 
@@ -544,6 +548,19 @@ impl SessionHost {
     /// task that waits on a client ends then.
     pub(crate) fn stopping(&self) -> &CancellationToken {
         &self.stopping
+    }
+
+    /// Aborts every tool call in flight, and every later one, as a cancelled request is
+    /// (a `job_output` wait answers `wait aborted`, a foreground job is killed and its call
+    /// answers): what a server that is stopping does before it closes the connections, so
+    /// each call still gets its answer. Idempotent.
+    pub fn end_calls(&self) {
+        self.ending.cancel();
+    }
+
+    /// Cancelled by [`SessionHost::end_calls`].
+    pub(crate) fn ending(&self) -> &CancellationToken {
+        &self.ending
     }
 
     /// How many of the session's own tasks are running: flushes of queued messages, claims

@@ -184,16 +184,30 @@ impl HttpServer {
                 tracing::debug!("mcp http: TCP_NODELAY: {error}");
             }
         });
+        // Once stopped, the sessions are shut down while the connections drain: a session's
+        // shutdown answers its calls in flight, then closes its connections (event streams
+        // included), which lets the graceful shutdown below finish.
+        let releasing = {
+            let server = server.clone();
+            let stop = stop.clone();
+            AbortOnDropHandle::new(tokio::spawn(async move {
+                stop.cancelled().await;
+                server.sessions.release_all().await;
+            }))
+        };
         let served = axum::serve(listener, app)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await
             .map_err(|e| ServeError::Transport(e.to_string()));
         // Stopped, the reaper ends after the release it may be making (joined, so that session
-        // is shut down in full); after a failure it is aborted.
+        // is shut down in full) and the releases are joined; after a failure both are aborted
+        // and every session is released here.
         if self.options.stop.is_cancelled() {
             let _ = reaper.await;
+            let _ = releasing.await;
         } else {
             drop(reaper);
+            drop(releasing);
         }
         server.sessions.release_all().await;
         served
@@ -248,10 +262,17 @@ async fn serve_request(server: &HttpServer, mut request: Request) -> Result<Resp
     let held = Held::new(live.host.clone());
     request.extensions_mut().insert(held.clone());
     live.in_flight.fetch_add(1, Ordering::SeqCst);
+    let post = request.method() == http::Method::POST;
+    if post {
+        live.answering();
+    }
     let done = live.clone();
     let on_drop = Box::new(move || {
         done.touch();
         done.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if post {
+            done.answered();
+        }
     });
     let response = live.service.handle(request).await;
     let (parts, body) = response.into_parts();

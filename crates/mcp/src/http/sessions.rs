@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use http::StatusCode;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 use turnkit_core::{StoreError, lock};
@@ -30,8 +31,16 @@ pub(crate) struct Live {
     /// Requests whose response body is still being written (a `GET` event stream counts
     /// while it is open).
     pub(crate) in_flight: AtomicUsize,
+    /// `POST`s (the requests that carry calls) whose response body is still being written.
+    answering: AtomicUsize,
+    /// Woken whenever `answering` goes down.
+    answered: Notify,
     last_used: Mutex<Instant>,
 }
+
+/// How long a released session waits for the answers of its calls in flight to be written
+/// before its connections are closed.
+const ANSWERS_BOUND: Duration = Duration::from_secs(5);
 
 impl Live {
     pub(crate) fn touch(&self) {
@@ -45,9 +54,48 @@ impl Live {
         Some(now.saturating_duration_since(*lock(&self.last_used)))
     }
 
+    /// A `POST` began: its answer is written before the session's connections close.
+    pub(crate) fn answering(&self) {
+        self.answering.fetch_add(1, Ordering::SeqCst);
+    }
+
+    /// A `POST`'s response body was written (or dropped).
+    pub(crate) fn answered(&self) {
+        self.answering.fetch_sub(1, Ordering::SeqCst);
+        self.answered.notify_waiters();
+    }
+
+    /// Ends the calls in flight, waits for their answers to be written, shuts the session
+    /// down, then closes its MCP connections: a client whose call was running when the
+    /// server stopped gets its answer (`wait aborted`, a foreground job's end), as over stdio.
     async fn release(&self) {
-        self.stop.cancel();
+        self.host.end_calls();
+        self.answers_written().await;
         self.host.shutdown().await;
+        self.stop.cancel();
+    }
+
+    /// Completes once no `POST`'s answer is left to write, or after [`ANSWERS_BOUND`].
+    async fn answers_written(&self) {
+        let written = async {
+            loop {
+                let notified = self.answered.notified();
+                tokio::pin!(notified);
+                notified.as_mut().enable();
+                if self.answering.load(Ordering::SeqCst) == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        if tokio::time::timeout(ANSWERS_BOUND, written).await.is_err() {
+            tracing::warn!(
+                "mcp http: session {}: {} answers still unwritten {ANSWERS_BOUND:?} after its calls \
+                 were ended; shutting it down",
+                self.host.session_id(),
+                self.answering.load(Ordering::SeqCst)
+            );
+        }
     }
 }
 
@@ -85,7 +133,9 @@ impl Sessions {
     }
 
     fn live(&self, host: Arc<SessionHost>) -> Arc<Live> {
-        let stop = self.stop.child_token();
+        // Not a child of the server's stop: the session's connections close only once its
+        // shutdown has answered the calls in flight (`Live::release`).
+        let stop = CancellationToken::new();
         let config = self.config.clone().with_cancellation_token(stop.clone());
         let shape = self.shape;
         let factory_host = host.clone();
@@ -106,6 +156,8 @@ impl Sessions {
             stop,
             _drain: drain,
             in_flight: AtomicUsize::new(0),
+            answering: AtomicUsize::new(0),
+            answered: Notify::new(),
             last_used: Mutex::new(Instant::now()),
         })
     }

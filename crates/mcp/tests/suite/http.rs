@@ -121,6 +121,81 @@ async fn a_jobs_notice_rides_one_result_and_is_committed() {
     }
 }
 
+/// SIGTERM while a call runs: the server ends the call as a cancelled request (its
+/// foreground job killed), writes its answer, then closes the connections and exits 0.
+#[tokio::test]
+async fn a_stopping_server_answers_the_call_in_flight() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let mut server = start_http(dir.path(), &["--dir", sessions.to_str().unwrap()]).await;
+    let http = client();
+    let mut connection = Connection::open(&http, &server.url("stop"), None)
+        .await
+        .unwrap();
+    let call = {
+        let http = http.clone();
+        let url = server.url("stop");
+        let session = connection.session.clone();
+        tokio::spawn(async move {
+            let body = json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call",
+                "params": {"name": "bash", "arguments": {"command": "sleep 30"}}});
+            send(
+                &http,
+                "POST",
+                &url,
+                &[
+                    ("mcp-session-id", session.as_str()),
+                    ("mcp-protocol-version", "2025-06-18"),
+                ],
+                &body.to_string(),
+            )
+            .await
+            .unwrap()
+        })
+    };
+    // The call is in flight once its job runs.
+    let deadline = tokio::time::Instant::now() + BOUND;
+    loop {
+        let listed = connection.call(&http, "job_list", json!({})).await.unwrap();
+        if texts(&listed)[0] == "bash-1 [bash] running — sleep 30" {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the call never started its job"
+        );
+    }
+    let pid = server.child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let reply = tokio::time::timeout(BOUND, call)
+        .await
+        .expect("the call is answered")
+        .unwrap();
+    let answers: Vec<Value> = reply
+        .messages()
+        .into_iter()
+        .filter(|m| m.get("id") == Some(&json!(100)))
+        .collect();
+    assert_eq!(
+        answers,
+        [json!({"jsonrpc": "2.0", "id": 100, "result": {
+            "content": [{"type": "text", "text": "Error: This operation was aborted"}],
+            "isError": true,
+        }})]
+    );
+    let status = tokio::time::timeout(BOUND, server.child.wait())
+        .await
+        .expect("the server exits")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let log = std::fs::read_to_string(sessions.join("stop.jsonl")).unwrap();
+    assert_eq!(log.matches("\"type\":\"job/settle\"").count(), 1);
+}
+
 /// A refused request: what it is, its URL, headers and body, and the status and body expected.
 type Case = (
     &'static str,
