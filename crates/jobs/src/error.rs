@@ -65,6 +65,22 @@ pub enum JobError {
         /// Why the append failed.
         reason: String,
     },
+    /// `start` with the job journal on: as [`JobError::StartNotSaved`], but the producer's
+    /// cancel failed, so the job's work may still be running. The registry forced the record
+    /// `failed` (detail `cancel threw after its start could not be saved; work may be
+    /// orphaned: <error>`), so it holds no admission place and sends no notice. Holds why the
+    /// append and the cancel failed.
+    #[error(
+        "background job {id} could not be stopped after its start could not be saved ({reason}); its work may still be running: {error}"
+    )]
+    StartNotSavedNotStopped {
+        /// The job, recorded and forced `failed`.
+        id: JobId,
+        /// Why the append failed.
+        reason: String,
+        /// Why the cancel failed.
+        error: String,
+    },
     /// get/read/read_at/kill/wait: the id was never issued or its record was removed.
     #[error("unknown job {0}")]
     UnknownJob(JobId),

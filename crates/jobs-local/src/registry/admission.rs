@@ -8,7 +8,7 @@ use std::{
 
 use tokio::runtime::Handle;
 use turnkit_core::{Agent, AgentError, MAX_SAFE_INTEGER, ScopeKey, lock, same_agent};
-use turnkit_jobs::{JobError, JobHooks, JobId, JobKind, JobLabel, JobStart, JobStatus};
+use turnkit_jobs::{JobError, JobHooks, JobId, JobKind, JobLabel, JobOutcome, JobStart, JobStatus};
 
 use super::{Shared, UNSAVED_START_REASON};
 use crate::journal;
@@ -312,13 +312,31 @@ impl Shared {
                 }
             }))));
         }
+        // Why a job whose start was not saved could not be stopped either.
+        let mut not_stopped = None;
         if unsaved.is_some() {
             // No work may run without a durable record of it: the job is stopped at once,
             // before its `done` is handed to the driver (which may poll it on another worker
             // at once), and marked reported by the kill, so no notice follows.
             let owner = journal_owner.as_ref().map(|o| &o.id);
             if let Err(error) = sh.kill(&id, owner, Some(UNSAVED_START_REASON)) {
-                tracing::warn!("jobs: could not stop {id}, whose start was not saved: {error}");
+                let error = error.to_string();
+                tracing::warn!(
+                    "jobs: could not stop {id}, whose start was not saved; its work may be orphaned: {error}"
+                );
+                // As a teardown does with a throwing cancel: the record ends now (first
+                // settlement wins over whatever `done` says later), reported, since the
+                // refusal below tells the caller.
+                if let Some(record) = lock(&sh.state).records.at_mut(slot, seq) {
+                    record.reported = true;
+                }
+                sh.settle(
+                    &id,
+                    JobOutcome::failed().with_detail(format!(
+                        "cancel threw after its start could not be saved; work may be orphaned: {error}"
+                    )),
+                );
+                not_stopped = Some(error);
             }
         }
         // 10. Settlement continuation (always asynchronous).
@@ -343,9 +361,12 @@ impl Shared {
         // A start the journal could not record was stopped above; it is refused only now, so
         // that a disposal or owner teardown that began during `run` still takes it in (an
         // orphaned record would otherwise never be removed).
-        match unsaved {
-            Some(reason) => Err(JobError::StartNotSaved { id, reason }),
-            None => Ok(id),
+        match (unsaved, not_stopped) {
+            (Some(reason), None) => Err(JobError::StartNotSaved { id, reason }),
+            (Some(reason), Some(error)) => {
+                Err(JobError::StartNotSavedNotStopped { id, reason, error })
+            }
+            (None, _) => Ok(id),
         }
     }
 }

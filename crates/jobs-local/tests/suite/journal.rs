@@ -443,3 +443,48 @@ async fn an_unsaved_start_of_an_owner_disposed_during_run_is_removed() {
     }
     assert_eq!(run.registry.record_count(), 0);
 }
+
+/// A start the journal cannot append whose producer's cancel fails: the refusal says the
+/// work may still be running (never that it was stopped), and the record is forced `failed`
+/// at once, so it holds no admission place and nothing is journaled.
+#[tokio::test(start_paused = true)]
+async fn an_unsaved_start_whose_cancel_fails_says_its_work_may_still_run() {
+    let runs = Runs::new();
+    let run = runs.run(true, true);
+    let agent = runs.open("s1");
+    runs.harness.faults(&"s1".into()).set_append_fail(true);
+    let (start, job) = FakeProducer::new("fake", "build docs")
+        .owner(agent.as_dyn())
+        .on_cancel(turnkit_testkit::OnCancel::Throw("cancel boom".to_owned()))
+        .build();
+    let error = run.registry.start(start).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "background job fake-1 could not be stopped after its start could not be saved (append rejected: injected append failure); its work may still be running: cancel boom"
+    );
+    assert_eq!(
+        job.cancels(),
+        vec![Some("its start could not be saved".to_owned())]
+    );
+    let snapshot = run
+        .registry
+        .get(&"fake-1".into(), Some(agent.as_dyn().id()))
+        .unwrap();
+    assert_eq!(
+        (
+            snapshot.status.as_str(),
+            snapshot.detail.as_deref(),
+            snapshot.reported
+        ),
+        (
+            "failed",
+            Some(
+                "cancel threw after its start could not be saved; work may be orphaned: cancel boom"
+            ),
+            true
+        )
+    );
+    runs.harness.faults(&"s1".into()).set_append_fail(false);
+    tick().await;
+    assert_eq!(log_of(&agent, "job/settle"), Vec::<String>::new());
+}
