@@ -50,6 +50,31 @@ impl TaskSet {
         drop(self.tracker.spawn_on(task, runtime));
     }
 
+    /// Spawns a member that holds `guard` until `wait` completes or the set is shut down,
+    /// then drops it: a grace period whose guard kills what is left when it is dropped ends
+    /// at once on shutdown. On a runtime that is shutting down the task is dropped unrun, and
+    /// `guard` with it.
+    pub fn drop_after<G>(
+        &self,
+        wait: impl Future<Output = ()> + Send + 'static,
+        guard: G,
+        runtime: &tokio::runtime::Handle,
+    ) where
+        G: Send + 'static,
+    {
+        let stopped = self.stopped();
+        self.spawn_on(
+            async move {
+                tokio::select! {
+                    () = wait => {}
+                    () = stopped => {}
+                }
+                drop(guard);
+            },
+            runtime,
+        );
+    }
+
     /// Completes once [`TaskSet::shutdown`] was called: a task that waits (for a grace
     /// period, for processes to exit) races its wait against this and finishes early.
     pub fn stopped(&self) -> impl Future<Output = ()> + Send + 'static {

@@ -56,21 +56,11 @@ impl Shared {
             return;
         }
         self.tree.signal(Signal::TERM, Group::Skip);
+        // The guard kills when the grace ends, or at once when the task set shuts down (or
+        // the runtime drops the task unrun).
         let last_resort = KillOnDrop(self.tree.clone());
-        let sleep = self.clock.sleep(self.grace);
-        let stopped = self.tasks.stopped();
-        // On a runtime that is shutting down the task is dropped unrun, and its guard kills
-        // at once; so does the task set's shutdown.
-        self.tasks.spawn_on(
-            async move {
-                tokio::select! {
-                    () = sleep => {}
-                    () = stopped => {}
-                }
-                drop(last_resort);
-            },
-            &self.runtime,
-        );
+        self.tasks
+            .drop_after(self.clock.sleep(self.grace), last_resort, &self.runtime);
     }
 
     pub(super) fn request_cancel(&self) {
