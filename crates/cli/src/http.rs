@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use async_trait::async_trait;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use turnkit_core::{
@@ -272,18 +271,7 @@ pub(crate) fn run(
                 let stop = stop.clone();
                 tasks.spawn(async move { scanner.run(stop).await });
             }
-            let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
-            let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
-            let on_signal = stop.clone();
-            tasks.spawn(async move {
-                tokio::select! {
-                    () = on_signal.cancelled() => return,
-                    _ = terminate.recv() => {}
-                    _ = interrupt.recv() => {}
-                }
-                crate::shutdown::arm(shutdown_grace);
-                on_signal.cancel();
-            });
+            crate::shutdown::on_signal(&tasks, stop.clone(), stop.clone(), shutdown_grace)?;
             server.serve(listener).await?;
             anyhow::Ok(ExitCode::SUCCESS)
         }

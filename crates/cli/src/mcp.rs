@@ -5,7 +5,6 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::Context;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -218,19 +217,7 @@ pub(crate) fn run(
             }
             // SIGTERM and SIGINT end the connection like a closed stdin: jobs are stopped and the
             // log is flushed before the process exits, within `shutdown_grace`.
-            let stop = serve.stop.clone();
-            let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
-            let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
-            let stopped = done.clone();
-            tasks.spawn(async move {
-                tokio::select! {
-                    () = stopped.cancelled() => return,
-                    _ = terminate.recv() => {}
-                    _ = interrupt.recv() => {}
-                }
-                crate::shutdown::arm(shutdown_grace);
-                stop.cancel();
-            });
+            crate::shutdown::on_signal(&tasks, serve.stop.clone(), done.clone(), shutdown_grace)?;
             turnkit_mcp::serve_stdio(host, serve).await?;
             anyhow::Ok(ExitCode::SUCCESS)
         }
