@@ -261,19 +261,11 @@ async fn serve_request(server: &HttpServer, mut request: Request) -> Result<Resp
     let live = server.sessions.get(id).await?;
     let held = Held::new(live.host.clone());
     request.extensions_mut().insert(held.clone());
-    live.in_flight.fetch_add(1, Ordering::SeqCst);
-    let post = request.method() == http::Method::POST;
-    if post {
-        live.answering();
-    }
-    let done = live.clone();
-    let on_drop = Box::new(move || {
-        done.touch();
-        done.in_flight.fetch_sub(1, Ordering::SeqCst);
-        if post {
-            done.answered();
-        }
-    });
+    // Counted until the response body is dropped, or until this future is dropped first (a
+    // client that hangs up while a 2026-07-28 call runs: the transport answers that call
+    // inside `handle`).
+    let counted = sessions::InFlight::new(live.clone(), request.method() == http::Method::POST);
+    let on_drop = Box::new(move || drop(counted));
     let response = live.service.handle(request).await;
     let (parts, body) = response.into_parts();
     let body = Committing::new(body, held, on_drop);

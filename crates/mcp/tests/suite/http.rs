@@ -196,6 +196,108 @@ async fn a_stopping_server_answers_the_call_in_flight() {
     assert_eq!(log.matches("\"type\":\"job/settle\"").count(), 1);
 }
 
+/// Posts a 2026-07-28 `tools/call` of a foreground `bash sleep 30` to session `id` of `server`
+/// on a connection of its own, and hangs up once the call's job runs; returns once the call
+/// was ended (its job killed).
+async fn hang_up_mid_call(server: &super::http_support::HttpServer, id: &str) {
+    use tokio::io::AsyncWriteExt;
+    let http = client();
+    let body = json!({"jsonrpc": "2.0", "id": "h", "method": "tools/call", "params": {
+        "_meta": meta(false), "name": "bash", "arguments": {"command": "sleep 30"}}})
+    .to_string();
+    let mut stream = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
+    let request = format!(
+        "POST /sessions/{id}/mcp HTTP/1.1\r\nhost: {addr}\r\n\
+         content-type: application/json\r\naccept: application/json, text/event-stream\r\n\
+         mcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: bash\r\n\
+         content-length: {length}\r\n\r\n{body}",
+        addr = server.addr,
+        length = body.len(),
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let job = |wanted: &'static str| {
+        let http = http.clone();
+        let url = server.url(id);
+        async move {
+            let deadline = tokio::time::Instant::now() + BOUND;
+            loop {
+                let listed = super::http_support::stateless(
+                    &http,
+                    &url,
+                    "tools/call",
+                    Some("job_list"),
+                    json!({"name": "job_list", "arguments": {}}),
+                    false,
+                )
+                .await;
+                let result = &listed.messages()[0]["result"];
+                if texts(result)[0].starts_with(wanted) {
+                    return;
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "never {wanted}: {result}"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    };
+    job("bash-1 [bash] running").await;
+    drop(stream);
+    job("bash-1 [bash] killed").await;
+}
+
+/// A client that hangs up while its 2026-07-28 call runs (the transport answers such a call
+/// inside the request, which is dropped with the connection) leaves no request counted in
+/// flight: the session is released once idle.
+#[tokio::test]
+async fn a_session_whose_client_hung_up_mid_call_is_released_when_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let server = start_http(
+        dir.path(),
+        &["--dir", sessions.to_str().unwrap(), "--idle-release", "1"],
+    )
+    .await;
+    hang_up_mid_call(&server, "hung").await;
+    let log = sessions.join("hung.jsonl");
+    let deadline = tokio::time::Instant::now() + BOUND;
+    // The session's file is locked for as long as the server holds the session.
+    while std::fs::File::open(&log).unwrap().try_lock().is_err() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the session was never released"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// Nor does such a call keep a stopping server waiting for an answer it can no longer write
+/// (each session waited 5 s for it, one session after another).
+#[tokio::test]
+async fn a_stopping_server_does_not_wait_for_answers_whose_client_hung_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let mut server = start_http(dir.path(), &["--dir", sessions.to_str().unwrap()]).await;
+    hang_up_mid_call(&server, "one").await;
+    hang_up_mid_call(&server, "two").await;
+    let pid = server.child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(std::time::Duration::from_secs(4), server.child.wait())
+        .await
+        .expect("the server exits without waiting for answers nobody reads")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    for id in ["one", "two"] {
+        let log = std::fs::read_to_string(sessions.join(format!("{id}.jsonl"))).unwrap();
+        assert_eq!(log.matches("\"type\":\"job/settle\"").count(), 1, "{log}");
+    }
+}
+
 /// A refused request: what it is, its URL, headers and body, and the status and body expected.
 type Case = (
     &'static str,
