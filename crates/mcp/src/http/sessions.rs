@@ -280,14 +280,21 @@ impl Sessions {
             .count()
     }
 
-    /// Shuts every session down (after `stop` was cancelled).
+    /// Shuts every session down (after `stop` was cancelled). Every session's calls are
+    /// ended first, together: a call that takes a while to end (a foreground job given its
+    /// kill grace) does not wait for the sessions released before its own.
     pub(crate) async fn release_all(&self) {
         let slots: Vec<Slot> = lock(&self.slots).drain().map(|(_, slot)| slot).collect();
+        let mut lives = Vec::new();
         for slot in slots {
             let live = slot.lock().await.take();
             if let Some(live) = live {
-                live.release().await;
+                live.host.end_calls();
+                lives.push(live);
             }
+        }
+        for live in lives {
+            live.release().await;
         }
     }
 }

@@ -353,6 +353,80 @@ async fn a_client_stalled_mid_request_cannot_hold_a_stopping_server() {
     assert_eq!(log.matches("\"type\":\"todo/write\"").count(), 1, "{log}");
 }
 
+/// SIGTERM with a call in flight in each of three sessions, each a foreground command that
+/// ignores SIGTERM (killed after the 2 s kill grace): the calls are ended together, so the
+/// server is done in about one grace, not one per session.
+#[tokio::test]
+async fn a_stopping_server_ends_every_sessions_calls_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let mut server = start_http(dir.path(), &["--dir", sessions.to_str().unwrap()]).await;
+    let http = client();
+    let mut calls = Vec::new();
+    for id in ["one", "two", "three"] {
+        let mut connection = Connection::open(&http, &server.url(id), None)
+            .await
+            .unwrap();
+        let call = {
+            let http = http.clone();
+            let url = server.url(id);
+            let session = connection.session.clone();
+            tokio::spawn(async move {
+                let body = json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call",
+                    "params": {"name": "bash", "arguments": {"command": "trap '' TERM; sleep 30"}}});
+                send(
+                    &http,
+                    "POST",
+                    &url,
+                    &[
+                        ("mcp-session-id", session.as_str()),
+                        ("mcp-protocol-version", "2025-06-18"),
+                    ],
+                    &body.to_string(),
+                )
+                .await
+                .unwrap()
+            })
+        };
+        calls.push(call);
+        let deadline = tokio::time::Instant::now() + BOUND;
+        loop {
+            let listed = connection.call(&http, "job_list", json!({})).await.unwrap();
+            if texts(&listed)[0].starts_with("bash-1 [bash] running") {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the call never started its job"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+    let started = std::time::Instant::now();
+    let pid = server.child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(BOUND, server.child.wait())
+        .await
+        .expect("the server exits")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    // One grace (2 s) and the shutdown; one grace per session would be 6 s.
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_millis(4500), "{took:?}");
+    for call in calls {
+        let reply = call.await.unwrap();
+        assert!(
+            reply.body.contains("This operation was aborted"),
+            "{}",
+            reply.body
+        );
+    }
+}
+
 /// A refused request: what it is, its URL, headers and body, and the status and body expected.
 type Case = (
     &'static str,
