@@ -99,6 +99,11 @@ impl Live {
     async fn release(&self) {
         self.host.end_calls();
         self.answers_written().await;
+        self.close().await;
+    }
+
+    /// Shuts the session down, then closes its MCP connections.
+    async fn close(&self) {
         self.host.shutdown().await;
         self.stop.cancel();
     }
@@ -281,8 +286,10 @@ impl Sessions {
     }
 
     /// Shuts every session down (after `stop` was cancelled). Every session's calls are
-    /// ended first, together: a call that takes a while to end (a foreground job given its
-    /// kill grace) does not wait for the sessions released before its own.
+    /// ended first, together, and their answers waited for together: a call that takes a
+    /// while to end (a foreground job given its kill grace) or an answer never written (a
+    /// client stalled in the middle of its request) costs its time once, not once per
+    /// session. The sessions are then shut down one by one.
     pub(crate) async fn release_all(&self) {
         let slots: Vec<Slot> = lock(&self.slots).drain().map(|(_, slot)| slot).collect();
         let mut lives = Vec::new();
@@ -293,8 +300,9 @@ impl Sessions {
                 lives.push(live);
             }
         }
+        futures::future::join_all(lives.iter().map(|live| live.answers_written())).await;
         for live in lives {
-            live.release().await;
+            live.close().await;
         }
     }
 }

@@ -298,11 +298,12 @@ async fn a_stopping_server_does_not_wait_for_answers_whose_client_hung_up() {
     }
 }
 
-/// A client that stalls in the middle of a request's body cannot hold a stopping server (with
-/// a healthy store) until its shutdown bound: once every session was released, the server
-/// stops waiting for connections and exits 0.
+/// Clients that stall in the middle of a request's body, in three sessions, cannot hold a
+/// stopping server (with a healthy store) until its shutdown bound: their answers are waited
+/// for once (5 s), not once per session, and once every session was released the server stops
+/// waiting for connections (5 s more) and exits 0.
 #[tokio::test]
-async fn a_client_stalled_mid_request_cannot_hold_a_stopping_server() {
+async fn clients_stalled_mid_request_cannot_hold_a_stopping_server() {
     use tokio::io::AsyncWriteExt;
     let dir = tempfile::tempdir().unwrap();
     let sessions = dir.path().join("sessions");
@@ -317,24 +318,28 @@ async fn a_client_stalled_mid_request_cannot_hold_a_stopping_server() {
     )
     .await;
     let http = client();
-    let mut connection = Connection::open(&http, &server.url("stall"), None)
-        .await
-        .unwrap();
-    connection
-        .call(&http, "todo_write", todos("saved"))
-        .await
-        .unwrap();
-    let mut stalled = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
-    let head = format!(
-        "POST /sessions/stall/mcp HTTP/1.1\r\nhost: {addr}\r\n\
-         content-type: application/json\r\naccept: application/json, text/event-stream\r\n\
-         mcp-session-id: {session}\r\nmcp-protocol-version: 2025-06-18\r\n\
-         content-length: 100\r\n\r\n{{\"jsonrpc\"",
-        addr = server.addr,
-        session = connection.session,
-    );
-    stalled.write_all(head.as_bytes()).await.unwrap();
-    // Time for the stalled request to reach its session (without it the connection would
+    let mut stalled = Vec::new();
+    for id in ["one", "two", "three"] {
+        let mut connection = Connection::open(&http, &server.url(id), None)
+            .await
+            .unwrap();
+        connection
+            .call(&http, "todo_write", todos("saved"))
+            .await
+            .unwrap();
+        let mut stream = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
+        let head = format!(
+            "POST /sessions/{id}/mcp HTTP/1.1\r\nhost: {addr}\r\n\
+             content-type: application/json\r\naccept: application/json, text/event-stream\r\n\
+             mcp-session-id: {session}\r\nmcp-protocol-version: 2025-06-18\r\n\
+             content-length: 100\r\n\r\n{{\"jsonrpc\"",
+            addr = server.addr,
+            session = connection.session,
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stalled.push(stream);
+    }
+    // Time for the stalled requests to reach their sessions (without it a connection would
     // be closed as idle; the test would pass either way, never fail wrongly).
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let pid = server.child.id().unwrap().to_string();
@@ -343,14 +348,16 @@ async fn a_client_stalled_mid_request_cannot_hold_a_stopping_server() {
         .status()
         .unwrap();
     assert!(killed.success());
-    let status = tokio::time::timeout(BOUND, server.child.wait())
+    let status = tokio::time::timeout(std::time::Duration::from_secs(14), server.child.wait())
         .await
         .expect("the server exits")
         .unwrap();
     assert_eq!(status.code(), Some(0));
     drop(stalled);
-    let log = std::fs::read_to_string(sessions.join("stall.jsonl")).unwrap();
-    assert_eq!(log.matches("\"type\":\"todo/write\"").count(), 1, "{log}");
+    for id in ["one", "two", "three"] {
+        let log = std::fs::read_to_string(sessions.join(format!("{id}.jsonl"))).unwrap();
+        assert_eq!(log.matches("\"type\":\"todo/write\"").count(), 1, "{log}");
+    }
 }
 
 /// SIGTERM with a call in flight in each of three sessions, each a foreground command that
