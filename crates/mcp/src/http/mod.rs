@@ -17,6 +17,7 @@ mod auth;
 mod held;
 mod sessions;
 
+use std::future::IntoFuture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -187,18 +188,37 @@ impl HttpServer {
         // Once stopped, the sessions are shut down while the connections drain: a session's
         // shutdown answers its calls in flight, then closes its connections (event streams
         // included), which lets the graceful shutdown below finish.
+        let released = CancellationToken::new();
         let releasing = {
             let server = server.clone();
             let stop = stop.clone();
+            let released = released.clone();
             AbortOnDropHandle::new(tokio::spawn(async move {
                 stop.cancelled().await;
                 server.sessions.release_all().await;
+                released.cancel();
             }))
         };
-        let served = axum::serve(listener, app)
+        let graceful = axum::serve(listener, app)
             .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await
-            .map_err(|e| ServeError::Transport(e.to_string()));
+            .into_future();
+        // Every session released (its calls answered, its connections closed), a connection
+        // still open carries nothing owed (a client that stalls in the middle of a request):
+        // it is not waited for past `DRAIN_BOUND`.
+        let drained = async {
+            released.cancelled().await;
+            tokio::time::sleep(DRAIN_BOUND).await;
+        };
+        let served = tokio::select! {
+            served = graceful => served.map_err(|e| ServeError::Transport(e.to_string())),
+            () = drained => {
+                tracing::warn!(
+                    "mcp http: connections still open {DRAIN_BOUND:?} after every session was \
+                     released; no longer waiting for them"
+                );
+                Ok(())
+            }
+        };
         // Stopped, the reaper ends after the release it may be making (joined, so that session
         // is shut down in full) and the releases are joined; after a failure both are aborted
         // and every session is released here.
@@ -213,6 +233,10 @@ impl HttpServer {
         served
     }
 }
+
+/// How long a stopped server waits, once every session was released, for its last
+/// connections to end.
+const DRAIN_BOUND: Duration = Duration::from_secs(5);
 
 /// Releases idle sessions every half idle period (at least every second) until stopped.
 async fn reap(server: HttpServer) {
@@ -261,19 +285,11 @@ async fn serve_request(server: &HttpServer, mut request: Request) -> Result<Resp
     let live = server.sessions.get(id).await?;
     let held = Held::new(live.host.clone());
     request.extensions_mut().insert(held.clone());
-    live.in_flight.fetch_add(1, Ordering::SeqCst);
-    let post = request.method() == http::Method::POST;
-    if post {
-        live.answering();
-    }
-    let done = live.clone();
-    let on_drop = Box::new(move || {
-        done.touch();
-        done.in_flight.fetch_sub(1, Ordering::SeqCst);
-        if post {
-            done.answered();
-        }
-    });
+    // Counted until the response body is dropped, or until this future is dropped first (a
+    // client that hangs up while a 2026-07-28 call runs: the transport answers that call
+    // inside `handle`).
+    let counted = sessions::InFlight::new(live.clone(), request.method() == http::Method::POST);
+    let on_drop = Box::new(move || drop(counted));
     let response = live.service.handle(request).await;
     let (parts, body) = response.into_parts();
     let body = Committing::new(body, held, on_drop);

@@ -30,12 +30,40 @@ pub(crate) struct Live {
     _drain: Option<AbortOnDropHandle<()>>,
     /// Requests whose response body is still being written (a `GET` event stream counts
     /// while it is open).
-    pub(crate) in_flight: AtomicUsize,
+    in_flight: AtomicUsize,
     /// `POST`s (the requests that carry calls) whose response body is still being written.
     answering: AtomicUsize,
     /// Woken whenever `answering` goes down.
     answered: Notify,
     last_used: Mutex<Instant>,
+}
+
+/// A request counted in flight on its session (and, for a `POST`, as an answer to write)
+/// from its start until this is dropped: with its response body, or with the request's
+/// future when the connection ends before there is a response.
+pub(crate) struct InFlight {
+    live: Arc<Live>,
+    post: bool,
+}
+
+impl InFlight {
+    pub(crate) fn new(live: Arc<Live>, post: bool) -> Self {
+        live.in_flight.fetch_add(1, Ordering::SeqCst);
+        if post {
+            live.answering();
+        }
+        Self { live, post }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.live.touch();
+        self.live.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if self.post {
+            self.live.answered();
+        }
+    }
 }
 
 /// How long a released session waits for the answers of its calls in flight to be written
@@ -55,12 +83,12 @@ impl Live {
     }
 
     /// A `POST` began: its answer is written before the session's connections close.
-    pub(crate) fn answering(&self) {
+    fn answering(&self) {
         self.answering.fetch_add(1, Ordering::SeqCst);
     }
 
     /// A `POST`'s response body was written (or dropped).
-    pub(crate) fn answered(&self) {
+    fn answered(&self) {
         self.answering.fetch_sub(1, Ordering::SeqCst);
         self.answered.notify_waiters();
     }
@@ -71,6 +99,11 @@ impl Live {
     async fn release(&self) {
         self.host.end_calls();
         self.answers_written().await;
+        self.close().await;
+    }
+
+    /// Shuts the session down, then closes its MCP connections.
+    async fn close(&self) {
         self.host.shutdown().await;
         self.stop.cancel();
     }
@@ -252,14 +285,24 @@ impl Sessions {
             .count()
     }
 
-    /// Shuts every session down (after `stop` was cancelled).
+    /// Shuts every session down (after `stop` was cancelled). Every session's calls are
+    /// ended first, together, and their answers waited for together: a call that takes a
+    /// while to end (a foreground job given its kill grace) or an answer never written (a
+    /// client stalled in the middle of its request) costs its time once, not once per
+    /// session. The sessions are then shut down one by one.
     pub(crate) async fn release_all(&self) {
         let slots: Vec<Slot> = lock(&self.slots).drain().map(|(_, slot)| slot).collect();
+        let mut lives = Vec::new();
         for slot in slots {
             let live = slot.lock().await.take();
             if let Some(live) = live {
-                live.release().await;
+                live.host.end_calls();
+                lives.push(live);
             }
+        }
+        futures::future::join_all(lives.iter().map(|live| live.answers_written())).await;
+        for live in lives {
+            live.close().await;
         }
     }
 }

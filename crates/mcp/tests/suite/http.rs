@@ -196,6 +196,244 @@ async fn a_stopping_server_answers_the_call_in_flight() {
     assert_eq!(log.matches("\"type\":\"job/settle\"").count(), 1);
 }
 
+/// Posts a 2026-07-28 `tools/call` of a foreground `bash sleep 30` to session `id` of `server`
+/// on a connection of its own, and hangs up once the call's job runs; returns once the call
+/// was ended (its job killed).
+async fn hang_up_mid_call(server: &super::http_support::HttpServer, id: &str) {
+    use tokio::io::AsyncWriteExt;
+    let http = client();
+    let body = json!({"jsonrpc": "2.0", "id": "h", "method": "tools/call", "params": {
+        "_meta": meta(false), "name": "bash", "arguments": {"command": "sleep 30"}}})
+    .to_string();
+    let mut stream = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
+    let request = format!(
+        "POST /sessions/{id}/mcp HTTP/1.1\r\nhost: {addr}\r\n\
+         content-type: application/json\r\naccept: application/json, text/event-stream\r\n\
+         mcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: bash\r\n\
+         content-length: {length}\r\n\r\n{body}",
+        addr = server.addr,
+        length = body.len(),
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let job = |wanted: &'static str| {
+        let http = http.clone();
+        let url = server.url(id);
+        async move {
+            let deadline = tokio::time::Instant::now() + BOUND;
+            loop {
+                let listed = super::http_support::stateless(
+                    &http,
+                    &url,
+                    "tools/call",
+                    Some("job_list"),
+                    json!({"name": "job_list", "arguments": {}}),
+                    false,
+                )
+                .await;
+                let result = &listed.messages()[0]["result"];
+                if texts(result)[0].starts_with(wanted) {
+                    return;
+                }
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "never {wanted}: {result}"
+                );
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    };
+    job("bash-1 [bash] running").await;
+    drop(stream);
+    job("bash-1 [bash] killed").await;
+}
+
+/// A client that hangs up while its 2026-07-28 call runs (the transport answers such a call
+/// inside the request, which is dropped with the connection) leaves no request counted in
+/// flight: the session is released once idle.
+#[tokio::test]
+async fn a_session_whose_client_hung_up_mid_call_is_released_when_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let server = start_http(
+        dir.path(),
+        &["--dir", sessions.to_str().unwrap(), "--idle-release", "1"],
+    )
+    .await;
+    hang_up_mid_call(&server, "hung").await;
+    let log = sessions.join("hung.jsonl");
+    let deadline = tokio::time::Instant::now() + BOUND;
+    // The session's file is locked for as long as the server holds the session.
+    while std::fs::File::open(&log).unwrap().try_lock().is_err() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the session was never released"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// Nor does such a call keep a stopping server waiting for an answer it can no longer write
+/// (each session waited 5 s for it, one session after another).
+#[tokio::test]
+async fn a_stopping_server_does_not_wait_for_answers_whose_client_hung_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let mut server = start_http(dir.path(), &["--dir", sessions.to_str().unwrap()]).await;
+    hang_up_mid_call(&server, "one").await;
+    hang_up_mid_call(&server, "two").await;
+    let pid = server.child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(std::time::Duration::from_secs(4), server.child.wait())
+        .await
+        .expect("the server exits without waiting for answers nobody reads")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    for id in ["one", "two"] {
+        let log = std::fs::read_to_string(sessions.join(format!("{id}.jsonl"))).unwrap();
+        assert_eq!(log.matches("\"type\":\"job/settle\"").count(), 1, "{log}");
+    }
+}
+
+/// Clients that stall in the middle of a request's body, in three sessions, cannot hold a
+/// stopping server (with a healthy store) until its shutdown bound: their answers are waited
+/// for once (5 s), not once per session, and once every session was released the server stops
+/// waiting for connections (5 s more) and exits 0.
+#[tokio::test]
+async fn clients_stalled_mid_request_cannot_hold_a_stopping_server() {
+    use tokio::io::AsyncWriteExt;
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let mut server = start_http(
+        dir.path(),
+        &[
+            "--dir",
+            sessions.to_str().unwrap(),
+            "--shutdown-grace",
+            "600",
+        ],
+    )
+    .await;
+    let http = client();
+    let mut stalled = Vec::new();
+    for id in ["one", "two", "three"] {
+        let mut connection = Connection::open(&http, &server.url(id), None)
+            .await
+            .unwrap();
+        connection
+            .call(&http, "todo_write", todos("saved"))
+            .await
+            .unwrap();
+        let mut stream = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
+        let head = format!(
+            "POST /sessions/{id}/mcp HTTP/1.1\r\nhost: {addr}\r\n\
+             content-type: application/json\r\naccept: application/json, text/event-stream\r\n\
+             mcp-session-id: {session}\r\nmcp-protocol-version: 2025-06-18\r\n\
+             content-length: 100\r\n\r\n{{\"jsonrpc\"",
+            addr = server.addr,
+            session = connection.session,
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stalled.push(stream);
+    }
+    // Time for the stalled requests to reach their sessions (without it a connection would
+    // be closed as idle; the test would pass either way, never fail wrongly).
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let pid = server.child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(std::time::Duration::from_secs(14), server.child.wait())
+        .await
+        .expect("the server exits")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    drop(stalled);
+    for id in ["one", "two", "three"] {
+        let log = std::fs::read_to_string(sessions.join(format!("{id}.jsonl"))).unwrap();
+        assert_eq!(log.matches("\"type\":\"todo/write\"").count(), 1, "{log}");
+    }
+}
+
+/// SIGTERM with a call in flight in each of three sessions, each a foreground command that
+/// ignores SIGTERM (killed after the 2 s kill grace): the calls are ended together, so the
+/// server is done in about one grace, not one per session.
+#[tokio::test]
+async fn a_stopping_server_ends_every_sessions_calls_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let mut server = start_http(dir.path(), &["--dir", sessions.to_str().unwrap()]).await;
+    let http = client();
+    let mut calls = Vec::new();
+    for id in ["one", "two", "three"] {
+        let mut connection = Connection::open(&http, &server.url(id), None)
+            .await
+            .unwrap();
+        let call = {
+            let http = http.clone();
+            let url = server.url(id);
+            let session = connection.session.clone();
+            tokio::spawn(async move {
+                let body = json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call",
+                    "params": {"name": "bash", "arguments": {"command": "trap '' TERM; sleep 30"}}});
+                send(
+                    &http,
+                    "POST",
+                    &url,
+                    &[
+                        ("mcp-session-id", session.as_str()),
+                        ("mcp-protocol-version", "2025-06-18"),
+                    ],
+                    &body.to_string(),
+                )
+                .await
+                .unwrap()
+            })
+        };
+        calls.push(call);
+        let deadline = tokio::time::Instant::now() + BOUND;
+        loop {
+            let listed = connection.call(&http, "job_list", json!({})).await.unwrap();
+            if texts(&listed)[0].starts_with("bash-1 [bash] running") {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the call never started its job"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+    let started = std::time::Instant::now();
+    let pid = server.child.id().unwrap().to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = tokio::time::timeout(BOUND, server.child.wait())
+        .await
+        .expect("the server exits")
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    // One grace (2 s) and the shutdown; one grace per session would be 6 s.
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_millis(4500), "{took:?}");
+    for call in calls {
+        let reply = call.await.unwrap();
+        assert!(
+            reply.body.contains("This operation was aborted"),
+            "{}",
+            reply.body
+        );
+    }
+}
+
 /// A refused request: what it is, its URL, headers and body, and the status and body expected.
 type Case = (
     &'static str,
