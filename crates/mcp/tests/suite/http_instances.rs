@@ -233,16 +233,25 @@ async fn a_task_is_read_and_cancelled_on_another_instance() {
     // The cancelled reminder task stays cancelled on A; the reminder itself stays scheduled.
     let got = get(a.url("shared"), "task-1").await.messages().remove(0);
     assert_eq!(got["result"]["status"], "cancelled", "{got}");
+    // The delivery is claimed once its answer was written, and flushed by a task of the
+    // session after that: polled, bounded.
     let db = pg_client(&store).await;
-    let rows = db
-        .query(
-            "SELECT type FROM harness.events WHERE session_id = 'shared' \
-             AND type LIKE 'mcp/task%' ORDER BY seq",
-            &[],
-        )
-        .await
-        .unwrap();
-    let types: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
+    let deadline = tokio::time::Instant::now() + BOUND;
+    let types = loop {
+        let rows = db
+            .query(
+                "SELECT type FROM harness.events WHERE session_id = 'shared' \
+                 AND type LIKE 'mcp/task%' ORDER BY seq",
+                &[],
+            )
+            .await
+            .unwrap();
+        let types: Vec<String> = rows.iter().map(|row| row.get(0)).collect();
+        if types.len() >= 4 || tokio::time::Instant::now() >= deadline {
+            break types;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
     assert_eq!(
         types,
         [
