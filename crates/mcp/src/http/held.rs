@@ -46,6 +46,17 @@ impl Held {
     }
 }
 
+impl Drop for HeldInner {
+    /// A backstop: a reservation still held when the last handle goes (a request dropped
+    /// before its response body was made, so no [`Committing`] ever took it) is released, so
+    /// its messages stay owed to the next result instead of reserved until a restart.
+    fn drop(&mut self) {
+        for reservation in std::mem::take(&mut *lock(&self.reservations)) {
+            self.host.release(reservation);
+        }
+    }
+}
+
 /// The [`Held`] of the HTTP request a tool call came in, if it came over HTTP.
 pub(crate) fn held(context: &RequestContext<RoleServer>) -> Option<Held> {
     context
@@ -130,3 +141,7 @@ where
         self.inner.size_hint()
     }
 }
+
+#[cfg(test)]
+#[path = "held_tests.rs"]
+mod tests;

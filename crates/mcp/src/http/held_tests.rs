@@ -1,0 +1,54 @@
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use pretty_assertions::assert_eq;
+use serde_json::json;
+use turnkit_core::{MemoryStore, MessageSource, SystemClock, UserMessage};
+use turnkit_families::FamiliesConfig;
+
+use super::Held;
+use crate::session::{SessionHost, SessionOptions};
+
+fn host() -> Arc<SessionHost> {
+    let configs =
+        FamiliesConfig::from_json(&json!({"todo": {"allowParallelInProgress": false}})).unwrap();
+    let options = SessionOptions {
+        dir: PathBuf::new(),
+        session: Some("s".to_owned()),
+        configs,
+    };
+    SessionHost::open_in(&MemoryStore::new(Arc::new(SystemClock)), &options).unwrap()
+}
+
+/// A request dropped before its response body was made never reaches `Committing`: its
+/// reservation is released when its last `Held` goes, so the message is owed again.
+#[tokio::test]
+async fn a_reservation_no_response_took_is_released_with_its_last_handle() {
+    let host = host();
+    let notice = UserMessage::text(
+        "job bash-1 finished",
+        MessageSource::Plugin {
+            plugin: "tool-jobs".to_owned(),
+            form: None,
+            summary: None,
+        },
+    );
+    host.agent_handle().followup(notice).unwrap();
+    let (key, taken) = host.owed().reserve(0).unwrap();
+    assert_eq!(taken.len(), 1);
+    assert!(host.owed().reserve(0).is_none(), "reserved once");
+    let held = Held::new(host.clone());
+    held.hold(key);
+    let copy = held.clone();
+    drop(held);
+    assert!(host.owed().reserve(0).is_none(), "a handle is left");
+    drop(copy);
+    let again = host.owed().reserve(0).map(|(_, taken)| {
+        taken
+            .iter()
+            .map(|p| p.message.joined_text())
+            .collect::<Vec<_>>()
+    });
+    assert_eq!(again, Some(vec!["job bash-1 finished".to_owned()]));
+    host.shutdown().await;
+}
