@@ -626,4 +626,4 @@ fn journal_on_by_default(configs: &FamiliesConfig) -> FamiliesConfig {
 
 #[cfg(test)]
 #[path = "session_tests.rs"]
-mod tests;
+pub(crate) mod tests;

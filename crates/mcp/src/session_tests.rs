@@ -7,7 +7,9 @@ use turnkit_core::MemoryStore;
 
 use super::*;
 
-fn host() -> Arc<SessionHost> {
+/// A session host over a memory store, with todo configured (shared with the HTTP module's
+/// unit tests).
+pub(crate) fn host() -> Arc<SessionHost> {
     let configs =
         FamiliesConfig::from_json(&json!({"todo": {"allowParallelInProgress": false}})).unwrap();
     let options = SessionOptions {

@@ -336,10 +336,11 @@ async fn disposal_ends_a_lost_jobs_report_still_waiting_for_its_claim() {
     assert_eq!(log_of(&agent, "job/lost"), Vec::<String>::new());
 }
 
-/// A start the journal cannot append never lets the producer's work begin: its `done` is
-/// cancelled before it is first polled, even when the runtime has idle workers and a change
-/// observer is slow (the start's own notification runs before the refusal).
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// A start the journal cannot append never lets the producer's work begin: the job is
+/// stopped before its `done` is handed to the driver and before anybody hears of the job, so
+/// every change observer already sees it cancelled, and its `done` finds it cancelled at its
+/// first poll.
+#[tokio::test(start_paused = true)]
 async fn an_unsaved_start_is_cancelled_before_its_work_is_polled() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use turnkit_core::RegistrationScope;
@@ -348,18 +349,24 @@ async fn an_unsaved_start_is_cancelled_before_its_work_is_polled() {
     let runs = Runs::new();
     let run = runs.run(true, true);
     let agent = runs.open("s1");
-    let _slow = run.registry.on_jobs_changed(
-        RegistrationScope::Global,
-        Arc::new(|_| {
-            std::thread::sleep(std::time::Duration::from_millis(200));
-            Ok(())
-        }),
-    );
+    let token = tokio_util::sync::CancellationToken::new();
+    // Whether the job was already cancelled at each change notification.
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let _observer = {
+        let seen = seen.clone();
+        let token = token.clone();
+        run.registry.on_jobs_changed(
+            RegistrationScope::Global,
+            Arc::new(move |_| {
+                seen.lock().unwrap().push(token.is_cancelled());
+                Ok(())
+            }),
+        )
+    };
     runs.harness.faults(&"s1".into()).set_append_fail(true);
     let worked = Arc::new(AtomicBool::new(false));
     let did = worked.clone();
     let start = JobStart::new("fake", "type into a terminal", move || {
-        let token = tokio_util::sync::CancellationToken::new();
         let cancel = token.clone();
         let done = async move {
             // The producer's work: done only if it was not stopped first.
@@ -384,18 +391,12 @@ async fn an_unsaved_start_is_cancelled_before_its_work_is_polled() {
             .to_string()
             .starts_with("background job fake-1 was stopped")
     );
-    let settled = tokio::time::timeout(
-        std::time::Duration::from_secs(10),
-        run.registry.wait(
-            &"fake-1".into(),
-            std::time::Duration::from_secs(5),
-            Some(agent.as_dyn().id()),
-            None,
-        ),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    assert_eq!(*seen.lock().unwrap(), [true, true]);
+    tick().await;
+    let settled = run
+        .registry
+        .get(&"fake-1".into(), Some(agent.as_dyn().id()))
+        .unwrap();
     assert_eq!(settled.status.as_str(), "killed");
     assert!(!worked.load(Ordering::SeqCst), "the job's work ran unsaved");
 }
@@ -434,13 +435,27 @@ async fn an_unsaved_start_of_an_owner_disposed_during_run_is_removed() {
             .to_string()
             .starts_with("background job fake-2 was stopped")
     );
+    // The drain removes the record and then notifies the change observers.
+    let (count, mut counts) = tokio::sync::watch::channel(run.registry.record_count());
+    let _observer = {
+        let registry = run.registry.clone();
+        run.registry.on_jobs_changed(
+            turnkit_core::RegistrationScope::Global,
+            Arc::new(move |_| {
+                count.send_replace(registry.record_count());
+                Ok(())
+            }),
+        )
+    };
     job.settle(JobOutcome::killed());
-    for _ in 0..200 {
-        if run.registry.record_count() == 0 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    // A guard against a hang, not a synchronisation: the wait ends on the notification.
+    tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        counts.wait_for(|n| *n == 0),
+    )
+    .await
+    .expect("the record was never removed")
+    .unwrap();
     assert_eq!(run.registry.record_count(), 0);
 }
 

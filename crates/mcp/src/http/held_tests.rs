@@ -1,24 +1,8 @@
-use std::path::PathBuf;
-use std::sync::Arc;
-
 use pretty_assertions::assert_eq;
-use serde_json::json;
-use turnkit_core::{MemoryStore, MessageSource, SystemClock, UserMessage};
-use turnkit_families::FamiliesConfig;
+use turnkit_core::{MessageSource, UserMessage};
 
 use super::Held;
-use crate::session::{SessionHost, SessionOptions};
-
-fn host() -> Arc<SessionHost> {
-    let configs =
-        FamiliesConfig::from_json(&json!({"todo": {"allowParallelInProgress": false}})).unwrap();
-    let options = SessionOptions {
-        dir: PathBuf::new(),
-        session: Some("s".to_owned()),
-        configs,
-    };
-    SessionHost::open_in(&MemoryStore::new(Arc::new(SystemClock)), &options).unwrap()
-}
+use crate::session::tests::host;
 
 /// A request dropped before its response body was made never reaches `Committing`: its
 /// reservation is released when its last `Held` goes, so the message is owed again.

@@ -1,9 +1,8 @@
 //! A child whose start the parent's job journal cannot save never takes a model step: its
-//! driver starts only once the registry has recorded the job, and a start refused by the
+//! driver is spawned only once the registry drives the job, and a start refused by the
 //! journal is stopped before that.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{Receiver, Sender, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,27 +16,25 @@ use turnkit_core::{
 use turnkit_host::HostKit;
 use turnkit_jobs::{JobId, JobStatus};
 use turnkit_subagent::{ChildContext, ChildHost, ChildModel, ChildStep, SubagentConfig};
-use turnkit_testkit::ManualClock;
+use turnkit_testkit::{ManualClock, settle};
 
-/// A child model that counts its steps and says when one began.
+/// A child model that counts its steps.
 struct Counting {
     steps: AtomicUsize,
-    began: Mutex<Sender<()>>,
 }
 
 #[async_trait]
 impl ChildModel for Counting {
     async fn step(&self, _child: &ChildContext, _input: Vec<UserMessage>) -> ChildStep {
         self.steps.fetch_add(1, Ordering::SeqCst);
-        let _ = self.began.lock().unwrap().send(());
         ChildStep::Answer("done".to_owned())
     }
 }
 
-/// The parent's session refuses its `job/start`, but only after giving a child that already
-/// runs (on another worker) the time to take its first step.
+/// The parent's session refuses its `job/start`, noting how many tasks the runtime had
+/// alive at that moment (the child's driver, if it was already spawned, is one of them).
 struct RefuseJobStart {
-    began: Mutex<Receiver<()>>,
+    alive_at_append: Mutex<Option<usize>>,
 }
 
 impl SessionHooks for RefuseJobStart {
@@ -45,18 +42,15 @@ impl SessionHooks for RefuseJobStart {
         if r#type != "job/start" {
             return Ok(());
         }
-        // Bounded: with the driver started before the start is saved, the step arrives
-        // within it; otherwise nothing arrives and the append is refused after it.
-        let _ = self
-            .began
-            .lock()
-            .unwrap()
-            .recv_timeout(Duration::from_millis(500));
+        let alive = tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks();
+        *self.alive_at_append.lock().unwrap() = Some(alive);
         Err(AppendError::Rejected("refused for the test".to_owned()))
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[tokio::test(start_paused = true)]
 async fn a_child_whose_start_cannot_be_saved_takes_no_model_step() {
     let clock = Arc::new(ManualClock::at_default());
     let kit = Arc::new(HostKit::new(clock.clone()));
@@ -68,19 +62,21 @@ async fn a_child_whose_start_cannot_be_saved_takes_no_model_step() {
     )
     .unwrap();
     let _tool_jobs = turnkit_tool_jobs::install(&harness, Default::default()).unwrap();
-    let (began, steps_began) = channel();
     let model = Arc::new(Counting {
         steps: AtomicUsize::new(0),
-        began: Mutex::new(began),
     });
     kit.services()
         .insert(ChildHost::new(&kit, store.clone(), model.clone()));
     let _subagents = turnkit_subagent::install(&harness, SubagentConfig::default()).unwrap();
     let session = store.create(SessionHeader::new("s1")).unwrap();
-    let hooks = RefuseJobStart {
-        began: Mutex::new(steps_began),
-    };
-    let parent = kit.start_agent(Arc::new(HookedSession::new(session, hooks)));
+    let hooks = Arc::new(RefuseJobStart {
+        alive_at_append: Mutex::new(None),
+    });
+    let parent = kit.start_agent(Arc::new(HookedSession::new(session, hooks.clone())));
+    settle().await;
+    let alive_before = tokio::runtime::Handle::current()
+        .metrics()
+        .num_alive_tasks();
 
     let result = kit
         .call(
@@ -104,6 +100,8 @@ async fn a_child_whose_start_cannot_be_saved_takes_no_model_step() {
         )
         .await
         .unwrap();
+    // No child driver existed while the start was being recorded.
+    assert_eq!(*hooks.alive_at_append.lock().unwrap(), Some(alive_before));
     assert_eq!(settled.status, JobStatus::Killed);
     assert_eq!(model.steps.load(Ordering::SeqCst), 0);
     jobs.dispose().await;
