@@ -4,13 +4,12 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use turnkit_bash::TaskSet;
 use turnkit_core::{Agent, AgentId, Clock, lock, same_agent};
 use turnkit_jobs::{JobError, JobId, JobRegistry};
 
 use super::{JOBS_UNAVAILABLE, SETTLE_SLACK};
 use crate::send::{Send, send_job_start};
-use turnkit_bash::TaskSet;
-
 use crate::{Terminal, TerminalConfig, TerminalId, TerminalOptions};
 
 /// Why a terminal operation failed. `Display` is the model-facing message (exact).
