@@ -12,11 +12,7 @@ use crate::suite::support::{config, harness_bin, serve_command, texts};
 const FILE_LIMIT: u64 = 4096;
 
 fn kill9(pid: u32) {
-    let status = std::process::Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill -KILL {pid}");
+    super::support::kill("KILL", pid);
 }
 
 /// The `todo/write` lines of the session file.

@@ -132,45 +132,12 @@ async fn a_stopping_server_answers_the_call_in_flight() {
     let mut connection = Connection::open(&http, &server.url("stop"), None)
         .await
         .unwrap();
-    let call = {
-        let http = http.clone();
-        let url = server.url("stop");
-        let session = connection.session.clone();
-        tokio::spawn(async move {
-            let body = json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call",
-                "params": {"name": "bash", "arguments": {"command": "sleep 30"}}});
-            send(
-                &http,
-                "POST",
-                &url,
-                &[
-                    ("mcp-session-id", session.as_str()),
-                    ("mcp-protocol-version", "2025-06-18"),
-                ],
-                &body.to_string(),
-            )
-            .await
-            .unwrap()
-        })
-    };
+    let call = connection.call_in_task(&http, 100, "bash", json!({"command": "sleep 30"}));
     // The call is in flight once its job runs.
-    let deadline = tokio::time::Instant::now() + BOUND;
-    loop {
-        let listed = connection.call(&http, "job_list", json!({})).await.unwrap();
-        if texts(&listed)[0] == "bash-1 [bash] running — sleep 30" {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the call never started its job"
-        );
-    }
-    let pid = server.child.id().unwrap().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    connection
+        .until_jobs_start_with(&http, "bash-1 [bash] running — sleep 30")
+        .await;
+    super::support::kill("TERM", server.child.id().unwrap());
     let reply = tokio::time::timeout(BOUND, call)
         .await
         .expect("the call is answered")
@@ -281,12 +248,7 @@ async fn a_stopping_server_does_not_wait_for_answers_whose_client_hung_up() {
     let mut server = start_http(dir.path(), &["--dir", sessions.to_str().unwrap()]).await;
     hang_up_mid_call(&server, "one").await;
     hang_up_mid_call(&server, "two").await;
-    let pid = server.child.id().unwrap().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    super::support::kill("TERM", server.child.id().unwrap());
     let status = tokio::time::timeout(std::time::Duration::from_secs(4), server.child.wait())
         .await
         .expect("the server exits without waiting for answers nobody reads")
@@ -342,12 +304,7 @@ async fn clients_stalled_mid_request_cannot_hold_a_stopping_server() {
     // Time for the stalled requests to reach their sessions (without it a connection would
     // be closed as idle; the test would pass either way, never fail wrongly).
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
-    let pid = server.child.id().unwrap().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    super::support::kill("TERM", server.child.id().unwrap());
     let status = tokio::time::timeout(std::time::Duration::from_secs(14), server.child.wait())
         .await
         .expect("the server exits")
@@ -374,47 +331,17 @@ async fn a_stopping_server_ends_every_sessions_calls_together() {
         let mut connection = Connection::open(&http, &server.url(id), None)
             .await
             .unwrap();
-        let call = {
-            let http = http.clone();
-            let url = server.url(id);
-            let session = connection.session.clone();
-            tokio::spawn(async move {
-                let body = json!({"jsonrpc": "2.0", "id": 100, "method": "tools/call",
-                    "params": {"name": "bash", "arguments": {"command": "trap '' TERM; sleep 30"}}});
-                send(
-                    &http,
-                    "POST",
-                    &url,
-                    &[
-                        ("mcp-session-id", session.as_str()),
-                        ("mcp-protocol-version", "2025-06-18"),
-                    ],
-                    &body.to_string(),
-                )
-                .await
-                .unwrap()
-            })
-        };
-        calls.push(call);
-        let deadline = tokio::time::Instant::now() + BOUND;
-        loop {
-            let listed = connection.call(&http, "job_list", json!({})).await.unwrap();
-            if texts(&listed)[0].starts_with("bash-1 [bash] running") {
-                break;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "the call never started its job"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
+        calls.push(connection.call_in_task(
+            &http,
+            100,
+            "bash",
+            json!({"command": "trap '' TERM; sleep 30"}),
+        ));
+        connection
+            .until_jobs_start_with(&http, "bash-1 [bash] running")
+            .await;
     }
-    let pid = server.child.id().unwrap().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    super::support::kill("TERM", server.child.id().unwrap());
     let status = tokio::time::timeout(BOUND, server.child.wait())
         .await
         .expect("the server exits")

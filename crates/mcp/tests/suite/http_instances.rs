@@ -283,12 +283,7 @@ async fn sigterm_ends_an_instance_and_its_tasks_with_every_lease_released() {
             ["Updated todo list: 0 pending, 1 in progress, 0 completed."]
         );
     }
-    let pid = a.child.id().unwrap().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    super::support::kill("TERM", a.child.id().unwrap());
     let status = tokio::time::timeout(BOUND, a.child.wait())
         .await
         .expect("the instance exits on SIGTERM")

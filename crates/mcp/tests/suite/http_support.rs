@@ -256,6 +256,52 @@ impl Connection {
     }
 }
 
+impl Connection {
+    /// Sends a `tools/call` of `name` (JSON-RPC id `id`) from a task of its own, for a call
+    /// that stays in flight; the task yields the reply.
+    pub(crate) fn call_in_task(
+        &self,
+        client: &Client<HttpConnector, Full<Bytes>>,
+        id: u64,
+        name: &str,
+        arguments: Value,
+    ) -> tokio::task::JoinHandle<Reply> {
+        let client = client.clone();
+        let (url, session) = (self.url.clone(), self.session.clone());
+        let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments}})
+        .to_string();
+        tokio::spawn(async move {
+            let headers = [
+                ("mcp-session-id", session.as_str()),
+                ("mcp-protocol-version", "2025-06-18"),
+            ];
+            send(&client, "POST", &url, &headers, &body).await.unwrap()
+        })
+    }
+
+    /// Calls `job_list` until its first line starts with `prefix` (a real server: polled,
+    /// bounded by [`BOUND`]).
+    pub(crate) async fn until_jobs_start_with(
+        &mut self,
+        client: &Client<HttpConnector, Full<Bytes>>,
+        prefix: &str,
+    ) {
+        let deadline = tokio::time::Instant::now() + BOUND;
+        loop {
+            let listed = self.call(client, "job_list", json!({})).await.unwrap();
+            if texts(&listed)[0].starts_with(prefix) {
+                return;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "job_list never started with {prefix:?}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+    }
+}
+
 /// The text blocks of a tool result.
 pub(crate) fn texts(result: &Value) -> Vec<String> {
     result["content"]

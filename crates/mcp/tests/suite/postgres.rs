@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::support::{BOUND, config, harness_bin, serve_command, texts};
+use super::support::{BOUND, config, harness_bin, kill, serve_command, texts};
 
 /// The test server's URL, or `None` (after a skip line every run shows) when it is not set
 /// outside CI. With `CI=true` a missing server fails the test.
@@ -73,14 +73,6 @@ fn command(dir: &std::path::Path, store: &str) -> tokio::process::Command {
 
 fn todos(content: &str) -> Value {
     json!({"todos": [{"content": content, "status": "in_progress"}]})
-}
-
-fn kill(signal: &str, pid: u32) {
-    let status = std::process::Command::new("kill")
-        .args([format!("-{signal}"), pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success(), "kill -{signal} {pid}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

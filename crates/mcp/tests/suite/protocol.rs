@@ -223,12 +223,7 @@ async fn sigterm_stops_the_jobs_and_exits_cleanly() {
             .unwrap()
             .expect("a reply line");
     }
-    let pid = child.id().unwrap().to_string();
-    let killed = std::process::Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    super::support::kill("TERM", child.id().unwrap());
     // stdin stays open: only the signal ends the server.
     let status = tokio::time::timeout(BOUND, child.wait())
         .await

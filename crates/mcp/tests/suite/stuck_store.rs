@@ -160,11 +160,7 @@ async fn a_store_that_stops_answering_cannot_hold_a_stopping_server_past_its_gra
         json!("started background job bash-1")
     );
     relay.freeze();
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().unwrap().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    super::support::kill("TERM", child.id().unwrap());
     // stdin stays open: only the signal, then the bound, end the server.
     let status = tokio::time::timeout(BOUND, child.wait())
         .await

@@ -181,3 +181,12 @@ pub(crate) fn texts(result: &Value) -> Vec<String> {
         .map(|block| block["text"].as_str().unwrap().to_owned())
         .collect()
 }
+
+/// Sends `signal` (`TERM`, `KILL`, …) to process `pid` with kill(1), asserting it was sent.
+pub(crate) fn kill(signal: &str, pid: u32) {
+    let status = std::process::Command::new("kill")
+        .args([format!("-{signal}"), pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success(), "kill -{signal} {pid}");
+}
