@@ -132,7 +132,7 @@ async fn a_stopping_server_answers_the_call_in_flight() {
     let mut connection = Connection::open(&http, &server.url("stop"), None)
         .await
         .unwrap();
-    let call = connection.call_in_task(&http, 100, "bash", json!({"command": "sleep 30"}));
+    let call = connection.call_in_task(&http, 100, "bash", &json!({"command": "sleep 30"}));
     // The call is in flight once its job runs.
     connection
         .until_jobs_start_with(&http, "bash-1 [bash] running — sleep 30")
@@ -335,7 +335,7 @@ async fn a_stopping_server_ends_every_sessions_calls_together() {
             &http,
             100,
             "bash",
-            json!({"command": "trap '' TERM; sleep 30"}),
+            &json!({"command": "trap '' TERM; sleep 30"}),
         ));
         connection
             .until_jobs_start_with(&http, "bash-1 [bash] running")

@@ -264,7 +264,7 @@ impl Connection {
         client: &Client<HttpConnector, Full<Bytes>>,
         id: u64,
         name: &str,
-        arguments: Value,
+        arguments: &Value,
     ) -> tokio::task::JoinHandle<Reply> {
         let client = client.clone();
         let (url, session) = (self.url.clone(), self.session.clone());
