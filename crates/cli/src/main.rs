@@ -110,6 +110,11 @@ enum Command {
         #[arg(long, value_name = "SECONDS", default_value_t = shutdown::DEFAULT_GRACE_SECS,
               value_parser = clap::value_parser!(u64).range(1..))]
         shutdown_grace: u64,
+        /// How long the task of a background job is kept (the `ttlMs` a tasks-capable client
+        /// is told; past it the task is forgotten and `tasks/cancel` no longer stops its job).
+        /// Default: a day.
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+        task_ttl: Option<u64>,
     },
     /// Serve a read-only live web view of a folder of session files or a PostgreSQL store
     /// (sessions, plans, jobs, reminders, timelines) and print its URL; runs until
@@ -181,6 +186,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             http,
             otlp_endpoint: _,
             shutdown_grace,
+            task_ttl,
         } => mcp::run(
             dir,
             session,
@@ -189,6 +195,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             store.as_deref(),
             http,
             std::time::Duration::from_secs(shutdown_grace),
+            task_ttl.map(std::time::Duration::from_secs),
         ),
         Command::Inspect { dir, store, addr } => inspect::run(dir, store.as_deref(), addr),
         Command::Run { file } => run_file(&file),

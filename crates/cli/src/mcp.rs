@@ -126,6 +126,10 @@ pub(crate) fn read_config(path: &Path) -> anyhow::Result<FamiliesConfig> {
         .with_context(|| format!("{}: invalid configuration", path.display()))
 }
 
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the flags of `harness mcp`, passed through as parsed"
+)]
 pub(crate) fn run(
     dir: Option<PathBuf>,
     session: Option<String>,
@@ -134,6 +138,7 @@ pub(crate) fn run(
     store: Option<&str>,
     http: crate::http::HttpArgs,
     shutdown_grace: std::time::Duration,
+    job_task_ttl: Option<std::time::Duration>,
 ) -> anyhow::Result<ExitCode> {
     let configs = match config {
         Some(path) => read_config(path)?,
@@ -150,6 +155,7 @@ pub(crate) fn run(
         },
         session,
         configs,
+        job_task_ttl,
     };
     let serve = ServeOptions {
         shape: if structured {

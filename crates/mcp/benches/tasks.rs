@@ -157,6 +157,7 @@ async fn todo_in_process() -> Vec<Duration> {
         dir: dir.path().join("sessions"),
         session: Some("bench".to_owned()),
         configs: FamiliesConfig::from_json(&config()).unwrap(),
+        job_task_ttl: None,
     })
     .unwrap();
     let mut samples = Vec::with_capacity(CALLS);

@@ -56,6 +56,9 @@ pub(crate) struct TaskDelivered {
     pub(crate) seqs: Vec<u64>,
     /// The texts of the result's content blocks, in order.
     pub(crate) content: Vec<String>,
+    /// Whether the result is a tool error (`isError: true`); absent when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) is_error: bool,
 }
 
 /// A delivery kept from tool results while a task waits for it: the first owed message
@@ -74,6 +77,15 @@ impl Hold {
             && pending.seq > self.after
             && pending.message.joined_text().contains(&self.needle)
     }
+}
+
+/// Why [`Inbox::reserve_task`] refused a delivery.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TaskRefused {
+    /// Another response not written yet carries the task or one of its messages.
+    Carried,
+    /// One of its messages is no longer owed.
+    Stale,
 }
 
 /// What [`Inbox::commit`] recorded.
@@ -158,9 +170,11 @@ impl Inbox {
 
     /// Takes every owed message not attached to another response yet and not kept for a
     /// task at `now` (epoch ms), and reserves it under a fresh key until [`Inbox::commit`]
-    /// or [`Inbox::release`].
+    /// or [`Inbox::release`]. Holds that lapsed by `now` are dropped (a poll of their task
+    /// sets its hold again).
     pub(crate) fn reserve(&self, now: i64) -> Option<(u64, Vec<Pending>)> {
         let mut state = lock(&self.state);
+        state.holds.retain(|h| now < h.until);
         let taken: Vec<Pending> = state
             .pending
             .iter()
@@ -195,27 +209,38 @@ impl Inbox {
     }
 
     /// Reserves `delivery` (its seqs: owed messages no other response carries) under a
-    /// fresh key for the `tasks/get` response that completes its task; `None` when one of
-    /// the seqs is no longer owed or is carried by another response.
-    pub(crate) fn reserve_task(&self, delivery: TaskDelivered) -> Option<u64> {
+    /// fresh key for the `tasks/get` response that completes its task.
+    ///
+    /// # Errors
+    /// [`TaskRefused::Carried`] when another response carries the task or one of the seqs;
+    /// [`TaskRefused::Stale`] when one of the seqs is no longer owed (another result took
+    /// it): the delivery must be prepared again.
+    pub(crate) fn reserve_task(&self, delivery: TaskDelivered) -> Result<u64, TaskRefused> {
         let mut state = lock(&self.state);
-        let owed = delivery.seqs.iter().all(|seq| {
-            state.pending.iter().any(|p| p.seq == *seq)
-                && !state.reserved.iter().any(|(_, s, _)| s.contains(seq))
-        });
+        let owed = delivery
+            .seqs
+            .iter()
+            .all(|seq| state.pending.iter().any(|p| p.seq == *seq));
+        if !owed {
+            return Err(TaskRefused::Stale);
+        }
+        let carried = delivery
+            .seqs
+            .iter()
+            .any(|seq| state.reserved.iter().any(|(_, s, _)| s.contains(seq)));
         let twice = state
             .reserved
             .iter()
             .any(|(_, _, t)| t.as_ref().is_some_and(|t| t.task_id == delivery.task_id));
-        if !owed || twice {
-            return None;
+        if carried || twice {
+            return Err(TaskRefused::Carried);
         }
         state.next_key += 1;
         let key = state.next_key;
         state
             .reserved
             .push((key, delivery.seqs.clone(), Some(delivery)));
-        Some(key)
+        Ok(key)
     }
 
     /// Keeps the deliveries `hold` names from tool results (replacing an earlier hold of the
@@ -224,6 +249,11 @@ impl Inbox {
         let mut state = lock(&self.state);
         state.holds.retain(|h| h.task != hold.task);
         state.holds.push(hold);
+    }
+
+    /// How many holds are kept.
+    pub(crate) fn holds(&self) -> usize {
+        lock(&self.state).holds.len()
     }
 
     /// Ends the hold of `task`, if any.
@@ -273,8 +303,8 @@ impl Inbox {
         Committed { messages, task }
     }
 
-    /// The response carrying reservation `key` was not written (the request was cancelled):
-    /// its messages are owed again.
+    /// The response carrying reservation `key` was not written (the request was cancelled,
+    /// or its response dropped): its messages are owed again.
     pub(crate) fn release(&self, key: u64) {
         lock(&self.state).reserved.retain(|(k, _, _)| *k != key);
     }

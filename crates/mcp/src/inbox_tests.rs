@@ -137,12 +137,16 @@ fn a_held_message_waits_for_its_task_and_its_delivery_claims_it_once() {
         task_id: "task-1".to_owned(),
         seqs: vec![1],
         content: vec!["job bash-1 (bash) ended".to_owned()],
+        is_error: false,
     };
     let key = inbox.reserve_task(delivery.clone()).unwrap();
     // The same task is not reserved twice, nor its seq by another task.
-    assert_eq!(inbox.reserve_task(delivery.clone()), None);
+    assert_eq!(
+        inbox.reserve_task(delivery.clone()),
+        Err(TaskRefused::Carried)
+    );
     let committed = inbox.commit(key);
-    assert_eq!(committed.task, Some(delivery));
+    assert_eq!(committed.task, Some(delivery.clone()));
     assert_eq!(committed.messages.len(), 1);
     let events = session.events();
     assert_eq!(events[2].r#type, TASK_DELIVERED_EVENT);
@@ -154,6 +158,8 @@ fn a_held_message_waits_for_its_task_and_its_delivery_claims_it_once() {
         texts(&replay(&events).unwrap()),
         vec![(2, "other".to_owned())]
     );
+    // A delivery whose message is no longer owed is stale: it must be prepared again.
+    assert_eq!(inbox.reserve_task(delivery), Err(TaskRefused::Stale));
     // Past its hold a message goes to the next tool result.
     inbox.hold(Hold {
         task: "task-2".to_owned(),

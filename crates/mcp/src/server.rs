@@ -600,6 +600,18 @@ impl ServerHandler for Server {
         Ok(result)
     }
 
+    /// Acknowledged for a known task (see [`SessionHost::update_task`]); -32602 `unknown
+    /// task: <id>` otherwise.
+    async fn update_task(
+        &self,
+        request: rmcp::model::UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.host
+            .update_task(&request.task_id)
+            .map_err(|message| ErrorData::invalid_params(message, None))
+    }
+
     async fn cancel_task(
         &self,
         request: rmcp::model::CancelTaskParams,
@@ -641,6 +653,9 @@ pub(crate) fn custom_request_error(request: &CustomRequest) -> ErrorData {
         "resources/unsubscribe" => check::<UnsubscribeRequestParams>(request),
         "logging/setLevel" => check::<rmcp::model::SetLevelRequestParams>(request),
         "initialize" => check::<rmcp::model::InitializeRequestParams>(request),
+        "tasks/get" => check::<rmcp::model::GetTaskParams>(request),
+        "tasks/update" => check::<rmcp::model::UpdateTaskParams>(request),
+        "tasks/cancel" => check::<rmcp::model::CancelTaskParams>(request),
         "tools/list" | "resources/list" | "resources/templates/list" => {
             check::<PaginatedRequestParams>(request)
         }

@@ -63,12 +63,28 @@ fn check_cwd(configs: &FamiliesConfig) -> Result<(), ServeError> {
 }
 
 /// Refuses a session folder this process cannot create files in: no session could be saved.
+/// The probe file's name is unique to this open (the pid and a number no other open of this
+/// process takes), so sessions opened at once never collide on it.
 fn check_writable(dir: &std::path::Path) -> Result<(), ServeError> {
-    let probe = dir.join(format!(".harness-write-check-{}", std::process::id()));
-    let created = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(&probe);
+    static OPENS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut tries = 0;
+    let (created, probe) = loop {
+        let open = OPENS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let probe = dir.join(format!(
+            ".harness-write-check-{}-{open}",
+            std::process::id()
+        ));
+        let created = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&probe);
+        tries += 1;
+        // A probe left behind by a process that had this pid before takes the next number.
+        match created {
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists && tries < 8 => {}
+            created => break (created, probe),
+        }
+    };
     match created {
         Ok(file) => {
             drop(file);
@@ -93,6 +109,9 @@ pub struct SessionOptions {
     /// Every family's configuration (the terminal family is served when it has a
     /// `terminal` object; a `subagent` object is refused: the client lends no model step).
     pub configs: FamiliesConfig,
+    /// How long the task of a background job is kept (its `ttlMs`; past it the task is
+    /// forgotten); `None`: [`crate::JOB_TASK_TTL`], a day. Whole milliseconds.
+    pub job_task_ttl: Option<std::time::Duration>,
 }
 
 /// Something a client may want to hear about.
@@ -125,6 +144,8 @@ pub struct SessionHost {
     inbox: Inbox,
     /// The tasks of the session (`mcp/task` and the events after it).
     tasks: Tasks,
+    /// The `ttlMs` of a job's task.
+    job_task_ttl_ms: u64,
     jobs: Arc<dyn JobRegistry>,
     families: Families,
     /// The job list listener (todo-jobs §4.7) that feeds the job resources' changes.
@@ -266,6 +287,13 @@ impl SessionHost {
             agent,
             inbox,
             tasks,
+            job_task_ttl_ms: options
+                .job_task_ttl
+                .map_or(crate::tasks::JOB_TASK_TTL.as_millis(), |ttl| {
+                    ttl.as_millis()
+                })
+                .try_into()
+                .unwrap_or(u64::MAX),
             jobs,
             families,
             jobs_changed: Mutex::new(Some(jobs_changed)),
@@ -315,6 +343,16 @@ impl SessionHost {
 
     pub(crate) fn tasks(&self) -> &Tasks {
         &self.tasks
+    }
+
+    pub(crate) fn job_task_ttl_ms(&self) -> u64 {
+        self.job_task_ttl_ms
+    }
+
+    /// How many tasks the session keeps in memory, and how many holds keep a delivery from
+    /// tool results: both shrink as tasks outlive their TTL.
+    pub fn kept_tasks(&self) -> (usize, usize) {
+        (self.tasks.len(), self.inbox.holds())
     }
 
     /// The served session's log.
@@ -445,7 +483,9 @@ impl SessionHost {
         }
     }
 
-    /// The result carrying `reservation` will not be written; its messages stay owed.
+    /// The result carrying `reservation` will not be written; its messages stay owed (a
+    /// task's delivery goes to its next poll, with the same content, or, once its hold
+    /// lapsed, to a tool result).
     pub(crate) fn release(&self, reservation: u64) {
         self.inbox.release(reservation);
     }

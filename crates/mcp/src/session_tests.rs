@@ -16,6 +16,7 @@ pub(crate) fn host() -> Arc<SessionHost> {
         dir: PathBuf::new(),
         session: Some("s".to_owned()),
         configs,
+        job_task_ttl: None,
     };
     SessionHost::open_in(&MemoryStore::new(Arc::new(SystemClock)), &options).unwrap()
 }
@@ -74,4 +75,88 @@ async fn a_queued_messages_flush_is_a_task_of_the_session_joined_by_shutdown() {
         .filter(|event| event.r#type == QUEUED_EVENT)
         .count();
     assert_eq!(queued, 1);
+}
+
+#[test]
+fn sessions_opened_at_once_in_one_process_each_get_their_own_write_probe() {
+    let dir = tempfile::tempdir().unwrap();
+    // What an older server of this pid left behind does not stand in the way either.
+    std::fs::write(
+        dir.path()
+            .join(format!(".harness-write-check-{}", std::process::id())),
+        "",
+    )
+    .unwrap();
+    let opens = 32;
+    let start = Arc::new(std::sync::Barrier::new(opens));
+    let threads: Vec<_> = (0..opens)
+        .map(|_| {
+            let start = start.clone();
+            let dir = dir.path().to_owned();
+            std::thread::spawn(move || {
+                start.wait();
+                (0..20).filter(|_| check_writable(&dir).is_err()).count()
+            })
+        })
+        .collect();
+    let refused: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert_eq!(refused, 0);
+    // Each probe is removed: only the old file is left.
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+}
+
+/// Polls `condition` on the wall clock (a real job runs) until it holds, for at most 20 s.
+async fn until(mut condition: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !condition() {
+        assert!(std::time::Instant::now() < deadline, "not within 20 s");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_task_delivery_whose_response_was_dropped_is_owed_again_and_prepared_afresh() {
+    let host = host();
+    let started = host
+        .call_tool(
+            "bash",
+            json!({"command": "printf done", "run_in_background": true}),
+        )
+        .await;
+    let entry = host.open_task("bash", &started).await.unwrap();
+    until(|| !host.owed().pending().is_empty()).await;
+    let notice = host.owed().pending()[0].clone();
+    let view = host.get_task(&entry.id).await.unwrap();
+    let key = view.reservation.unwrap();
+    let crate::tasks::TaskState::Completed(first) = view.state else {
+        panic!("{:?}", view.state);
+    };
+    assert_eq!(first.content[0], notice.message.joined_text());
+    assert!(!first.is_error);
+    // The response was dropped: the notice is owed again, to this task's next poll.
+    host.release(key);
+    assert_eq!(
+        host.owed().find("background job bash-1 (", 0),
+        Some((notice.clone(), false))
+    );
+    let again = host.get_task(&entry.id).await.unwrap();
+    assert_eq!(again.state, crate::tasks::TaskState::Completed(first));
+    host.release(again.reservation.unwrap());
+    // The client stopped polling: past its hold the notice goes to a tool result, and the
+    // task's next poll completes with the job's final output alone instead of staying
+    // working on a delivery that can no longer be made.
+    let later = host.clock().now_millis() + 60_000;
+    let (key, taken) = host.owed().reserve(later).unwrap();
+    assert_eq!(taken, vec![notice]);
+    host.commit(key).await;
+    let last = host.get_task(&entry.id).await.unwrap();
+    assert_eq!(
+        last.state,
+        crate::tasks::TaskState::Completed(crate::tasks::Completion {
+            content: vec!["done\n[status: completed, exit code: 0]".to_owned()],
+            is_error: false,
+        })
+    );
+    host.commit(last.reservation.unwrap()).await;
+    host.shutdown().await;
 }

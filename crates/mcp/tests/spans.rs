@@ -48,6 +48,7 @@ async fn the_request_id_is_the_tool_call_id() {
         dir: dir.path().to_owned(),
         session: Some("s1".to_owned()),
         configs: FamiliesConfig::defaults(),
+        job_task_ttl: None,
     })
     .unwrap();
     let (client, server) = tokio::io::duplex(1 << 16);

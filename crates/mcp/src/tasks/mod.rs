@@ -13,6 +13,15 @@
 //! result too. A task nobody polls for a while (three poll intervals, at least ten seconds)
 //! or whose TTL passed lets its delivery go to the next tool result, as without tasks.
 //!
+//! A completed task's result is a tool result: `isError: true` when the `job_output` that
+//! ends it is an error (the job is unknown to the registry, say), `false` otherwise; a task
+//! is never `failed`, which the extension keeps for protocol errors. A task whose TTL passed
+//! is forgotten with its hold: `tasks/get`, `tasks/update` and `tasks/cancel` answer
+//! "unknown task" (`tasks/cancel` kills nothing then), and a restarted server does not load
+//! it. A completed result prepared for a `tasks/get` response that was never written is
+//! prepared again by the next poll, so its messages, owed again, reach that poll or, once
+//! the client stops polling, a tool result.
+//!
 //! Nothing here knows the transport: the MCP handlers turn these answers into protocol
 //! values.
 
@@ -23,16 +32,16 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 use turnkit_core::{Agent, ToolOutput, format_instant};
 
-pub(crate) use state::{Entry, Target, Tasks};
+pub(crate) use state::{Completion, Entry, Target, Tasks};
 pub use state::{TASK_CANCELLED_EVENT, TASK_EVENT};
 
-use crate::inbox::TaskDelivered;
+use crate::inbox::{TaskDelivered, TaskRefused};
 use crate::session::SessionHost;
 
 /// How often a client should poll a job's task.
 pub(crate) const JOB_POLL_MS: u64 = 500;
-/// How long a job's task is kept: a day.
-pub(crate) const JOB_TTL_MS: u64 = 86_400_000;
+/// How long a job's task is kept unless the session's options say otherwise: a day.
+pub const JOB_TASK_TTL: std::time::Duration = std::time::Duration::from_secs(86_400);
 /// A reminder's task is kept this long past the reminder's due time.
 pub(crate) const REMINDER_TTL_PAST_DUE_MS: u64 = 3_600_000;
 /// The poll interval of a reminder's task is a twentieth of the time left, within these.
@@ -58,8 +67,8 @@ pub(crate) fn wait_moved(job: &str) -> String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum TaskState {
     Working,
-    /// The texts of the completed result's content blocks.
-    Completed(Vec<String>),
+    /// The completed result.
+    Completed(Completion),
     Cancelled,
 }
 
@@ -76,6 +85,25 @@ pub(crate) struct TaskView {
 /// The poll interval of a reminder's task `left_ms` before it is due.
 pub(crate) fn reminder_poll_ms(left_ms: i64) -> u64 {
     (u64::try_from(left_ms).unwrap_or(0) / 20).clamp(REMINDER_POLL_MIN_MS, REMINDER_POLL_MAX_MS)
+}
+
+/// A prepared delivery whose messages another result took: the rest of its content (a job's
+/// final output, read once and not again), claiming nothing; `None` when nothing is left (a
+/// reminder's task prepares again from what is owed).
+fn without_taken(delivery: TaskDelivered) -> Option<TaskDelivered> {
+    let TaskDelivered {
+        task_id,
+        seqs,
+        content,
+        is_error,
+    } = delivery;
+    let rest: Vec<String> = content.into_iter().skip(seqs.len()).collect();
+    (!rest.is_empty()).then_some(TaskDelivered {
+        task_id,
+        seqs: Vec::new(),
+        content: rest,
+        is_error,
+    })
 }
 
 /// What the answer of tool `name` asks a task to wait for, if anything.
@@ -118,9 +146,12 @@ impl SessionHost {
     }
 
     async fn open_target(&self, target: Target) -> Option<Entry> {
+        // The id is taken before any await, under the lock that keeps ids distinct.
+        let id = self.tasks().reserve_id()?;
         let now = self.clock().now_millis();
+        self.prune_tasks(now);
         let (ttl_ms, poll_ms) = match &target {
-            Target::Job(_) => (JOB_TTL_MS, JOB_POLL_MS),
+            Target::Job(_) => (self.job_task_ttl_ms(), JOB_POLL_MS),
             Target::Reminder { due, .. } => {
                 let left = due.saturating_sub(now);
                 (
@@ -131,11 +162,15 @@ impl SessionHost {
                 )
             }
         };
+        let Some(created) = chrono::DateTime::from_timestamp_millis(now) else {
+            self.tasks().unreserve(&id);
+            return None;
+        };
         let mut entry = Entry {
-            id: self.tasks().next_id(),
+            id,
             seq: 0,
             target,
-            created_at: format_instant(chrono::DateTime::from_timestamp_millis(now)?),
+            created_at: format_instant(created),
             created_ms: now,
             ttl_ms,
             poll_ms,
@@ -144,14 +179,20 @@ impl SessionHost {
             seen_ms: now,
             prepared: None,
         };
-        let event = self
-            .log()
-            .append(TASK_EVENT, Tasks::event_data(&entry))
-            .map_err(|error| tracing::warn!("mcp: could not record a task: {error}"))
-            .ok()?;
+        let event = match self.log().append(TASK_EVENT, Tasks::event_data(&entry)) {
+            Ok(event) => event,
+            Err(error) => {
+                tracing::warn!("mcp: could not record a task: {error}");
+                self.tasks().unreserve(&entry.id);
+                return None;
+            }
+        };
         entry.seq = event.seq;
         if let Err(error) = self.log().flush().await {
+            // The record stays pending and a later flush writes it: the id stays distinct
+            // from every other task's, and the call is answered as without tasks.
             tracing::warn!("mcp: could not make a task durable: {error}");
+            self.tasks().unreserve(&entry.id);
             return None;
         }
         if let Some(hold) = entry.hold() {
@@ -161,12 +202,43 @@ impl SessionHost {
         Some(entry)
     }
 
+    /// Forgets the tasks whose TTL has passed at `now`, with their holds.
+    fn prune_tasks(&self, now: i64) {
+        for id in self.tasks().prune(now) {
+            self.owed().unhold(&id);
+        }
+    }
+
+    /// Task `id` as it stands now, counting the request as interest (its delivery stays kept
+    /// from tool results); `None` for a task this session never opened or whose TTL passed.
+    fn touch_task(&self, id: &str, now: i64) -> Option<Entry> {
+        self.prune_tasks(now);
+        self.tasks().update(id, |e| e.seen_ms = now)
+    }
+
+    /// `tasks/update` of task `id`: acknowledged for a known task (this server asks no input
+    /// of a task, so the responses it carries are ignored, as the extension says of keys it
+    /// did not ask for); counts as interest, as a poll does.
+    ///
+    /// # Errors
+    /// `unknown task: <id>` for a task this session never opened or whose TTL passed.
+    pub(crate) fn update_task(&self, id: &str) -> Result<(), String> {
+        let now = self.clock().now_millis();
+        let entry = self
+            .touch_task(id, now)
+            .ok_or_else(|| format!("unknown task: {id}"))?;
+        if let Some(hold) = entry.hold() {
+            self.owed().hold(hold);
+        }
+        Ok(())
+    }
+
     /// Task `id` as `tasks/get` answers it now; `None` for a task this session never opened
-    /// or one whose TTL passed before it completed. Polling counts as interest: the task's
-    /// delivery stays kept from tool results.
+    /// or one whose TTL passed. Polling counts as interest: the task's delivery stays kept
+    /// from tool results.
     pub(crate) async fn get_task(&self, id: &str) -> Option<TaskView> {
         let now = self.clock().now_millis();
-        let entry = self.tasks().update(id, |e| e.seen_ms = now)?;
+        let entry = self.touch_task(id, now)?;
         let poll_ms = match &entry.target {
             Target::Job(_) => entry.poll_ms,
             Target::Reminder { due, .. } => reminder_poll_ms(due.saturating_sub(now)),
@@ -177,55 +249,66 @@ impl SessionHost {
             poll_ms,
             reservation,
         };
-        if let Some(content) = &entry.delivered {
-            return Some(view(TaskState::Completed(content.clone()), None));
+        if let Some(completion) = &entry.delivered {
+            return Some(view(TaskState::Completed(completion.clone()), None));
         }
         if entry.cancelled {
             return Some(view(TaskState::Cancelled, None));
         }
-        if entry.expired(now) {
-            self.owed().unhold(id);
-            return None;
-        }
         if let Some(hold) = entry.hold() {
             self.owed().hold(hold);
         }
-        let prepared = match entry.prepared.clone() {
-            Some(prepared) => Some(prepared),
-            None => self.prepare(&entry, now).await,
-        };
-        let Some(prepared) = prepared else {
-            return Some(view(TaskState::Working, None));
-        };
-        self.tasks()
-            .update(id, |e| e.prepared = Some(prepared.clone()));
-        match self.owed().reserve_task(prepared.clone()) {
-            Some(key) => Some(view(TaskState::Completed(prepared.content), Some(key))),
-            // Another response carries it now; a later poll completes.
-            None => Some(view(TaskState::Working, None)),
+        let mut prepared = entry.prepared.clone();
+        // Twice at most: a prepared delivery whose message another result took since (its
+        // response was dropped, then the client stopped polling) is made again without it.
+        for _ in 0..2 {
+            let delivery = match prepared.take() {
+                Some(delivery) => delivery,
+                None => match self.prepare(&entry, now).await {
+                    Some(delivery) => delivery,
+                    None => return Some(view(TaskState::Working, None)),
+                },
+            };
+            self.tasks()
+                .update(id, |e| e.prepared = Some(delivery.clone()));
+            match self.owed().reserve_task(delivery.clone()) {
+                Ok(key) => {
+                    let completion = Completion::from(&delivery);
+                    return Some(view(TaskState::Completed(completion), Some(key)));
+                }
+                // Another response carries it now; a later poll completes.
+                Err(TaskRefused::Carried) => return Some(view(TaskState::Working, None)),
+                Err(TaskRefused::Stale) => {
+                    prepared = without_taken(delivery);
+                    self.tasks().update(id, |e| e.prepared = prepared.clone());
+                }
+            }
         }
+        Some(view(TaskState::Working, None))
     }
 
     /// The completed result of `entry`, if what it waits for has happened.
     async fn prepare(&self, entry: &Entry, now: i64) -> Option<TaskDelivered> {
         let found = self.owed().find(&entry.target.needle(), entry.seq);
-        let delivery = |seqs: Vec<u64>, content: Vec<String>| TaskDelivered {
+        let delivery = |seqs: Vec<u64>, (content, is_error): (Vec<String>, bool)| TaskDelivered {
             task_id: entry.id.clone(),
             seqs,
             content,
+            is_error,
         };
         match (&entry.target, found) {
             // A tool result being written carries it.
             (_, Some((_, true))) => None,
             (Target::Reminder { .. }, Some((pending, false))) => Some(delivery(
                 vec![pending.seq],
-                vec![pending.message.joined_text()],
+                (vec![pending.message.joined_text()], false),
             )),
             (Target::Reminder { .. }, None) => None,
             (Target::Job(job), Some((pending, false))) => {
+                let (output, is_error) = self.final_output(job).await;
                 let mut content = vec![pending.message.joined_text()];
-                content.extend(self.final_output(job).await);
-                Some(delivery(vec![pending.seq], content))
+                content.extend(output);
+                Some(delivery(vec![pending.seq], (content, is_error)))
             }
             (Target::Job(job), None) => {
                 let snapshot = self.job_registry().get(
@@ -243,14 +326,17 @@ impl SessionHost {
                         Some(delivery(Vec::new(), self.final_output(job).await))
                     }
                     Ok(_) => None,
-                    Err(error) => Some(delivery(Vec::new(), vec![error.to_string()])),
+                    // The registry does not know the job (a restart without the journal):
+                    // the task completes with the error, as a tool error.
+                    Err(error) => Some(delivery(Vec::new(), (vec![error.to_string()], true))),
                 }
             }
         }
     }
 
-    /// The text blocks of `job_output` for `job`, as the model would get them.
-    async fn final_output(&self, job: &str) -> Vec<String> {
+    /// The text blocks of `job_output` for `job`, as the model would get them, and whether
+    /// that result is an error.
+    async fn final_output(&self, job: &str) -> (Vec<String>, bool) {
         let agent: std::sync::Arc<dyn Agent> = self.agent_handle();
         let output = self
             .tools_registry()
@@ -264,24 +350,25 @@ impl SessionHost {
         if let Err(error) = self.log().flush().await {
             tracing::warn!("mcp: could not flush a task's job_output: {error}");
         }
-        output
+        let texts = output
             .content
             .iter()
             .map(|block| block.as_text().to_owned())
-            .collect()
+            .collect();
+        (texts, output.is_error)
     }
 
     /// `tasks/cancel` of task `id`: a job's task kills the job (as `job_kill`); a reminder's
     /// task stops waiting (the reminder stays scheduled and arrives with a later tool
     /// result). Records `mcp/taskCancelled`; a task already completed or cancelled is left
-    /// as it is.
+    /// as it is. A task whose TTL passed is unknown: its job is left running.
     ///
     /// # Errors
-    /// `unknown task: <id>` for a task this session never opened.
+    /// `unknown task: <id>` for a task this session never opened or whose TTL passed.
     pub(crate) async fn cancel_task(&self, id: &str) -> Result<(), String> {
+        let now = self.clock().now_millis();
         let entry = self
-            .tasks()
-            .update(id, |_| {})
+            .touch_task(id, now)
             .ok_or_else(|| format!("unknown task: {id}"))?;
         if entry.delivered.is_some() || entry.cancelled {
             return Ok(());
@@ -311,11 +398,8 @@ impl SessionHost {
 
     /// A task delivery was written: the task is completed for good.
     pub(crate) fn task_delivered(&self, delivered: TaskDelivered) {
-        let TaskDelivered {
-            task_id, content, ..
-        } = delivered;
-        self.tasks().update(&task_id, |e| {
-            e.delivered = Some(content);
+        self.tasks().update(&delivered.task_id, |e| {
+            e.delivered = Some(Completion::from(&delivered));
             e.prepared = None;
         });
     }

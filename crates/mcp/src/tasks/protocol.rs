@@ -41,20 +41,22 @@ pub(crate) fn created(entry: &Entry, immediate: &str) -> CreateTaskResult {
 }
 
 /// The `tasks/get` answer of `view` at `now` (RFC 3339): a completed task's result is a tool
-/// result with one text block per text.
+/// result with one text block per text, `isError` as the result was (a tool error is a
+/// completed task, never a failed one).
 pub(crate) fn get_result(view: &TaskView, now: &str) -> GetTaskResult {
     let entry = &view.entry;
     let (payload, updated_at) = match &view.state {
         TaskState::Working => (TaskPayload::Working, entry.created_at.as_str()),
         TaskState::Cancelled => (TaskPayload::Cancelled, now),
-        TaskState::Completed(texts) => {
-            let content: Vec<Value> = texts
+        TaskState::Completed(completion) => {
+            let content: Vec<Value> = completion
+                .content
                 .iter()
                 .map(|text| json!({"type": "text", "text": text}))
                 .collect();
             let mut result = JsonObject::new();
             result.insert("content".to_owned(), Value::Array(content));
-            result.insert("isError".to_owned(), Value::Bool(false));
+            result.insert("isError".to_owned(), Value::Bool(completion.is_error));
             result.insert("resultType".to_owned(), json!("complete"));
             (TaskPayload::Completed { result }, now)
         }

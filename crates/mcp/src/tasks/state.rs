@@ -1,6 +1,12 @@
 //! The tasks of one session as its log records them: `mcp/task` (a task opened),
 //! `mcp/taskDelivered` (its completed result was written; see the inbox) and
 //! `mcp/taskCancelled` (`tasks/cancel`), replayed on open.
+//!
+//! Task ids are UUIDs (version 4: 122 random bits from the operating system), reserved under
+//! the lock of [`Tasks`] before the task's record is written, so two tasks opened at once, or
+//! one opened after another whose record failed to save, never share an id. A task is
+//! forgotten (pruned, with its hold) once its TTL has passed: `tasks/get`, `tasks/update`
+//! and `tasks/cancel` then answer as for an id never issued.
 
 use serde::{Deserialize, Serialize};
 use turnkit_core::{SessionEvent, lock};
@@ -8,6 +14,23 @@ use turnkit_core::{SessionEvent, lock};
 use std::sync::Mutex;
 
 use crate::inbox::{Hold, InboxLogError, TASK_DELIVERED_EVENT, TaskDelivered, decode};
+
+/// A task's completed result: the texts of its content blocks and whether it is a tool error
+/// (`isError: true`; the task is `completed` all the same: `failed` is for protocol errors).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Completion {
+    pub(crate) content: Vec<String>,
+    pub(crate) is_error: bool,
+}
+
+impl From<&TaskDelivered> for Completion {
+    fn from(delivered: &TaskDelivered) -> Self {
+        Self {
+            content: delivered.content.clone(),
+            is_error: delivered.is_error,
+        }
+    }
+}
 
 /// Event type of an opened task.
 pub const TASK_EVENT: &str = "mcp/task";
@@ -76,8 +99,8 @@ pub(crate) struct Entry {
     pub(crate) created_ms: i64,
     pub(crate) ttl_ms: u64,
     pub(crate) poll_ms: u64,
-    /// The texts of its completed result, once written.
-    pub(crate) delivered: Option<Vec<String>>,
+    /// Its completed result, once written.
+    pub(crate) delivered: Option<Completion>,
     pub(crate) cancelled: bool,
     /// When the client last showed interest (epoch ms).
     pub(crate) seen_ms: i64,
@@ -114,20 +137,52 @@ fn ms(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
 }
 
-/// The tasks of a session, in creation order.
+/// The tasks of a session, in creation order, and the ids reserved for tasks whose record is
+/// being saved.
 #[derive(Debug, Default)]
 pub(crate) struct Tasks {
-    entries: Mutex<Vec<Entry>>,
+    inner: Mutex<Inner>,
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    entries: Vec<Entry>,
+    reserved: Vec<String>,
+}
+
+/// A fresh task id: a version 4 UUID in its hyphenated lowercase form
+/// (`0b6f3c1e-8a4d-4f8e-9c2a-5d7e1f3a9b40`); `None` when the operating system gives no random
+/// bytes (an id must not be guessable, so no task is opened then).
+fn random_id() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    if let Err(error) = getrandom::fill(&mut bytes) {
+        tracing::warn!("mcp: no random bytes for a task id: {error}");
+        return None;
+    }
+    Some(
+        uuid::Builder::from_random_bytes(bytes)
+            .into_uuid()
+            .hyphenated()
+            .to_string(),
+    )
 }
 
 impl Tasks {
-    /// Replays the log's task events; every open task counts as seen at `now`.
+    /// Replays the log's task events; every open task counts as seen at `now`. Tasks whose
+    /// TTL has passed at `now` are read (their later records must still name a task) and then
+    /// left out, as a running server prunes them.
+    ///
+    /// An id opened twice (logs written before ids were random held `task-<n>` ids, which two
+    /// tasks opened at once could share) keeps its first record: the later `mcp/task` records of
+    /// that id are ignored, the deliveries and cancellations naming it apply to the first, and
+    /// one warning names every such id.
     ///
     /// # Errors
-    /// [`InboxLogError`] for a payload that does not decode strictly, a task opened twice,
-    /// or a delivery or cancellation of a task never opened.
+    /// [`InboxLogError`] for a payload that does not decode strictly, or a delivery or
+    /// cancellation of a task never opened.
     pub(crate) fn replay(events: &[SessionEvent], now: i64) -> Result<Self, InboxLogError> {
         let mut entries: Vec<Entry> = Vec::new();
+        let mut twice: Vec<String> = Vec::new();
         for event in events {
             let error = |message: String| InboxLogError {
                 seq: event.seq,
@@ -154,7 +209,8 @@ impl Tasks {
                             error(format!("createdAt {} is not a time", data.created_at))
                         })?;
                     if entries.iter().any(|e| e.id == data.task_id) {
-                        return Err(error(format!("task {} opened twice", data.task_id)));
+                        twice.push(format!("{} (again at seq {})", data.task_id, event.seq));
+                        continue;
                     }
                     entries.push(Entry {
                         id: data.task_id,
@@ -176,7 +232,7 @@ impl Tasks {
                         .iter_mut()
                         .find(|e| e.id == data.task_id)
                         .ok_or_else(|| error(format!("no task {}", data.task_id)))?;
-                    entry.delivered = Some(data.content);
+                    entry.delivered = Some(Completion::from(&data));
                 }
                 TASK_CANCELLED_EVENT => {
                     let data: CancelledData = decode(event)?;
@@ -189,14 +245,59 @@ impl Tasks {
                 _ => {}
             }
         }
+        if !twice.is_empty() {
+            tracing::warn!(
+                "mcp: the session log opens a task id more than once; the first record of each \
+                 is kept: {}",
+                twice.join(", ")
+            );
+        }
+        entries.retain(|entry| !entry.expired(now));
         Ok(Self {
-            entries: Mutex::new(entries),
+            inner: Mutex::new(Inner {
+                entries,
+                reserved: Vec::new(),
+            }),
         })
     }
 
-    /// The next task id: `task-<n>`, one more than the tasks so far.
-    pub(crate) fn next_id(&self) -> String {
-        format!("task-{}", lock(&self.entries).len() + 1)
+    /// Reserves a fresh task id (see [`random_id`]), distinct from every task kept and every
+    /// id reserved, until [`Tasks::push`] or [`Tasks::unreserve`]. Taken under the lock, before
+    /// any await of the caller.
+    pub(crate) fn reserve_id(&self) -> Option<String> {
+        let mut inner = lock(&self.inner);
+        loop {
+            let id = random_id()?;
+            let taken = inner.entries.iter().any(|e| e.id == id) || inner.reserved.contains(&id);
+            if !taken {
+                inner.reserved.push(id.clone());
+                return Some(id);
+            }
+        }
+    }
+
+    /// Gives up reserved id `id` (its task was not opened).
+    pub(crate) fn unreserve(&self, id: &str) {
+        lock(&self.inner).reserved.retain(|r| r != id);
+    }
+
+    /// Forgets the tasks whose TTL has passed at `now` and returns their ids.
+    pub(crate) fn prune(&self, now: i64) -> Vec<String> {
+        let mut inner = lock(&self.inner);
+        let mut gone = Vec::new();
+        inner.entries.retain(|entry| {
+            let keep = !entry.expired(now);
+            if !keep {
+                gone.push(entry.id.clone());
+            }
+            keep
+        });
+        gone
+    }
+
+    /// How many tasks are kept.
+    pub(crate) fn len(&self) -> usize {
+        lock(&self.inner).entries.len()
     }
 
     /// The payload of the `mcp/task` event that opens `entry`.
@@ -226,20 +327,26 @@ impl Tasks {
         serde_json::json!({"taskId": task})
     }
 
-    /// Adds an opened task.
+    /// Adds an opened task (its id reserved by [`Tasks::reserve_id`]).
     pub(crate) fn push(&self, entry: Entry) {
-        lock(&self.entries).push(entry);
+        let mut inner = lock(&self.inner);
+        inner.reserved.retain(|r| *r != entry.id);
+        inner.entries.push(entry);
     }
 
     /// The open tasks' holds.
     pub(crate) fn holds(&self) -> Vec<Hold> {
-        lock(&self.entries).iter().filter_map(Entry::hold).collect()
+        lock(&self.inner)
+            .entries
+            .iter()
+            .filter_map(Entry::hold)
+            .collect()
     }
 
     /// Runs `change` on task `id` and returns the task after it; `None` for an unknown id.
     pub(crate) fn update(&self, id: &str, change: impl FnOnce(&mut Entry)) -> Option<Entry> {
-        let mut entries = lock(&self.entries);
-        let entry = entries.iter_mut().find(|e| e.id == id)?;
+        let mut inner = lock(&self.inner);
+        let entry = inner.entries.iter_mut().find(|e| e.id == id)?;
         change(entry);
         Some(entry.clone())
     }

@@ -17,6 +17,7 @@ async fn the_instructions_say_what_confinement_is_in_force() {
         dir: dir.path().to_owned(),
         session: Some("s1".to_owned()),
         configs,
+        job_task_ttl: None,
     })
     .unwrap();
     let instructions = host.instructions();
