@@ -12,5 +12,7 @@ mod sandbox;
 mod stuck_store;
 mod support;
 mod tasks;
+mod tasks_exact;
+mod tasks_http;
 mod tools;
 mod torture;

@@ -19,7 +19,7 @@ use crate::suite::support::{BOUND, config, harness_bin};
 const TASKS: &str = "io.modelcontextprotocol/tasks";
 
 /// A request `_meta` of the stateless era; with `tasks`, the client declares the extension.
-fn meta(tasks: bool) -> Value {
+pub(crate) fn meta(tasks: bool) -> Value {
     let extensions = if tasks { json!({TASKS: {}}) } else { json!({}) };
     json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -29,28 +29,61 @@ fn meta(tasks: bool) -> Value {
 }
 
 /// One `harness mcp` process spoken to in raw lines.
-struct Raw {
+pub(crate) struct Raw {
     child: Child,
     stdin: ChildStdin,
     stdout: Lines<BufReader<ChildStdout>>,
     next_id: u64,
+    /// Responses read while waiting for another, by id.
+    early: std::collections::HashMap<String, Value>,
 }
 
 impl Raw {
     /// Serves session `session` of `dir/sessions` with `config`.
-    fn start(dir: &Path, session: &str, config: &Value) -> Self {
+    pub(crate) fn start(dir: &Path, session: &str, config: &Value) -> Self {
+        Self::spawn(Self::command(dir, session, config, None), None)
+    }
+
+    /// `harness mcp` serving session `session` with `config` (written to
+    /// `dir/config.json`), kept in `store` (a PostgreSQL URL or a folder) or, without one,
+    /// in `dir/sessions`.
+    pub(crate) fn command(
+        dir: &Path,
+        session: &str,
+        config: &Value,
+        store: Option<&str>,
+    ) -> tokio::process::Command {
         let config_path = dir.join("config.json");
         std::fs::write(&config_path, config.to_string()).unwrap();
-        let mut child = tokio::process::Command::new(harness_bin())
-            .arg("mcp")
-            .arg("--dir")
-            .arg(dir.join("sessions"))
+        let mut command = tokio::process::Command::new(harness_bin());
+        command.arg("mcp");
+        match store {
+            Some(store) => command.args(["--store", store]),
+            None => command.arg("--dir").arg(dir.join("sessions")),
+        };
+        command
             .args(["--session", session])
             .arg("--config")
-            .arg(&config_path)
+            .arg(&config_path);
+        command
+    }
+
+    /// Starts `command`, its standard error appended to the file `stderr` (or dropped).
+    pub(crate) fn spawn(mut command: tokio::process::Command, stderr: Option<&Path>) -> Self {
+        let stderr = match stderr {
+            Some(path) => Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .unwrap(),
+            ),
+            None => Stdio::null(),
+        };
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .unwrap();
@@ -61,11 +94,17 @@ impl Raw {
             stdin,
             stdout,
             next_id: 0,
+            early: std::collections::HashMap::new(),
         }
     }
 
-    /// Sends request `method` with `params` and returns its response (notifications skipped).
-    async fn request(&mut self, method: &str, params: Value) -> Value {
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id().unwrap()
+    }
+
+    /// Sends request `method` with `params` without waiting; returns its id.
+    pub(crate) async fn send(&mut self, method: &str, params: Value) -> String {
         self.next_id += 1;
         let id = format!("r{}", self.next_id);
         let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
@@ -73,6 +112,14 @@ impl Raw {
             .write_all(format!("{line}\n").as_bytes())
             .await
             .unwrap();
+        id
+    }
+
+    /// The response to request `id` (notifications skipped, other responses kept).
+    pub(crate) async fn reply(&mut self, id: &str) -> Value {
+        if let Some(reply) = self.early.remove(id) {
+            return reply;
+        }
         loop {
             let reply = tokio::time::timeout(BOUND, self.stdout.next_line())
                 .await
@@ -80,20 +127,30 @@ impl Raw {
                 .unwrap()
                 .expect("a reply line");
             let reply: Value = serde_json::from_str(&reply).unwrap();
-            if reply.get("id") == Some(&json!(id)) {
-                return reply;
+            match reply.get("id").and_then(Value::as_str) {
+                Some(got) if got == id => return reply,
+                Some(other) if reply.get("method").is_none() => {
+                    self.early.insert(other.to_owned(), reply);
+                }
+                _ => {}
             }
         }
     }
 
+    /// Sends request `method` with `params` and returns its response (notifications skipped).
+    pub(crate) async fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.send(method, params).await;
+        self.reply(&id).await
+    }
+
     /// `server/discover` as Claude Code opens a server.
-    async fn discover(&mut self, tasks: bool) -> Value {
+    pub(crate) async fn discover(&mut self, tasks: bool) -> Value {
         self.request("server/discover", json!({"_meta": meta(tasks)}))
             .await
     }
 
     /// `tools/call` of `name` with the stateless `_meta`.
-    async fn call(&mut self, name: &str, arguments: Value, tasks: bool) -> Value {
+    pub(crate) async fn call(&mut self, name: &str, arguments: Value, tasks: bool) -> Value {
         self.request(
             "tools/call",
             json!({"name": name, "arguments": arguments, "_meta": meta(tasks)}),
@@ -102,14 +159,14 @@ impl Raw {
     }
 
     /// `tasks/get` of `task`, declaring the extension.
-    async fn get(&mut self, task: &str) -> Value {
+    pub(crate) async fn get(&mut self, task: &str) -> Value {
         self.request("tasks/get", json!({"taskId": task, "_meta": meta(true)}))
             .await
     }
 
     /// Polls `tasks/get` of `task` until its status is not `working` (the server runs in real
     /// time; bounded by [`BOUND`]) and returns that answer's result.
-    async fn settled(&mut self, task: &str) -> Value {
+    pub(crate) async fn settled(&mut self, task: &str) -> Value {
         let deadline = tokio::time::Instant::now() + BOUND;
         loop {
             let got = self.get(task).await;
@@ -122,12 +179,12 @@ impl Raw {
     }
 
     /// Kills the server with SIGKILL and waits for it to die.
-    async fn kill(mut self) {
+    pub(crate) async fn kill(mut self) {
         self.child.kill().await.unwrap();
     }
 
     /// Closes standard input and waits for a clean exit.
-    async fn stop(mut self) {
+    pub(crate) async fn stop(mut self) {
         drop(self.stdin);
         let status = tokio::time::timeout(BOUND, self.child.wait())
             .await
@@ -196,12 +253,12 @@ async fn discover_opens_the_stateless_era_and_initialize_still_works() {
 
 /// A job that ends once the test creates `go` in the server's `bash.cwd` (after its start
 /// was answered, so its notice never rides that answer).
-const GATED: &str = "until [ -e go ]; do sleep 0.01; done; printf done";
+pub(crate) const GATED: &str = "until [ -e go ]; do sleep 0.01; done; printf done";
 
-const NOTICE: &str = "background job bash-1 (bash: until [ -e go ]; do sleep 0.01; done; printf done) finished [status: completed, exit code: 0]. Read its output with job_output.";
+pub(crate) const NOTICE: &str = "background job bash-1 (bash: until [ -e go ]; do sleep 0.01; done; printf done) finished [status: completed, exit code: 0]. Read its output with job_output.";
 
 /// The tests' configuration with `bash.cwd` = `dir`.
-fn gated_config(dir: &Path) -> Value {
+pub(crate) fn gated_config(dir: &Path) -> Value {
     let mut config = config();
     config["bash"] = json!({"cwd": dir});
     config
@@ -219,7 +276,7 @@ pub(crate) fn task_id(result: &Value) -> String {
 }
 
 /// The texts of a tool result's content blocks.
-fn texts(result: &Value) -> Vec<String> {
+pub(crate) fn texts(result: &Value) -> Vec<String> {
     result["content"]
         .as_array()
         .unwrap_or_else(|| panic!("no content in {result}"))
@@ -229,7 +286,7 @@ fn texts(result: &Value) -> Vec<String> {
 }
 
 /// The `type`s and payloads of the `mcp/*` events of a session file.
-fn mcp_events(dir: &Path, session: &str) -> Vec<(String, Value)> {
+pub(crate) fn mcp_events(dir: &Path, session: &str) -> Vec<(String, Value)> {
     let text =
         std::fs::read_to_string(dir.join("sessions").join(format!("{session}.jsonl"))).unwrap();
     text.lines()
