@@ -469,7 +469,7 @@ impl SessionHost {
     pub(crate) async fn commit(&self, reservation: u64) {
         let committed = self.inbox.commit(reservation);
         if let Some(delivered) = committed.task {
-            self.task_delivered(delivered);
+            self.task_delivered(&delivered);
         } else if committed.messages.is_empty() {
             return;
         }

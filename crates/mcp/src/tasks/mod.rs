@@ -397,9 +397,9 @@ impl SessionHost {
     }
 
     /// A task delivery was written: the task is completed for good.
-    pub(crate) fn task_delivered(&self, delivered: TaskDelivered) {
+    pub(crate) fn task_delivered(&self, delivered: &TaskDelivered) {
         self.tasks().update(&delivered.task_id, |e| {
-            e.delivered = Some(Completion::from(&delivered));
+            e.delivered = Some(Completion::from(delivered));
             e.prepared = None;
         });
     }
