@@ -98,7 +98,7 @@ enum Command {
         #[arg(long, conflicts_with = "dir")]
         store: Option<String>,
         #[command(flatten)]
-        http: http::HttpArgs,
+        http: Box<http::HttpArgs>,
         /// Export the spans (tool calls, turns, MCP requests, jobs, reminders) over OTLP/HTTP
         /// in protobuf to the collector at this base URL (`http://localhost:4318`; spans go to
         /// its `/v1/traces`). Needs a binary built with the `otlp` feature.
@@ -187,7 +187,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             config.as_ref(),
             structured,
             store.as_deref(),
-            http,
+            *http,
             std::time::Duration::from_secs(shutdown_grace),
         ),
         Command::Inspect { dir, store, addr } => inspect::run(dir, store.as_deref(), addr),
