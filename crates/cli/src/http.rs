@@ -17,14 +17,14 @@ use turnkit_core::{
 };
 use turnkit_mcp::http::{GeneratedToken, HttpOptions, HttpServer, SessionSource, Tokens};
 use turnkit_mcp::{ResultShape, ServeError, SessionHost, SessionOptions};
-use turnkit_store_pg::{PgOptions, PgSession, PgStore, ReminderScanner, Resume, ScanOptions};
+use turnkit_store_pg::{PgSession, PgStore, ReminderScanner, Resume, ScanOptions};
 
 /// Where the sessions are kept.
 pub(crate) enum Backing {
     /// JSONL files in this folder.
     Jsonl(PathBuf),
-    /// A PostgreSQL database at this URL.
-    Postgres(String),
+    /// A PostgreSQL database at this URL, with its password.
+    Postgres(crate::store_password::PgTarget),
 }
 
 /// The options of `harness mcp` that apply to `--http` only.
@@ -284,18 +284,15 @@ pub(crate) fn run(
                     };
                     (HttpServer::new(Arc::new(source), http_options), None)
                 }
-                Backing::Postgres(url) => {
-                    let mut pg_options = PgOptions {
-                        index: Some(turnkit_families::Families::batch_index()),
-                        ..PgOptions::default()
-                    };
+                Backing::Postgres(target) => {
+                    let mut pg_options = target.options();
                     if let Some(ttl) = args.lease_ttl {
                         pg_options.lease_ttl = Duration::from_secs(ttl.max(1));
                     }
                     if let Some(host) = args.host_id.clone() {
                         pg_options.host = host;
                     }
-                    let pg = PgStore::connect(&url, Arc::new(SystemClock), pg_options)
+                    let pg = PgStore::connect(&target.url, Arc::new(SystemClock), pg_options)
                         .context("connecting to the PostgreSQL store")?;
                     let source = PgSource {
                         store: pg,

@@ -2,7 +2,6 @@
 //! PostgreSQL store.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -14,12 +13,7 @@ use turnkit_store_pg::{PgOptions, PgStore};
 
 use crate::mcp::Store;
 
-pub(crate) fn run(
-    dir: Option<PathBuf>,
-    store: Option<&str>,
-    addr: SocketAddr,
-) -> anyhow::Result<ExitCode> {
-    let store = Store::choose(dir, store)?;
+pub(crate) fn run(store: Store, addr: SocketAddr) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -27,10 +21,13 @@ pub(crate) fn run(
     runtime.block_on(async {
         let (inspector, source) = match store {
             Store::Jsonl(dir) => (Inspector::open(&dir)?, dir.display().to_string()),
-            Store::Postgres(url) => {
-                let pg =
-                    PgStore::connect(&url, std::sync::Arc::new(SystemClock), PgOptions::default())
-                        .context("connecting to the PostgreSQL store")?;
+            Store::Postgres(target) => {
+                let options = PgOptions {
+                    password: target.password.clone(),
+                    ..PgOptions::default()
+                };
+                let pg = PgStore::connect(&target.url, std::sync::Arc::new(SystemClock), options)
+                    .context("connecting to the PostgreSQL store")?;
                 let source = format!("PostgreSQL schema {}", pg.options().schema);
                 (Inspector::open_store(pg).await?, source)
             }
