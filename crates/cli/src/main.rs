@@ -136,6 +136,8 @@ enum Command {
         /// The address to listen on (default: loopback, a free port).
         #[arg(long, default_value = "127.0.0.1:0")]
         addr: std::net::SocketAddr,
+        #[command(flatten)]
+        access: inspect::AccessArgs,
     },
 }
 
@@ -206,9 +208,11 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             store,
             store_password_file,
             addr,
+            access,
         } => inspect::run(
             mcp::Store::choose(dir, store.as_deref(), store_password_file.as_deref())?,
             addr,
+            &access,
         ),
         Command::Run { file } => run_file(&file),
         Command::Tools {
