@@ -9,17 +9,45 @@ use anyhow::Context;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::task::AbortOnDropHandle;
 use turnkit_core::{CancellationToken, SystemClock};
-use turnkit_inspect::Inspector;
+use turnkit_inspect::{Access, Inspector};
 use turnkit_store_pg::{PgOptions, PgStore};
 
 use crate::mcp::Store;
 
-pub(crate) fn run(
-    dir: Option<PathBuf>,
-    store: Option<&str>,
-    addr: SocketAddr,
-) -> anyhow::Result<ExitCode> {
-    let store = Store::choose(dir, store)?;
+/// Who may read the inspector (`harness inspect` options).
+#[derive(clap::Args, Debug)]
+pub(crate) struct AccessArgs {
+    /// A token file in the format of `harness mcp --token-file`; its tokens limited to no
+    /// session prefix open the inspector. Default: a random token, printed in the URL.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_auth")]
+    token_file: Option<PathBuf>,
+    /// Serve without a token (every local user can then read every session); refused for a
+    /// non-loopback address.
+    #[arg(long)]
+    no_auth: bool,
+}
+
+impl AccessArgs {
+    /// The access and the URL query that opens it (`?token=…` for a generated token).
+    fn access(&self, addr: SocketAddr) -> anyhow::Result<(Access, String)> {
+        if self.no_auth {
+            return Ok((Access::open(addr)?, String::new()));
+        }
+        if let Some(path) = &self.token_file {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the token file {}", path.display()))?;
+            let tokens = Access::tokens_of_file(&text)
+                .with_context(|| format!("the token file {}", path.display()))?;
+            return Ok((Access::with_tokens(tokens, addr)?, String::new()));
+        }
+        let token = Access::generate_token()?;
+        let query = format!("?token={token}");
+        Ok((Access::with_tokens(vec![token], addr)?, query))
+    }
+}
+
+pub(crate) fn run(store: Store, addr: SocketAddr, access: &AccessArgs) -> anyhow::Result<ExitCode> {
+    let (access, query) = access.access(addr)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -27,10 +55,13 @@ pub(crate) fn run(
     runtime.block_on(async {
         let (inspector, source) = match store {
             Store::Jsonl(dir) => (Inspector::open(&dir)?, dir.display().to_string()),
-            Store::Postgres(url) => {
-                let pg =
-                    PgStore::connect(&url, std::sync::Arc::new(SystemClock), PgOptions::default())
-                        .context("connecting to the PostgreSQL store")?;
+            Store::Postgres(target) => {
+                let options = PgOptions {
+                    password: target.password.clone(),
+                    ..PgOptions::default()
+                };
+                let pg = PgStore::connect(&target.url, std::sync::Arc::new(SystemClock), options)
+                    .context("connecting to the PostgreSQL store")?;
                 let source = format!("PostgreSQL schema {}", pg.options().schema);
                 (Inspector::open_store(pg).await?, source)
             }
@@ -38,8 +69,21 @@ pub(crate) fn run(
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .with_context(|| format!("listening on {addr}"))?;
-        let url = format!("http://{}/", listener.local_addr()?);
-        crate::emit(&format!("harness inspect: serving {source} at {url}\n"))?;
+        let local = listener.local_addr()?;
+        let mut lines = format!("harness inspect: serving {source} at http://{local}/{query}\n");
+        if !access.requires_token() {
+            lines.push_str("harness inspect: no token: every local user can read every session\n");
+        } else if query.is_empty() {
+            lines.push_str("harness inspect: open it with ?token=<a token of the token file>\n");
+        }
+        if !local.ip().is_loopback() {
+            lines.push_str(&format!(
+                "harness inspect: {local} is reachable from other machines; every request needs \
+                 the token\n"
+            ));
+        }
+        crate::emit(&lines)?;
+        let inspector = inspector.with_access(access);
         let stop = CancellationToken::new();
         let mut terminate = signal(SignalKind::terminate()).context("installing SIGTERM")?;
         let mut interrupt = signal(SignalKind::interrupt()).context("installing SIGINT")?;

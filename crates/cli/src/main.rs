@@ -12,6 +12,7 @@ mod http;
 mod inspect;
 mod mcp;
 mod shutdown;
+mod store_password;
 mod telemetry;
 
 /// Run harness scenario files and inspect session logs.
@@ -101,8 +102,14 @@ enum Command {
         /// `--dir`.
         #[arg(long, conflicts_with = "dir")]
         store: Option<String>,
+        /// PostgreSQL only: a file whose first line is the store's password (keep the
+        /// password out of `--store`, which every local user can read). Without it the
+        /// password comes from `PGPASSWORD` or the password file (`PGPASSFILE`, default
+        /// `~/.pgpass`, mode 0600) as for libpq.
+        #[arg(long, value_name = "FILE", requires = "store")]
+        store_password_file: Option<PathBuf>,
         #[command(flatten)]
-        http: http::HttpArgs,
+        http: Box<http::HttpArgs>,
         /// Export the spans (tool calls, turns, MCP requests, jobs, reminders) over OTLP/HTTP
         /// in protobuf to the collector at this base URL (`http://localhost:4318`; spans go to
         /// its `/v1/traces`). Needs a binary built with the `otlp` feature.
@@ -131,9 +138,15 @@ enum Command {
         /// session's live owner) instead of a folder; a folder is the same as `--dir`.
         #[arg(long, conflicts_with = "dir")]
         store: Option<String>,
+        /// PostgreSQL only: a file whose first line is the store's password (as for
+        /// `harness mcp`).
+        #[arg(long, value_name = "FILE", requires = "store")]
+        store_password_file: Option<PathBuf>,
         /// The address to listen on (default: loopback, a free port).
         #[arg(long, default_value = "127.0.0.1:0")]
         addr: std::net::SocketAddr,
+        #[command(flatten)]
+        access: inspect::AccessArgs,
     },
 }
 
@@ -187,21 +200,31 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             config,
             structured,
             store,
+            store_password_file,
             http,
             otlp_endpoint: _,
             shutdown_grace,
             task_ttl,
         } => mcp::run(
-            dir,
+            mcp::Store::choose(dir, store.as_deref(), store_password_file.as_deref())?,
             session,
             config.as_ref(),
             structured,
-            store.as_deref(),
-            http,
+            *http,
             std::time::Duration::from_secs(shutdown_grace),
             task_ttl.map(std::time::Duration::from_secs),
         ),
-        Command::Inspect { dir, store, addr } => inspect::run(dir, store.as_deref(), addr),
+        Command::Inspect {
+            dir,
+            store,
+            store_password_file,
+            addr,
+            access,
+        } => inspect::run(
+            mcp::Store::choose(dir, store.as_deref(), store_password_file.as_deref())?,
+            addr,
+            &access,
+        ),
         Command::Run { file } => run_file(&file),
         Command::Tools {
             config,

@@ -12,7 +12,9 @@ use turnkit_core::{
     PersistenceError, RawEvent, Session, SessionHeader, SessionId, SessionStore, StoreError,
     SystemClock,
 };
-use turnkit_store_pg::{PgOptions, PgSession, PgStore};
+use turnkit_store_pg::{PgSession, PgStore};
+
+use crate::store_password::{PasswordEnv, PgTarget};
 
 use turnkit_families::FamiliesConfig;
 use turnkit_mcp::{ResultShape, ServeOptions, SessionHost, SessionOptions};
@@ -21,15 +23,28 @@ use turnkit_mcp::{ResultShape, ServeOptions, SessionHost, SessionOptions};
 pub(crate) enum Store {
     /// JSONL files in this folder.
     Jsonl(PathBuf),
-    /// A PostgreSQL database at this URL.
-    Postgres(String),
+    /// A PostgreSQL database at this URL, with the password found for it.
+    Postgres(PgTarget),
 }
 
 impl Store {
-    pub(crate) fn choose(dir: Option<PathBuf>, store: Option<&str>) -> anyhow::Result<Self> {
+    /// The store of `--dir`/`--store`; for PostgreSQL, with its password found as
+    /// [`PgTarget::resolve`] says.
+    pub(crate) fn choose(
+        dir: Option<PathBuf>,
+        store: Option<&str>,
+        password_file: Option<&Path>,
+    ) -> anyhow::Result<Self> {
         Ok(match store {
             Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-                Self::Postgres(url.to_owned())
+                Self::Postgres(PgTarget::resolve(
+                    url.to_owned(),
+                    password_file,
+                    &PasswordEnv::current(),
+                )?)
+            }
+            Some(_) if password_file.is_some() => {
+                anyhow::bail!("--store-password-file applies to a PostgreSQL --store only")
             }
             Some(other) if other.contains("://") => anyhow::bail!(
                 "--store {other}: unknown store; give a postgres:// or postgresql:// URL, or a \
@@ -131,11 +146,10 @@ pub(crate) fn read_config(path: &Path) -> anyhow::Result<FamiliesConfig> {
     reason = "the flags of `harness mcp`, passed through as parsed"
 )]
 pub(crate) fn run(
-    dir: Option<PathBuf>,
+    store: Store,
     session: Option<String>,
     config: Option<&PathBuf>,
     structured: bool,
-    store: Option<&str>,
     http: crate::http::HttpArgs,
     shutdown_grace: std::time::Duration,
     job_task_ttl: Option<std::time::Duration>,
@@ -147,7 +161,6 @@ pub(crate) fn run(
              explicitly, e.g. {{\"todo\":{{\"allowParallelInProgress\":false}}}}"
         ),
     };
-    let store = Store::choose(dir, store)?;
     let options = SessionOptions {
         dir: match &store {
             Store::Jsonl(dir) => dir.clone(),
@@ -168,7 +181,7 @@ pub(crate) fn run(
     if let Some(addr) = http.http {
         let store = match store {
             Store::Jsonl(dir) => crate::http::Backing::Jsonl(dir),
-            Store::Postgres(url) => crate::http::Backing::Postgres(url),
+            Store::Postgres(target) => crate::http::Backing::Postgres(target),
         };
         return crate::http::run(http, addr, store, options, serve.shape, shutdown_grace);
     }
@@ -186,14 +199,10 @@ pub(crate) fn run(
         let outcome = async {
             let host = match store {
                 Store::Jsonl(_) => SessionHost::open(&options)?,
-                Store::Postgres(url) => {
+                Store::Postgres(target) => {
                     // The scanner of any host finds this session's due reminders by the index rows
                     // the families' batches imply (turnkit-families names them).
-                    let pg_options = PgOptions {
-                        index: Some(turnkit_families::Families::batch_index()),
-                        ..PgOptions::default()
-                    };
-                    let pg = PgStore::connect(&url, Arc::new(SystemClock), pg_options)
+                    let pg = PgStore::connect(&target.url, Arc::new(SystemClock), target.options())
                         .context("connecting to the PostgreSQL store")?;
                     let (lost, mut lost_rx) = mpsc::unbounded_channel();
                     let leased = Leased {

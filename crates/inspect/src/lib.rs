@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod access;
 mod folder;
 mod pages;
 mod session;
@@ -21,6 +22,7 @@ use tokio::sync::broadcast;
 use turnkit_core::CancellationToken;
 use turnkit_store_pg::PgStore;
 
+pub use access::{Access, TOKEN_COOKIE};
 pub use pages::{ListQuery, SessionQuery, SortKey, TIMELINE_PAGE};
 
 use folder::Folder;
@@ -46,6 +48,10 @@ pub enum InspectError {
     /// The PostgreSQL store could not be read (its error).
     #[error("cannot read the store: {0}")]
     Store(turnkit_core::StoreError),
+    /// The access settings are unusable (no token, a short one, an open non-loopback
+    /// address); the message says which.
+    #[error("{0}")]
+    Access(String),
     /// The HTTP server failed.
     #[error("the HTTP server failed: {0}")]
     Serve(std::io::Error),
@@ -67,6 +73,7 @@ pub enum InspectError {
 pub struct Inspector {
     folder: Arc<Folder>,
     store: Option<PgStore>,
+    access: Access,
 }
 
 impl Inspector {
@@ -78,6 +85,7 @@ impl Inspector {
         Ok(Self {
             folder: Arc::new(Folder::scan(dir.as_ref())?),
             store: None,
+            access: Access::default(),
         })
     }
 
@@ -95,7 +103,16 @@ impl Inspector {
         Ok(Self {
             folder: Arc::new(store::load(&store).await?),
             store: Some(store),
+            access: Access::default(),
         })
+    }
+
+    /// The same inspector answering only the requests `access` lets through (default:
+    /// [`Access::default`], the `Host` and `Origin` checks of a loopback listener, no token).
+    #[must_use]
+    pub fn with_access(mut self, access: Access) -> Self {
+        self.access = access;
+        self
     }
 
     /// Lists the folder again and catches up every session (what the watcher does for the
@@ -137,7 +154,9 @@ impl Inspector {
 
     /// The HTTP routes: `/` (sessions), `/session/{id}` (a session), `/session/{id}/event/{seq}`
     /// (one event's raw JSON line) and `/updates` (server-sent `change` events whose data is
-    /// the id of a session whose view changed).
+    /// the id of a session whose view changed); every request passes the checks of the
+    /// inspector's [`Access`] first (403 for a foreign `Host` or `Origin`, 401 without a valid
+    /// token).
     pub fn router(&self) -> axum::Router {
         axum::Router::new()
             .route("/", get(sessions_page))
@@ -145,6 +164,10 @@ impl Inspector {
             .route("/session/{id}/event/{seq}", get(raw_event))
             .route("/updates", get(updates))
             .with_state(self.clone())
+            .layer(axum::middleware::from_fn_with_state(
+                self.access.clone(),
+                access::guard,
+            ))
     }
 
     /// Serves [`Inspector::router`] on `listener` and follows the folder (a `notify` watcher,

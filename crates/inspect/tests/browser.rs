@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use turnkit_core::{
     CancellationToken, JsonlStore, Session, SessionHeader, SessionId, SessionStore, SystemClock,
 };
-use turnkit_inspect::Inspector;
+use turnkit_inspect::{Access, Inspector};
 
 const CHILD: &str = "INSPECT_TEST_CHILD_DIR";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -234,17 +234,28 @@ async fn live_append_shows_without_reload() {
     let dir = tempfile::tempdir().unwrap();
     seed(dir.path()).await;
 
-    let inspector = Inspector::open(dir.path()).unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
+    let addr = listener.local_addr().unwrap();
+    let token = Access::generate_token().unwrap();
+    let access = Access::with_tokens(vec![token.clone()], addr).unwrap();
+    let inspector = Inspector::open(dir.path()).unwrap().with_access(access);
+    let base = format!("http://{addr}");
     let stop = CancellationToken::new();
     let server = tokio::spawn(inspector.serve(listener, stop.clone()));
 
     let (mut driver, port) = chromedriver();
     let client = browser(port).await;
 
-    // The sessions page, ordered by id.
-    client.goto(&format!("{base}/?sort=id")).await.unwrap();
+    // The sessions page, ordered by id, opened with the token URL: its cookie opens every later
+    // page, and the address bar no longer shows the token.
+    client
+        .goto(&format!("{base}/?sort=id&token={token}"))
+        .await
+        .unwrap();
+    assert_eq!(
+        client.current_url().await.unwrap().as_str(),
+        format!("{base}/?sort=id")
+    );
     assert_eq!(
         rows(&client, "#sessions")
             .await

@@ -36,6 +36,10 @@ pub struct PgOptions {
     ///
     /// [`ReminderScanner`]: crate::ReminderScanner
     pub index: Option<Arc<dyn BatchIndex>>,
+    /// The password to authenticate with when the URL carries none (from `PGPASSWORD`, a
+    /// password file or [`PassFile`](crate::PassFile), chosen by the caller); a password in
+    /// the URL wins. Default `None`.
+    pub password: Option<crate::PgPassword>,
 }
 
 impl Default for PgOptions {
@@ -47,6 +51,7 @@ impl Default for PgOptions {
             pool_size: 16,
             flush_writers: 2,
             index: None,
+            password: None,
         }
     }
 }

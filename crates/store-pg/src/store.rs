@@ -54,7 +54,8 @@ impl std::fmt::Debug for PgStore {
 
 impl PgStore {
     /// Connects to `url` (a libpq connection string or `postgresql://` URL; a Unix socket
-    /// folder as `host=/path` or a `%2F`-encoded host) and applies missing migrations.
+    /// folder as `host=/path` or a `%2F`-encoded host) and applies missing migrations. A URL
+    /// without a password authenticates with [`PgOptions::password`], if any.
     ///
     /// # Errors
     /// [`StoreError::Backend`] for a bad URL or schema name, a refused connection, or a
@@ -75,10 +76,16 @@ impl PgStore {
                 format!("invalid schema name {:?}", options.schema),
             )));
         }
-        let config: tokio_postgres::Config = url.parse().map_err(|e: tokio_postgres::Error| {
-            let message = format!("invalid connection string: {}", describe(&e));
-            StoreError::Backend(BackendError::new(BackendKind::Store, message).with_cause(e))
-        })?;
+        let mut config: tokio_postgres::Config =
+            url.parse().map_err(|e: tokio_postgres::Error| {
+                let message = format!("invalid connection string: {}", describe(&e));
+                StoreError::Backend(BackendError::new(BackendKind::Store, message).with_cause(e))
+            })?;
+        if config.get_password().is_none()
+            && let Some(password) = &options.password
+        {
+            config.password(password.expose());
+        }
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .thread_name("turnkit-store-pg")

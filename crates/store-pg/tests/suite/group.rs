@@ -39,6 +39,7 @@ fn one_writer_on(url: &str, schema: &str, host: &str, clock: Arc<dyn Clock>) -> 
             pool_size: 4,
             flush_writers: 1,
             index: Some(Arc::new(turnkit_schedule::ReminderIndex)),
+            ..PgOptions::default()
         },
     )
     .unwrap_or_else(|e| panic!("connect to the test server: {e}"))
@@ -452,6 +453,7 @@ async fn a_long_log_opens_on_a_store_of_one_pooled_connection() {
             pool_size: 1,
             flush_writers: 1,
             index: Some(Arc::new(turnkit_schedule::ReminderIndex)),
+            ..PgOptions::default()
         },
     )
     .unwrap();
