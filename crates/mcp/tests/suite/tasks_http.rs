@@ -8,7 +8,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::suite::http_support::{client, start_http, stateless, texts};
+use crate::suite::http_support::{HttpServer, client, start_http, stateless, texts};
 use crate::suite::support::BOUND;
 use crate::suite::tasks::task_id;
 
@@ -17,17 +17,42 @@ type Http = hyper_util::client::legacy::Client<
     http_body_util::Full<bytes::Bytes>,
 >;
 
+/// A plain HTTP client speaking to session `s1` of one server, with its token.
+struct Peer {
+    http: Http,
+    url: String,
+    auth: String,
+}
+
+impl Peer {
+    fn new(server: &HttpServer) -> Self {
+        Self {
+            http: client(),
+            url: server.url("s1"),
+            auth: server.bearer(),
+        }
+    }
+}
+
 /// Posts one request of the 2026-07-28 era declaring the tasks extension; its one message.
-async fn post(http: &Http, url: &str, method: &str, name: Option<&str>, params: Value) -> Value {
-    let reply = stateless(http, url, method, name, params, true).await;
+async fn post(peer: &Peer, method: &str, name: Option<&str>, params: Value) -> Value {
+    let reply = stateless(
+        &peer.http,
+        &peer.url,
+        Some(&peer.auth),
+        method,
+        name,
+        params,
+        true,
+    )
+    .await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     reply.messages().remove(0)
 }
 
-async fn call(http: &Http, url: &str, tool: &str, arguments: Value) -> Value {
+async fn call(peer: &Peer, tool: &str, arguments: Value) -> Value {
     post(
-        http,
-        url,
+        peer,
         "tools/call",
         Some(tool),
         json!({"name": tool, "arguments": arguments}),
@@ -35,15 +60,15 @@ async fn call(http: &Http, url: &str, tool: &str, arguments: Value) -> Value {
     .await
 }
 
-async fn get(http: &Http, url: &str, task: &str) -> Value {
-    post(http, url, "tasks/get", Some(task), json!({"taskId": task})).await
+async fn get(peer: &Peer, task: &str) -> Value {
+    post(peer, "tasks/get", Some(task), json!({"taskId": task})).await
 }
 
 /// Polls `tasks/get` of `task` until `done` holds of the whole message, within [`BOUND`].
-async fn until_got(http: &Http, url: &str, task: &str, done: impl Fn(&Value) -> bool) -> Value {
+async fn until_got(peer: &Peer, task: &str, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = tokio::time::Instant::now() + BOUND;
     loop {
-        let got = get(http, url, task).await;
+        let got = get(peer, task).await;
         if done(&got) {
             return got;
         }
@@ -62,15 +87,13 @@ async fn a_completed_task_is_a_tool_result_and_tasks_update_is_acknowledged() {
     let gate = dir.path().join("go");
     let sessions = dir.path().join("sessions");
     let server = start_http(dir.path(), &["--dir", sessions.to_str().unwrap()]).await;
-    let http = client();
-    let url = server.url("s1");
+    let peer = Peer::new(&server);
     let command = format!(
         "until [ -e {} ]; do sleep 0.01; done; printf done",
         gate.display()
     );
     let started = call(
-        &http,
-        &url,
+        &peer,
         "bash",
         json!({"command": command, "run_in_background": true}),
     )
@@ -93,8 +116,7 @@ async fn a_completed_task_is_a_tool_result_and_tasks_update_is_acknowledged() {
     // tasks/update of a known task is acknowledged (the server asks no input; the responses
     // are ignored), of an unknown one refused with -32602.
     let updated = post(
-        &http,
-        &url,
+        &peer,
         "tasks/update",
         Some(&task),
         json!({"taskId": task, "inputResponses": {"q": {"answer": 1}}}),
@@ -105,8 +127,7 @@ async fn a_completed_task_is_a_tool_result_and_tasks_update_is_acknowledged() {
         json!({"jsonrpc": "2.0", "id": "r", "result": {"resultType": "complete"}})
     );
     let nope = post(
-        &http,
-        &url,
+        &peer,
         "tasks/update",
         Some("nope"),
         json!({"taskId": "nope", "inputResponses": {}}),
@@ -114,10 +135,7 @@ async fn a_completed_task_is_a_tool_result_and_tasks_update_is_acknowledged() {
     .await;
     assert_eq!(nope["error"], unknown("nope"));
     std::fs::write(&gate, "").unwrap();
-    let done = until_got(&http, &url, &task, |got| {
-        got["result"]["status"] != "working"
-    })
-    .await;
+    let done = until_got(&peer, &task, |got| got["result"]["status"] != "working").await;
     let updated_at = done["result"]["lastUpdatedAt"].clone();
     assert_eq!(
         done["result"],
@@ -141,8 +159,7 @@ async fn a_completed_task_is_a_tool_result_and_tasks_update_is_acknowledged() {
     );
     // A completed task is still acknowledged.
     let updated = post(
-        &http,
-        &url,
+        &peer,
         "tasks/update",
         Some(&task),
         json!({"taskId": task, "inputResponses": {}}),
@@ -162,11 +179,9 @@ async fn past_its_ttl_a_task_is_forgotten_and_cancelling_it_kills_nothing() {
     let sessions = dir.path().join("sessions");
     let args = ["--dir", sessions.to_str().unwrap(), "--task-ttl", "1"];
     let mut server = start_http(dir.path(), &args).await;
-    let http = client();
-    let url = server.url("s1");
+    let peer = Peer::new(&server);
     let sleeper = call(
-        &http,
-        &url,
+        &peer,
         "bash",
         json!({"command": "sleep 1000", "run_in_background": true}),
     )
@@ -177,24 +192,19 @@ async fn past_its_ttl_a_task_is_forgotten_and_cancelling_it_kills_nothing() {
         gate.display()
     );
     let gated = call(
-        &http,
-        &url,
+        &peer,
         "bash",
         json!({"command": command, "run_in_background": true}),
     )
     .await;
     assert_eq!(gated["result"]["ttlMs"], 1000, "{gated}");
     let gated = task_id(&gated["result"]);
-    assert_eq!(
-        get(&http, &url, &gated).await["result"]["status"],
-        "working"
-    );
+    assert_eq!(get(&peer, &gated).await["result"]["status"], "working");
     // Polled all along, the task still ends with its TTL.
-    let expired = until_got(&http, &url, &sleeper, |got| got.get("error").is_some()).await;
+    let expired = until_got(&peer, &sleeper, |got| got.get("error").is_some()).await;
     assert_eq!(expired["error"], unknown(&sleeper));
     let cancelled = post(
-        &http,
-        &url,
+        &peer,
         "tasks/cancel",
         Some(&sleeper),
         json!({"taskId": sleeper}),
@@ -202,17 +212,16 @@ async fn past_its_ttl_a_task_is_forgotten_and_cancelling_it_kills_nothing() {
     .await;
     assert_eq!(cancelled["error"], unknown(&sleeper));
     let updated = post(
-        &http,
-        &url,
+        &peer,
         "tasks/update",
         Some(&sleeper),
         json!({"taskId": sleeper, "inputResponses": {}}),
     )
     .await;
     assert_eq!(updated["error"], unknown(&sleeper));
-    let gated_got = until_got(&http, &url, &gated, |got| got.get("error").is_some()).await;
+    let gated_got = until_got(&peer, &gated, |got| got.get("error").is_some()).await;
     assert_eq!(gated_got["error"], unknown(&gated));
-    let listed = call(&http, &url, "job_list", json!({})).await;
+    let listed = call(&peer, "job_list", json!({})).await;
     assert_eq!(
         texts(&listed["result"]),
         [format!(
@@ -227,8 +236,8 @@ async fn past_its_ttl_a_task_is_forgotten_and_cancelling_it_kills_nothing() {
     let deadline = tokio::time::Instant::now() + BOUND;
     loop {
         // Polling the forgotten task does not keep the notice either.
-        assert_eq!(get(&http, &url, &gated).await["error"], unknown(&gated));
-        let listed = call(&http, &url, "job_list", json!({})).await;
+        assert_eq!(get(&peer, &gated).await["error"], unknown(&gated));
+        let listed = call(&peer, "job_list", json!({})).await;
         let got = texts(&listed["result"]);
         if got.len() > 1 {
             assert_eq!(got[1], notice, "{listed}");
@@ -237,13 +246,13 @@ async fn past_its_ttl_a_task_is_forgotten_and_cancelling_it_kills_nothing() {
         assert!(tokio::time::Instant::now() < deadline, "{listed}");
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    let killed = call(&http, &url, "job_kill", json!({"job_id": "bash-1"})).await;
+    let killed = call(&peer, "job_kill", json!({"job_id": "bash-1"})).await;
     assert_eq!(killed["result"]["isError"], false, "{killed}");
     server.child.kill().await.unwrap();
 
     // Replayed past their TTL, the tasks are not loaded.
     let server = start_http(dir.path(), &args).await;
-    let url = server.url("s1");
-    assert_eq!(get(&http, &url, &sleeper).await["error"], unknown(&sleeper));
-    assert_eq!(get(&http, &url, &gated).await["error"], unknown(&gated));
+    let peer = Peer::new(&server);
+    assert_eq!(get(&peer, &sleeper).await["error"], unknown(&sleeper));
+    assert_eq!(get(&peer, &gated).await["error"], unknown(&gated));
 }
