@@ -147,6 +147,7 @@ pub(crate) fn run(
     config: Option<&PathBuf>,
     structured: bool,
     http: crate::http::HttpArgs,
+    walls: crate::walls::Switch,
     shutdown_grace: std::time::Duration,
 ) -> anyhow::Result<ExitCode> {
     let configs = match config {
@@ -155,6 +156,20 @@ pub(crate) fn run(
             "--config FILE.json is required: todo.allowParallelInProgress must be chosen \
              explicitly, e.g. {{\"todo\":{{\"allowParallelInProgress\":false}}}}"
         ),
+    };
+    // Served over HTTP, every session is a tenant: its jobs are walled off from the others
+    // and from the server.
+    let configs = match (&http.http, config) {
+        (Some(_), Some(path)) => {
+            let token_files: Vec<&Path> = http.token_file.iter().map(PathBuf::as_path).collect();
+            let files = crate::walls::server_files(&store, path, &token_files);
+            let (walled, lines) = crate::walls::wall(configs, &files, walls)?;
+            for line in lines {
+                eprintln!("{line}");
+            }
+            walled
+        }
+        _ => configs,
     };
     let options = SessionOptions {
         dir: match &store {

@@ -17,6 +17,8 @@ pub(crate) struct HttpServer {
     pub child: tokio::process::Child,
     /// `127.0.0.1:PORT`.
     pub addr: String,
+    /// The lines the server printed before its listening line (the walls in force, …).
+    pub startup: Vec<String>,
 }
 
 impl HttpServer {
@@ -28,12 +30,20 @@ impl HttpServer {
 /// Starts `harness mcp --http 127.0.0.1:0 --config DIR/config.json [args…]` and waits for its
 /// listening line.
 pub(crate) async fn start_http(dir: &std::path::Path, args: &[&str]) -> HttpServer {
+    let config = json!({"todo": {"allowParallelInProgress": false}});
+    start_http_with(dir, &config, args, &[]).await
+}
+
+/// [`start_http`] with `config` as `DIR/config.json` and `env` added to the server's
+/// environment.
+pub(crate) async fn start_http_with(
+    dir: &std::path::Path,
+    config: &Value,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> HttpServer {
     let config_path = dir.join("config.json");
-    std::fs::write(
-        &config_path,
-        json!({"todo": {"allowParallelInProgress": false}}).to_string(),
-    )
-    .unwrap();
+    std::fs::write(&config_path, config.to_string()).unwrap();
     let mut command = tokio::process::Command::new(harness_bin());
     command
         .args(["mcp", "--http", "127.0.0.1:0", "--config"])
@@ -43,14 +53,19 @@ pub(crate) async fn start_http(dir: &std::path::Path, args: &[&str]) -> HttpServ
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    command.envs(env.iter().copied());
     let mut child = command.spawn().unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut startup = Vec::new();
     let addr = tokio::time::timeout(BOUND, async {
         loop {
-            let line = lines.next_line().await.unwrap().expect("a listening line");
+            let Some(line) = lines.next_line().await.unwrap() else {
+                panic!("the server exited before listening: {startup:#?}");
+            };
             if let Some(rest) = line.strip_prefix("harness mcp: serving http://") {
                 break rest.split('/').next().unwrap().to_owned();
             }
+            startup.push(line);
         }
     })
     .await
@@ -62,7 +77,11 @@ pub(crate) async fn start_http(dir: &std::path::Path, args: &[&str]) -> HttpServ
             tracing::debug!("server {addr_copy}: {line}");
         }
     });
-    HttpServer { child, addr }
+    HttpServer {
+        child,
+        addr,
+        startup,
+    }
 }
 
 /// Starts an instance of `harness mcp --http` on PostgreSQL `store` as host `id`, with a

@@ -14,3 +14,4 @@ mod support;
 mod tasks;
 mod tools;
 mod torture;
+mod walls_served;
