@@ -15,7 +15,7 @@ use turnkit_core::{
     PersistenceError, RawEvent, Session, SessionHeader, SessionId, SessionStore, StoreError,
     SystemClock,
 };
-use turnkit_mcp::http::{HttpOptions, HttpServer, SessionSource, Tokens};
+use turnkit_mcp::http::{GeneratedToken, HttpOptions, HttpServer, SessionSource, Tokens};
 use turnkit_mcp::{ResultShape, ServeError, SessionHost, SessionOptions};
 use turnkit_store_pg::{PgSession, PgStore, ReminderScanner, Resume, ScanOptions};
 
@@ -36,10 +36,25 @@ pub(crate) struct HttpArgs {
     #[arg(long, value_name = "ADDR", conflicts_with = "session")]
     pub(crate) http: Option<SocketAddr>,
     /// Bearer tokens, one a line, each optionally followed by the session-id prefixes it is
-    /// limited to; every request must carry one (`Authorization: Bearer …`). Required for a
-    /// non-loopback address.
-    #[arg(long, value_name = "FILE", requires = "http")]
+    /// limited to; every request but `GET /healthz` must carry one (`Authorization: Bearer
+    /// …`). Without it a random token is generated at start, printed, and written to a file
+    /// in `--token-dir`.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "http",
+        conflicts_with = "no_auth"
+    )]
     pub(crate) token_file: Option<PathBuf>,
+    /// Where the generated token's file is written (`mcp-http-ADDR-PORT.token`, mode 0600; the
+    /// folder is made mode 0700). Default: `$XDG_RUNTIME_DIR/harness`, else
+    /// `$XDG_STATE_HOME/harness`, else `~/.local/state/harness`.
+    #[arg(long, value_name = "DIR", requires = "http", conflicts_with_all = ["token_file", "no_auth"])]
+    pub(crate) token_dir: Option<PathBuf>,
+    /// Serve without any token: every local user (and any page or proxy that reaches the
+    /// port) can run commands as this user. Refused on a non-loopback address.
+    #[arg(long, requires = "http")]
+    pub(crate) no_auth: bool,
     /// A browser origin allowed besides loopback ones (`https://app.example`); repeatable.
     #[arg(long, value_name = "ORIGIN", requires = "http")]
     pub(crate) allow_origin: Vec<String>,
@@ -194,8 +209,22 @@ pub(crate) fn run(
     shape: ResultShape,
     shutdown_grace: std::time::Duration,
 ) -> anyhow::Result<ExitCode> {
+    if args.no_auth && !addr.ip().is_loopback() {
+        anyhow::bail!(
+            "--no-auth serves without a token, on a loopback address only; {addr} is not one \
+             (drop --no-auth: a token is generated)"
+        );
+    }
     let tokens = args.token_file.as_deref().map(Tokens::read).transpose()?;
-    let http_options = HttpOptions {
+    // Without a token file and without --no-auth a token is generated once the port is known.
+    let generate = match (&tokens, args.no_auth) {
+        (None, false) => Some(match args.token_dir.clone() {
+            Some(dir) => dir,
+            None => default_token_dir()?,
+        }),
+        _ => None,
+    };
+    let mut http_options = HttpOptions {
         shape,
         tokens,
         allowed_origins: args.allow_origin.clone(),
@@ -214,14 +243,38 @@ pub(crate) fn run(
             .build(),
     }
     .context("starting the runtime")?;
-    http_options.check_bind(addr)?;
+    if generate.is_none() {
+        http_options.check_bind(addr)?;
+    }
     // Every task of the command runs in `tasks`; once the server has stopped, `done` ends the
     // lease watchers and the command waits for them all before it exits.
     let tasks = TaskTracker::new();
     let done = CancellationToken::new();
     let stop = http_options.stop.clone();
-    runtime.block_on(async move {
+    let mut generated: Option<GeneratedToken> = None;
+    let generated_slot = &mut generated;
+    let served = runtime.block_on(async move {
         let outcome = async {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("listening on {addr}"))?;
+            let local = listener.local_addr()?;
+            if let Some(dir) = generate {
+                let name = format!("mcp-http-{}-{}.token", local.ip(), local.port());
+                let token = GeneratedToken::create(&dir, &name)?;
+                http_options.tokens = Some(token.tokens()?);
+                eprintln!(
+                    "harness mcp: token {} (in {}); send it as Authorization: Bearer <token>",
+                    token.secret(),
+                    token.path().display()
+                );
+                *generated_slot = Some(token);
+            } else if http_options.tokens.is_none() {
+                eprintln!(
+                    "harness mcp: --no-auth: no token; anyone who reaches {local} can run \
+                     commands as this user"
+                );
+            }
             let (server, pg) = match store {
                 Backing::Jsonl(dir) => {
                     std::fs::create_dir_all(&dir)
@@ -251,10 +304,6 @@ pub(crate) fn run(
                     (server, Some(source))
                 }
             };
-            let listener = tokio::net::TcpListener::bind(addr)
-                .await
-                .with_context(|| format!("listening on {addr}"))?;
-            let local = listener.local_addr()?;
             eprintln!("harness mcp: serving http://{local}/sessions/{{id}}/mcp");
             // Every instance runs the reminder scanner: a session no live instance holds whose
             // reminder is due is opened here, and its reminder owed to its next tool result.
@@ -279,5 +328,33 @@ pub(crate) fn run(
         tasks.close();
         tasks.wait().await;
         outcome
-    })
+    });
+    // The token dies with the server.
+    if let Some(token) = generated
+        && let Err(error) = token.remove()
+    {
+        tracing::warn!("removing {}: {error}", token.path().display());
+    }
+    served
+}
+
+/// Where a generated token's file goes by default: `$XDG_RUNTIME_DIR/harness` (a per-user
+/// folder the system empties at logout), else `$XDG_STATE_HOME/harness`, else
+/// `~/.local/state/harness`.
+pub(crate) fn default_token_dir() -> anyhow::Result<PathBuf> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(runtime) = var("XDG_RUNTIME_DIR") {
+        return Ok(PathBuf::from(runtime).join("harness"));
+    }
+    if let Some(state) = var("XDG_STATE_HOME") {
+        return Ok(PathBuf::from(state).join("harness"));
+    }
+    let home = var("HOME").context(
+        "no --token-file or --token-dir given and none of XDG_RUNTIME_DIR, XDG_STATE_HOME, \
+         HOME is set",
+    )?;
+    Ok(PathBuf::from(home)
+        .join(".local")
+        .join("state")
+        .join("harness"))
 }

@@ -106,7 +106,7 @@ enum Command {
         #[arg(long, value_name = "FILE", requires = "store")]
         store_password_file: Option<PathBuf>,
         #[command(flatten)]
-        http: http::HttpArgs,
+        http: Box<http::HttpArgs>,
         /// `--http` only: run every job and terminal unconfined, as without a `sandbox`
         /// (by default each runs walled off from other sessions and from the server's files,
         /// secrets and processes; `docs/deployment.md`, "Walls around served jobs"). Says so
@@ -208,7 +208,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             session,
             config.as_ref(),
             structured,
-            http,
+            *http,
             if no_walls {
                 walls::Switch::Off
             } else {

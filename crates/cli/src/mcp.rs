@@ -161,7 +161,14 @@ pub(crate) fn run(
     // and from the server.
     let configs = match (&http.http, config) {
         (Some(_), Some(path)) => {
-            let token_files: Vec<&Path> = http.token_file.iter().map(PathBuf::as_path).collect();
+            // The token file, or the folder of generated ones.
+            let tokens = match (&http.token_file, &http.token_dir, http.no_auth) {
+                (Some(file), _, _) => vec![file.clone()],
+                (None, Some(dir), _) => vec![dir.clone()],
+                (None, None, false) => vec![crate::http::default_token_dir()?],
+                (None, None, true) => Vec::new(),
+            };
+            let token_files: Vec<&Path> = tokens.iter().map(PathBuf::as_path).collect();
             let files = crate::walls::server_files(&store, path, &token_files);
             let (walled, lines) = crate::walls::wall(configs, &files, walls)?;
             for line in lines {

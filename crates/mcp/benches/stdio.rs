@@ -82,9 +82,9 @@ async fn stdio(bin: &Path) -> Vec<Duration> {
     samples
 }
 
-/// A release `harness mcp --http` on loopback: session `bench`'s URL, the child and its
-/// session folder.
-async fn start_http(bin: &Path) -> (String, tokio::process::Child, tempfile::TempDir) {
+/// A release `harness mcp --http` on loopback with the token it generates (every deployed
+/// server checks one): session `bench`'s URL, the token, the child and its session folder.
+async fn start_http(bin: &Path) -> (String, String, tokio::process::Child, tempfile::TempDir) {
     use tokio::io::AsyncBufReadExt;
     let dir = scratch();
     let config_path = dir.path().join("config.json");
@@ -94,26 +94,40 @@ async fn start_http(bin: &Path) -> (String, tokio::process::Child, tempfile::Tem
         .arg(dir.path().join("sessions"))
         .arg("--config")
         .arg(&config_path)
+        .arg("--token-dir")
+        .arg(dir.path().join("tokens"))
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
     let mut lines = tokio::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut token = String::new();
     let addr = loop {
         let line = lines.next_line().await.unwrap().expect("a listening line");
+        if let Some(rest) = line.strip_prefix("harness mcp: token ") {
+            token = rest.split(' ').next().unwrap().to_owned();
+        }
         if let Some(rest) = line.strip_prefix("harness mcp: serving http://") {
             break rest.split('/').next().unwrap().to_owned();
         }
     };
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
-    (format!("http://{addr}/sessions/bench/mcp"), child, dir)
+    (
+        format!("http://{addr}/sessions/bench/mcp"),
+        token,
+        child,
+        dir,
+    )
 }
 
 /// The same calls over streamable HTTP: rmcp's HTTP client against `harness mcp --http` on
 /// loopback, session `bench` at its URL.
 async fn http(bin: &Path) -> Vec<Duration> {
-    let (url, mut child, _dir) = start_http(bin).await;
-    let transport = rmcp::transport::StreamableHttpClientTransport::from_uri(url);
+    let (url, token, mut child, _dir) = start_http(bin).await;
+    let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
+        rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig::with_uri(url)
+            .auth_header(token),
+    );
     let client = Client.serve(transport).await.unwrap();
     let mut samples = Vec::with_capacity(CALLS);
     for round in 0..WARM_UP + CALLS {
@@ -177,14 +191,16 @@ async fn raw_stdio(bin: &Path) -> Vec<Duration> {
 /// to the last byte of its answer.
 async fn raw_http(bin: &Path) -> Vec<Duration> {
     use http_body_util::{BodyExt, Full};
-    let (url, mut child, _dir) = start_http(bin).await;
+    let (url, token, mut child, _dir) = start_http(bin).await;
+    let bearer = format!("Bearer {token}");
     let client = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build_http::<Full<bytes::Bytes>>();
     let post = |body: String, session: Option<String>| {
         let mut request = http::Request::post(&url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
-            .header("mcp-protocol-version", "2025-06-18");
+            .header("mcp-protocol-version", "2025-06-18")
+            .header("authorization", &bearer);
         if let Some(session) = session {
             request = request.header("mcp-session-id", session);
         }

@@ -238,16 +238,28 @@ fn is_loopback_origin(origin: &str) -> bool {
         && uri.path_and_query().is_none_or(|p| p.as_str() == "/")
 }
 
+/// The credentials of an `Authorization` value of the `Bearer` scheme: the scheme word in
+/// any case (RFC 9110 §11.1), one or more spaces, then the token.
+fn bearer(value: &[u8]) -> Option<&[u8]> {
+    let (scheme, rest) = value.split_at_checked(b"Bearer".len())?;
+    if !scheme.eq_ignore_ascii_case(b"Bearer") || rest.first() != Some(&b' ') {
+        return None;
+    }
+    let start = rest.iter().position(|b| *b != b' ')?;
+    Some(&rest[start..])
+}
+
 /// With `tokens`, refuses a request without `Authorization: Bearer <token>` naming one of
-/// them (401), or whose token is limited to prefixes `session` starts with none of (403).
-/// Without tokens (a loopback server without a token file) every request passes.
+/// them (401), or whose token is limited to prefixes `session` starts with none of (403);
+/// what passes is the index of its token in the file. Without tokens (`--no-auth`, loopback
+/// only) every request passes, as token 0.
 pub(crate) fn check_token(
     headers: &HeaderMap,
     tokens: Option<&Tokens>,
     session: &str,
-) -> Result<(), Refusal> {
+) -> Result<usize, Refusal> {
     let Some(tokens) = tokens else {
-        return Ok(());
+        return Ok(0);
     };
     let unauthorized = || {
         Refusal::new(
@@ -258,12 +270,12 @@ pub(crate) fn check_token(
     };
     let presented = headers
         .get(header::AUTHORIZATION)
-        .and_then(|value| value.as_bytes().strip_prefix(b"Bearer "))
+        .and_then(|value| bearer(value.as_bytes()))
         .ok_or_else(unauthorized)?;
     let index = tokens.find(presented).ok_or_else(unauthorized)?;
     let prefixes = &tokens.tokens[index].prefixes;
     if prefixes.is_empty() || prefixes.iter().any(|p| session.starts_with(p.as_str())) {
-        return Ok(());
+        return Ok(index);
     }
     Err(Refusal::new(
         StatusCode::FORBIDDEN,
@@ -295,6 +307,7 @@ pub(crate) fn check_bind(addr: SocketAddr, tokens: Option<&Tokens>) -> Result<()
         return Ok(());
     }
     Err(ServeError::Unusable(format!(
-        "{addr} is not a loopback address: serving it needs a token file (--token-file)"
+        "{addr} is not a loopback address: serving it without a token is refused (drop \
+         --no-auth)"
     )))
 }

@@ -14,6 +14,7 @@
 //! each refusal is a status and a stable JSON body ([`Refusal`]).
 
 mod auth;
+mod generated;
 mod held;
 mod sessions;
 
@@ -32,6 +33,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 pub use auth::{MAX_SESSION_ID, MIN_TOKEN, Refusal, Tokens};
+pub use generated::{GENERATED_TOKEN_BYTES, GeneratedToken};
 pub(crate) use held::held;
 
 use crate::session::SessionHost;
@@ -64,8 +66,8 @@ pub trait SessionSource: Send + Sync + 'static {
 pub struct HttpOptions {
     /// The shape of tool results (default: text only).
     pub shape: ResultShape,
-    /// The bearer tokens every request must carry one of; `None` serves without tokens, on
-    /// a loopback address only.
+    /// The bearer tokens every request but `GET /healthz` must carry one of (a token file's,
+    /// or a [`GeneratedToken`]); `None` serves without tokens, on a loopback address only.
     pub tokens: Option<Tokens>,
     /// Browser origins allowed besides loopback ones, exactly as sent (`https://app.example`,
     /// `http://host:8080`).
@@ -97,8 +99,8 @@ impl HttpOptions {
     /// Refuses to serve `addr` when it is not a loopback address and there are no tokens.
     ///
     /// # Errors
-    /// [`ServeError::Unusable`]: `0.0.0.0:8080 is not a loopback address: serving it needs a
-    /// token file (--token-file)`.
+    /// [`ServeError::Unusable`]: `0.0.0.0:8080 is not a loopback address: serving it without a
+    /// token is refused (drop --no-auth)`.
     pub fn check_bind(&self, addr: std::net::SocketAddr) -> Result<(), ServeError> {
         auth::check_bind(addr, self.tokens.as_ref())
     }
@@ -163,7 +165,7 @@ impl HttpServer {
     ///
     /// # Errors
     /// [`ServeError::Unusable`] for a non-loopback address without tokens (`0.0.0.0:8080 is
-    /// not a loopback address: serving it needs a token file (--token-file)`),
+    /// not a loopback address: serving it without a token is refused (drop --no-auth)`),
     /// [`ServeError::Transport`] when the listener fails.
     pub async fn serve(&self, listener: tokio::net::TcpListener) -> Result<(), ServeError> {
         let addr = listener

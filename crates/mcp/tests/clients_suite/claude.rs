@@ -14,8 +14,8 @@ use crate::clients_suite::fake_api::{
 };
 use crate::clients_suite::proxy::Proxy;
 use crate::clients_suite::support::{
-    BOUND, GATED, GATED_NOTICE, REMINDER_PROMPT, TOKEN, Workspace, client_bin, methods,
-    reminder_text, wait_for_events,
+    BOUND, GATED, GATED_NOTICE, REMINDER_PROMPT, Workspace, client_bin, methods, reminder_text,
+    wait_for_events,
 };
 
 /// The environment variable naming the `claude` binary.
@@ -77,6 +77,9 @@ impl Streaming {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true);
+        if let Some(token) = ws.token() {
+            cmd.env("HARNESS_TOKEN", token);
+        }
         if tasks == Tasks::On {
             cmd.env("CLAUDE_AUTO_BACKGROUND_TASKS", "1")
                 .env("CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF", "1");
@@ -140,9 +143,11 @@ fn stdio_entry(ws: &Workspace, session: &str) -> Value {
     json!({"type": "stdio", "command": command, "args": args})
 }
 
-/// The `mcpServers` entry of the session at `url` over streamable HTTP, with the token.
+/// The `mcpServers` entry of the session at `url` over streamable HTTP, with the token from
+/// `HARNESS_TOKEN` (Claude Code expands `${VAR}` in `headers`).
 fn http_entry(url: &str) -> Value {
-    json!({"type": "http", "url": url, "headers": {"Authorization": format!("Bearer {TOKEN}")}})
+    json!({"type": "http", "url": url,
+        "headers": {"Authorization": "Bearer ${HARNESS_TOKEN}"}})
 }
 
 /// The script of a pull delivery: a gated background job, a 1 s reminder, then (once the

@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use crate::clients_suite::fake_api::{Block, Dialect, FakeApi, Turn, codex_call_outputs};
 use crate::clients_suite::proxy::Proxy;
 use crate::clients_suite::support::{
-    BOUND, GATED, GATED_NOTICE, REMINDER_PROMPT, TOKEN, Workspace, client_bin, methods,
-    reminder_text, wait_for_events,
+    BOUND, GATED, GATED_NOTICE, REMINDER_PROMPT, Workspace, client_bin, methods, reminder_text,
+    wait_for_events,
 };
 
 /// The environment variable naming the `codex` binary.
@@ -74,7 +74,7 @@ async fn run(
         .env("HOME", ws.home())
         .env("CODEX_HOME", &codex_home)
         .env("FAKE_API_KEY", "sk-fake")
-        .env("HARNESS_TOKEN", TOKEN)
+        .env("HARNESS_TOKEN", ws.token().unwrap_or_default())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())

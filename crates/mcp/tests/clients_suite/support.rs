@@ -39,6 +39,9 @@ pub(crate) fn client_bin(var: &str, package: &str) -> Option<PathBuf> {
 /// home, and the MCP traffic the wrapper records.
 pub(crate) struct Workspace {
     pub(crate) dir: tempfile::TempDir,
+    /// The token [`Workspace::serve_http`]'s server generated, read from the file it printed;
+    /// the clients get it as `HARNESS_TOKEN`.
+    token: std::sync::OnceLock<String>,
 }
 
 impl Workspace {
@@ -67,7 +70,10 @@ impl Workspace {
         .unwrap();
         use std::os::unix::fs::PermissionsExt as _;
         std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
-        Self { dir }
+        Self {
+            dir,
+            token: std::sync::OnceLock::new(),
+        }
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -189,23 +195,25 @@ pub(crate) struct HttpHarness {
     pub(crate) addr: std::net::SocketAddr,
 }
 
-/// The bearer token of [`Workspace::serve_http`]'s token file.
-pub(crate) const TOKEN: &str = "test-token-0123456789abcdef";
-
 impl Workspace {
+    /// The token of [`Workspace::serve_http`]'s server, once it started.
+    pub(crate) fn token(&self) -> Option<&str> {
+        self.token.get().map(String::as_str)
+    }
+
     /// Starts `harness mcp --http 127.0.0.1:0` on this workspace's store and configuration,
-    /// with a token file holding [`TOKEN`]; returns once it printed where it listens.
+    /// without a token file: the server generates its token, and [`Workspace::token`] is what
+    /// the file it printed holds. Returns once it printed where it listens.
     pub(crate) async fn serve_http(&self) -> HttpHarness {
         use tokio::io::AsyncBufReadExt as _;
         let tokens = self.path().join("tokens");
-        std::fs::write(&tokens, format!("{TOKEN}\n")).unwrap();
         let mut child = tokio::process::Command::new(harness_bin())
             .arg("mcp")
             .args(["--http", "127.0.0.1:0", "--dir"])
             .arg(self.path().join("sessions"))
             .arg("--config")
             .arg(self.path().join("config.json"))
-            .arg("--token-file")
+            .arg("--token-dir")
             .arg(&tokens)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -222,6 +230,14 @@ impl Workspace {
                     .await
                     .unwrap()
                     .expect("the server printed its URL");
+                // `harness mcp: token T (in PATH); send it as Authorization: Bearer <token>`
+                if let Some(rest) = line.strip_prefix("harness mcp: token ") {
+                    let (_, path) = rest.split_once(" (in ").unwrap();
+                    let (path, _) = path.split_once("); ").unwrap();
+                    let token = std::fs::read_to_string(path).unwrap().trim_end().to_owned();
+                    assert_eq!(token.len(), 64, "{token}");
+                    self.token.set(token).unwrap();
+                }
                 if let Some(rest) = line.strip_prefix(prefix) {
                     let addr = rest.split_once('/').map_or(rest, |(addr, _)| addr);
                     return addr.parse::<std::net::SocketAddr>().unwrap();

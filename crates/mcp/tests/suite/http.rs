@@ -13,7 +13,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use serde_json::{Value, json};
 
 use super::http_support::{Connection, INITIALIZE, client, meta, send, start_http, texts};
-use super::support::{BOUND, harness_bin};
+use super::support::BOUND;
 
 const TOKEN: &str = "0123456789abcdef-team";
 const CI_TOKEN: &str = "fedcba9876543210-ci";
@@ -29,7 +29,8 @@ async fn each_session_has_its_url_and_rmcp_client_uses_it() {
     let server = start_http(dir.path(), &["--dir", sessions.to_str().unwrap()]).await;
 
     let transport = StreamableHttpClientTransport::from_config(
-        StreamableHttpClientTransportConfig::with_uri(server.url("alpha")),
+        StreamableHttpClientTransportConfig::with_uri(server.url("alpha"))
+            .auth_header(server.token().unwrap()),
     );
     let rmcp_client = ().serve(transport).await.unwrap();
     let tools = rmcp_client.list_all_tools().await.unwrap();
@@ -59,7 +60,7 @@ async fn each_session_has_its_url_and_rmcp_client_uses_it() {
 
     // Another session, another URL: its own log and its own list.
     let http = client();
-    let mut beta = Connection::open(&http, &server.url("beta"), None)
+    let mut beta = Connection::open(&http, &server.url("beta"), server.token())
         .await
         .unwrap();
     let listed = beta.call(&http, "todo_write", todos("beta's step")).await;
@@ -86,7 +87,7 @@ async fn a_jobs_notice_rides_one_result_and_is_committed() {
     let sessions = dir.path().join("sessions");
     let server = start_http(dir.path(), &["--dir", sessions.to_str().unwrap()]).await;
     let http = client();
-    let mut connection = Connection::open(&http, &server.url("jobs"), None)
+    let mut connection = Connection::open(&http, &server.url("jobs"), server.token())
         .await
         .unwrap();
     let started = connection
@@ -129,7 +130,7 @@ async fn a_stopping_server_answers_the_call_in_flight() {
     let sessions = dir.path().join("sessions");
     let mut server = start_http(dir.path(), &["--dir", sessions.to_str().unwrap()]).await;
     let http = client();
-    let mut connection = Connection::open(&http, &server.url("stop"), None)
+    let mut connection = Connection::open(&http, &server.url("stop"), server.token())
         .await
         .unwrap();
     let call = connection.call_in_task(&http, 100, "bash", &json!({"command": "sleep 30"}));
@@ -177,20 +178,23 @@ async fn hang_up_mid_call(server: &super::http_support::HttpServer, id: &str) {
         "POST /sessions/{id}/mcp HTTP/1.1\r\nhost: {addr}\r\n\
          content-type: application/json\r\naccept: application/json, text/event-stream\r\n\
          mcp-protocol-version: 2026-07-28\r\nmcp-method: tools/call\r\nmcp-name: bash\r\n\
-         content-length: {length}\r\n\r\n{body}",
+         authorization: {bearer}\r\ncontent-length: {length}\r\n\r\n{body}",
         addr = server.addr,
+        bearer = server.bearer(),
         length = body.len(),
     );
     stream.write_all(request.as_bytes()).await.unwrap();
     let job = |wanted: &'static str| {
         let http = http.clone();
         let url = server.url(id);
+        let bearer = server.bearer();
         async move {
             let deadline = tokio::time::Instant::now() + BOUND;
             loop {
                 let listed = super::http_support::stateless(
                     &http,
                     &url,
+                    Some(&bearer),
                     "tools/call",
                     Some("job_list"),
                     json!({"name": "job_list", "arguments": {}}),
@@ -282,7 +286,7 @@ async fn clients_stalled_mid_request_cannot_hold_a_stopping_server() {
     let http = client();
     let mut stalled = Vec::new();
     for id in ["one", "two", "three"] {
-        let mut connection = Connection::open(&http, &server.url(id), None)
+        let mut connection = Connection::open(&http, &server.url(id), server.token())
             .await
             .unwrap();
         connection
@@ -328,7 +332,7 @@ async fn a_stopping_server_ends_every_sessions_calls_together() {
     let http = client();
     let mut calls = Vec::new();
     for id in ["one", "two", "three"] {
-        let mut connection = Connection::open(&http, &server.url(id), None)
+        let mut connection = Connection::open(&http, &server.url(id), server.token())
             .await
             .unwrap();
         calls.push(connection.call_in_task(
@@ -559,41 +563,6 @@ async fn refusals_have_stable_statuses_and_bodies() {
     }
 }
 
-#[tokio::test]
-async fn a_non_loopback_address_needs_a_token_file() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("config.json");
-    std::fs::write(&config, r#"{"todo":{"allowParallelInProgress":false}}"#).unwrap();
-    let output = tokio::process::Command::new(harness_bin())
-        .args(["mcp", "--http", "0.0.0.0:0", "--dir"])
-        .arg(dir.path().join("sessions"))
-        .arg("--config")
-        .arg(&config)
-        .output()
-        .await
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(
-        String::from_utf8_lossy(&output.stderr),
-        "harness: 0.0.0.0:0 is not a loopback address: serving it needs a token file \
-         (--token-file)\n"
-    );
-    std::fs::write(dir.path().join("short"), "tooshort\n").unwrap();
-    let output = tokio::process::Command::new(harness_bin())
-        .args(["mcp", "--http", "127.0.0.1:0", "--token-file"])
-        .arg(dir.path().join("short"))
-        .arg("--config")
-        .arg(&config)
-        .output()
-        .await
-        .unwrap();
-    assert_eq!(output.status.code(), Some(1));
-    assert_eq!(
-        String::from_utf8_lossy(&output.stderr),
-        "harness: token file line 1: a token is at least 16 characters\n"
-    );
-}
-
 /// The 2026-07-28 era over HTTP: no handshake, each request on its own; a background call
 /// that declares the tasks extension is answered with a task, whose result `tasks/get` reads.
 #[tokio::test]
@@ -603,13 +572,16 @@ async fn the_2026_era_and_tasks_are_served_per_request() {
     let server = start_http(dir.path(), &["--dir", sessions.to_str().unwrap()]).await;
     let http = client();
     let url = server.url("stateless");
+    let bearer = server.bearer();
     let post = |method: &'static str, name: Option<String>, body: Value| {
         let http = http.clone();
         let url = url.clone();
+        let bearer = bearer.clone();
         async move {
             let mut headers = vec![
                 ("mcp-protocol-version", "2026-07-28"),
                 ("mcp-method", method),
+                ("authorization", bearer.as_str()),
             ];
             if let Some(name) = &name {
                 headers.push(("mcp-name", name.as_str()));

@@ -135,6 +135,7 @@ async fn a_task_is_read_and_cancelled_on_another_instance() {
     let created = stateless(
         &http,
         &a.url("shared"),
+        None,
         "tools/call",
         Some("schedule_create"),
         json!({"name": "schedule_create", "arguments": {"prompt": "stretch", "after_seconds": 3600}}),
@@ -151,6 +152,7 @@ async fn a_task_is_read_and_cancelled_on_another_instance() {
             stateless(
                 &http,
                 &url,
+                None,
                 "tasks/get",
                 Some(task),
                 json!({"taskId": task}),
@@ -173,6 +175,7 @@ async fn a_task_is_read_and_cancelled_on_another_instance() {
     let cancelled = stateless(
         &http,
         &b.url("shared"),
+        None,
         "tasks/cancel",
         Some("task-1"),
         json!({"taskId": "task-1"}),
@@ -191,6 +194,7 @@ async fn a_task_is_read_and_cancelled_on_another_instance() {
     let started = stateless(
         &http,
         &b.url("shared"),
+        None,
         "tools/call",
         Some("bash"),
         json!({"name": "bash", "arguments": {"command": "sleep 1000", "run_in_background": true}}),

@@ -17,18 +17,47 @@ pub(crate) struct HttpServer {
     pub child: tokio::process::Child,
     /// `127.0.0.1:PORT`.
     pub addr: String,
-    /// The lines the server printed before its listening line (the walls in force, …).
-    pub startup: Vec<String>,
+    /// The token it generated (read from the file its start line names), if it did.
+    pub token: Option<String>,
+    /// The lines it printed up to its listening line.
+    pub start_lines: Vec<String>,
 }
 
 impl HttpServer {
     pub(crate) fn url(&self, session: &str) -> String {
         format!("http://{}/sessions/{session}/mcp", self.addr)
     }
+
+    /// The generated token, for [`Connection::open`].
+    pub(crate) fn token(&self) -> Option<&str> {
+        self.token.as_deref()
+    }
+
+    /// `Authorization: Bearer <generated token>`.
+    pub(crate) fn bearer(&self) -> String {
+        format!("Bearer {}", self.token().expect("a generated token"))
+    }
+}
+
+/// The token and its file of a start line `harness mcp: token T (in PATH); …`: the token is
+/// read from the file, and must be the one printed.
+pub(crate) fn generated_token(line: &str) -> Option<(String, std::path::PathBuf)> {
+    let rest = line.strip_prefix("harness mcp: token ")?;
+    let (printed, rest) = rest.split_once(" (in ")?;
+    let (path, _) = rest.split_once("); send it as Authorization: Bearer <token>")?;
+    let path = std::path::PathBuf::from(path);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        text,
+        format!("{printed}\n"),
+        "the token file holds the printed token"
+    );
+    Some((printed.to_owned(), path))
 }
 
 /// Starts `harness mcp --http 127.0.0.1:0 --config DIR/config.json [args…]` and waits for its
-/// listening line.
+/// listening line. Unless `args` choose (`--token-file`, `--no-auth`), the server generates
+/// its token into `DIR/tokens`, and [`HttpServer::token`] is it.
 pub(crate) async fn start_http(dir: &std::path::Path, args: &[&str]) -> HttpServer {
     let config = json!({"todo": {"allowParallelInProgress": false}});
     start_http_with(dir, &config, args, &[]).await
@@ -54,18 +83,28 @@ pub(crate) async fn start_http_with(
         .stderr(Stdio::piped())
         .kill_on_drop(true);
     command.envs(env.iter().copied());
+    if !args
+        .iter()
+        .any(|a| matches!(*a, "--token-file" | "--no-auth" | "--token-dir"))
+    {
+        command.arg("--token-dir").arg(dir.join("tokens"));
+    }
     let mut child = command.spawn().unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    let mut startup = Vec::new();
+    let mut start_lines = Vec::new();
+    let mut token = None;
     let addr = tokio::time::timeout(BOUND, async {
         loop {
             let Some(line) = lines.next_line().await.unwrap() else {
-                panic!("the server exited before listening: {startup:#?}");
+                panic!("the server exited before listening: {start_lines:#?}");
             };
+            start_lines.push(line.clone());
+            if let Some((secret, _)) = generated_token(&line) {
+                token = Some(secret);
+            }
             if let Some(rest) = line.strip_prefix("harness mcp: serving http://") {
                 break rest.split('/').next().unwrap().to_owned();
             }
-            startup.push(line);
         }
     })
     .await
@@ -80,12 +119,14 @@ pub(crate) async fn start_http_with(
     HttpServer {
         child,
         addr,
-        startup,
+        token,
+        start_lines,
     }
 }
 
 /// Starts an instance of `harness mcp --http` on PostgreSQL `store` as host `id`, with a
-/// 2-second lease and sessions released after `idle` seconds without a request.
+/// 2-second lease and sessions released after `idle` seconds without a request; without a
+/// token (`--no-auth`: these tests are about leases, and one client talks to both instances).
 pub(crate) async fn start_instance(
     dir: &std::path::Path,
     store: &str,
@@ -103,6 +144,7 @@ pub(crate) async fn start_instance(
             "2",
             "--idle-release",
             idle,
+            "--no-auth",
         ],
     )
     .await
@@ -286,15 +328,18 @@ impl Connection {
         arguments: &Value,
     ) -> tokio::task::JoinHandle<Reply> {
         let client = client.clone();
-        let (url, session) = (self.url.clone(), self.session.clone());
+        let (url, session, auth) = (self.url.clone(), self.session.clone(), self.auth.clone());
         let body = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
             "params": {"name": name, "arguments": arguments}})
         .to_string();
         tokio::spawn(async move {
-            let headers = [
+            let mut headers = vec![
                 ("mcp-session-id", session.as_str()),
                 ("mcp-protocol-version", "2025-06-18"),
             ];
+            if let Some(auth) = &auth {
+                headers.push(("authorization", auth.as_str()));
+            }
             send(&client, "POST", &url, &headers, &body).await.unwrap()
         })
     }
@@ -345,11 +390,13 @@ pub(crate) fn meta(tasks: bool) -> Value {
     })
 }
 
-/// A request of the 2026-07-28 era (no handshake) posted to `url`: `method` with `params`
+/// A request of the 2026-07-28 era (no handshake) posted to `url` (with `auth` as its
+/// `Authorization` when given): `method` with `params`
 /// (whose `_meta` is [`meta`] with `tasks`), the `Mcp-Method` and `Mcp-Name` headers set.
 pub(crate) async fn stateless(
     client: &Client<HttpConnector, Full<Bytes>>,
     url: &str,
+    auth: Option<&str>,
     method: &str,
     name: Option<&str>,
     mut params: Value,
@@ -362,6 +409,9 @@ pub(crate) async fn stateless(
     ];
     if let Some(name) = name {
         headers.push(("mcp-name", name));
+    }
+    if let Some(auth) = auth {
+        headers.push(("authorization", auth));
     }
     let body = json!({"jsonrpc": "2.0", "id": "r", "method": method, "params": params});
     send(client, "POST", url, &headers, &body.to_string())

@@ -141,10 +141,10 @@ async fn a_served_job_reaches_nothing_of_another_session_or_the_server() {
     // The startup line names the walls.
     let walls = tenants
         .server
-        .startup
+        .start_lines
         .iter()
         .find(|line| line.starts_with("harness mcp: walls of every bash job: sandbox: "))
-        .unwrap_or_else(|| panic!("no walls line in {:#?}", tenants.server.startup))
+        .unwrap_or_else(|| panic!("no walls line in {:#?}", tenants.server.start_lines))
         .clone();
 
     let got = got_through(&mut tenants, dir.path(), &socket, "STOP").await;
@@ -188,11 +188,11 @@ async fn without_the_walls_the_same_job_gets_through() {
     assert!(
         tenants
             .server
-            .startup
+            .start_lines
             .iter()
             .any(|line| line.starts_with("harness mcp: WARNING: --no-walls: ")),
         "{:#?}",
-        tenants.server.startup
+        tenants.server.start_lines
     );
     let got = got_through(&mut tenants, dir.path(), &socket, "0").await;
     // No sandbox and no walls: every attempt gets through.
