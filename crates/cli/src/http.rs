@@ -207,6 +207,7 @@ pub(crate) fn run(
     store: Backing,
     options: SessionOptions,
     shape: ResultShape,
+    walls: &[String],
     shutdown_grace: std::time::Duration,
 ) -> anyhow::Result<ExitCode> {
     if args.no_auth && !addr.ip().is_loopback() {
@@ -304,6 +305,9 @@ pub(crate) fn run(
                     (server, Some(source))
                 }
             };
+            for line in walls {
+                eprintln!("{line}");
+            }
             eprintln!("harness mcp: serving http://{local}/sessions/{{id}}/mcp");
             // Every instance runs the reminder scanner: a session no live instance holds whose
             // reminder is due is opened here, and its reminder owed to its next tool result.

@@ -159,7 +159,7 @@ pub(crate) fn run(
     };
     // Served over HTTP, every session is a tenant: its jobs are walled off from the others
     // and from the server.
-    let configs = match (&http.http, config) {
+    let (configs, walls) = match (&http.http, config) {
         (Some(_), Some(path)) => {
             // The token file, or the folder of generated ones.
             let tokens = match (&http.token_file, &http.token_dir, http.no_auth) {
@@ -170,13 +170,9 @@ pub(crate) fn run(
             };
             let token_files: Vec<&Path> = tokens.iter().map(PathBuf::as_path).collect();
             let files = crate::walls::server_files(&store, path, &token_files);
-            let (walled, lines) = crate::walls::wall(configs, &files, walls)?;
-            for line in lines {
-                eprintln!("{line}");
-            }
-            walled
+            crate::walls::wall(configs, &files, walls)?
         }
-        _ => configs,
+        _ => (configs, Vec::new()),
     };
     let options = SessionOptions {
         dir: match &store {
@@ -199,7 +195,15 @@ pub(crate) fn run(
             Store::Jsonl(dir) => crate::http::Backing::Jsonl(dir),
             Store::Postgres(target) => crate::http::Backing::Postgres(target),
         };
-        return crate::http::run(http, addr, store, options, serve.shape, shutdown_grace);
+        return crate::http::run(
+            http,
+            addr,
+            store,
+            options,
+            serve.shape,
+            &walls,
+            shutdown_grace,
+        );
     }
     // One thread: owed messages are committed when their response is written (see
     // `turnkit_mcp::serve`).
