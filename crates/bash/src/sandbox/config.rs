@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 
 /// What a confined job may do (configuration key `sandbox`; its presence turns the
 /// confinement on, for every job and terminal of the plugin). JSON keys (camelCase):
-/// `writableRoots`, `network`, `memoryMaxBytes`, `pidsMax`, `cpuMax`, `bestEffort`; every
-/// key is optional, unknown keys are refused. See `docs/process-containment.md` for what
+/// `writableRoots`, `network`, `memoryMaxBytes`, `pidsMax`, `cpuMax`, `bestEffort`,
+/// `denyRead`, `isolateProcesses`; every key is optional, unknown keys are refused. See `docs/process-containment.md` for what
 /// each mechanism guarantees and what it does not.
 ///
 /// ```
@@ -45,6 +45,18 @@ pub struct Sandbox {
     /// to start; the `bash` tool's description and the install log say what is in force
     /// (the line of [`crate::probe_sandbox`], which a host can show in its instructions).
     pub best_effort: bool,
+    /// Absolute paths hidden from the job (a mount namespace of its own, inside a user
+    /// namespace when the host is not root): a folder is covered by an empty read-only
+    /// folder, anything else (file, socket, device) by an empty read-only file, so what was
+    /// there can be neither read, listed, written nor connected to. A symbolic link is
+    /// followed (its target is hidden); a path that does not exist when a job starts is
+    /// skipped for that job. It may not contain a writable root. Default: none.
+    pub deny_read: Vec<PathBuf>,
+    /// When `true`, the job gets a PID namespace of its own with its own `/proc`: it sees,
+    /// signals and traces only its own processes (the host's and other jobs' are not in
+    /// its `/proc`, and their pids name nothing in it). The job's shell is pid 2 of the
+    /// namespace; pid 1 is a small reaper that only waits. Default `false`.
+    pub isolate_processes: bool,
 }
 
 impl Sandbox {
@@ -64,6 +76,21 @@ impl Sandbox {
             if !root.exists() {
                 return Err(format!(
                     "sandbox.writableRoots: {:?} does not exist",
+                    root.display().to_string()
+                ));
+            }
+        }
+        for hidden in &self.deny_read {
+            if !hidden.is_absolute() {
+                return Err(format!(
+                    "sandbox.denyRead: {:?} is not an absolute path",
+                    hidden.display().to_string()
+                ));
+            }
+            if let Some(root) = self.writable_roots.iter().find(|r| r.starts_with(hidden)) {
+                return Err(format!(
+                    "sandbox.denyRead: {:?} would hide the writable root {:?}",
+                    hidden.display().to_string(),
                     root.display().to_string()
                 ));
             }

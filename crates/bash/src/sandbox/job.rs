@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::child::{ChildSetup, UserMaps};
+use super::child::{ChildSetup, Init, Mounts, UserMaps};
 use super::limits::{JobLimits, LimitHits};
 use super::{Sandbox, SandboxError};
 use crate::JobTree;
@@ -36,6 +36,8 @@ pub struct JobSandbox {
     temp: tempfile::TempDir,
     limits: JobLimits,
     setup: Option<SetupSlot>,
+    /// The empty file bound over hidden non-folders (kept while the job may start).
+    _empty: Option<tempfile::NamedTempFile>,
 }
 
 /// A `ChildSetup` behind a `Debug` face.
@@ -70,11 +72,46 @@ impl JobSandbox {
             .map_err(|e| SandboxError(format!("sandbox: no temporary folder: {e}")))?;
         let limits = JobLimits::prepare(sandbox, v2, marker).map_err(SandboxError)?;
         let network_off = !sandbox.network && super::network_available(sandbox)?;
-        let user_maps = (network_off && !rustix::process::geteuid().is_root()).then(UserMaps::own);
+        let namespaces = super::namespaces_available(sandbox)?;
+        let mut empty = None;
+        let mounts = if namespaces && (!sandbox.deny_read.is_empty() || sandbox.isolate_processes) {
+            let file = tempfile::Builder::new()
+                .prefix("harness-hidden-")
+                .tempfile()
+                .map_err(|e| SandboxError(format!("sandbox: no empty file: {e}")))?;
+            let mounts = Mounts::prepare(&sandbox.deny_read, temp.path(), file.path())
+                .map_err(SandboxError)?;
+            empty = Some(file);
+            Some(mounts)
+        } else {
+            None
+        };
+        let init = (namespaces && sandbox.isolate_processes).then(|| {
+            let mut cgroup_procs = Vec::new();
+            cgroup_procs.extend(v2.map(|dir| dir.join("cgroup.procs")));
+            cgroup_procs.extend(limits.folders().iter().map(|dir| dir.join("cgroup.procs")));
+            Init {
+                cgroup_procs: cgroup_procs
+                    .iter()
+                    .filter_map(|p| {
+                        std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(
+                            p.as_os_str(),
+                        ))
+                        .ok()
+                    })
+                    .collect(),
+                strings: super::child::own_strings(),
+            }
+        });
+        let user_maps = ((network_off || mounts.is_some())
+            && !rustix::process::geteuid().is_root())
+        .then(UserMaps::own);
         let setup = ChildSetup {
             rlimits: limits.rlimits.clone(),
             network_off,
             user_maps,
+            mounts,
+            init,
             #[cfg(target_os = "linux")]
             ruleset: ruleset(sandbox, temp.path())?,
         };
@@ -82,6 +119,7 @@ impl JobSandbox {
             temp,
             limits,
             setup: Some(SetupSlot(setup)),
+            _empty: empty,
         })
     }
 

@@ -48,6 +48,33 @@ fn network_available(sandbox: &Sandbox) -> Result<bool, SandboxError> {
     ))
 }
 
+/// Whether this host can give a job the mount (and PID) namespaces that `denyRead` and
+/// `isolateProcesses` ask for; `Ok(true)` when neither is asked for. `Ok(false)` only under
+/// `bestEffort`.
+fn namespaces_available(sandbox: &Sandbox) -> Result<bool, SandboxError> {
+    if sandbox.deny_read.is_empty() && !sandbox.isolate_processes {
+        return Ok(true);
+    }
+    let ns = std::path::Path::new("/proc/self/ns/mnt").exists()
+        && std::path::Path::new("/proc/self/ns/pid").exists();
+    let root = rustix::process::geteuid().is_root();
+    let userns = std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .is_some_and(|n| n > 0);
+    if ns && (root || userns) {
+        return Ok(true);
+    }
+    if sandbox.best_effort {
+        return Ok(false);
+    }
+    Err(SandboxError(
+        "sandbox: denyRead and isolateProcesses need mount and PID namespaces (root, or user \
+         namespaces: /proc/sys/user/max_user_namespaces is 0)"
+            .to_owned(),
+    ))
+}
+
 /// What a sandbox gives on this host, checked at install (a startup check, so a missing
 /// confinement is refused before any job runs). `summary` is one line for the tool
 /// description and the server's instructions, e.g. `sandbox: writes only under /srv and
@@ -85,6 +112,29 @@ pub fn probe(sandbox: &Sandbox) -> Result<String, SandboxError> {
         parts.push("network off (network namespace, loopback only)".to_owned());
     } else {
         missing.push("network off (no network namespace)".to_owned());
+    }
+    let hidden: Vec<String> = sandbox
+        .deny_read
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    if namespaces_available(sandbox)? {
+        if !hidden.is_empty() {
+            parts.push(format!("hidden: {} (mount namespace)", hidden.join(", ")));
+        }
+        if sandbox.isolate_processes {
+            parts.push("processes isolated (PID namespace, own /proc)".to_owned());
+        }
+    } else {
+        if !hidden.is_empty() {
+            missing.push(format!(
+                "hidden: {} (no mount namespace)",
+                hidden.join(", ")
+            ));
+        }
+        if sandbox.isolate_processes {
+            missing.push("processes isolated (no PID namespace)".to_owned());
+        }
     }
     let v2 = crate::contain::job_cgroup_parent();
     let wanted = [
