@@ -59,6 +59,21 @@ impl Store {
     }
 }
 
+impl Store {
+    /// What no job may reach: the folder of session files, or the PostgreSQL store's password
+    /// files and Unix socket folders.
+    fn private_paths(&self) -> Vec<PathBuf> {
+        match self {
+            Self::Jsonl(dir) => vec![dir.clone()],
+            Self::Postgres(target) => {
+                let mut paths = target.files.clone();
+                paths.extend(turnkit_store_pg::url_socket_folders(&target.url));
+                paths
+            }
+        }
+    }
+}
+
 /// A [`PgStore`] whose sessions report a lost lease (another host took the session) on
 /// `lost`, so the server can stop the session's agent and jobs.
 struct Leased {
@@ -169,7 +184,7 @@ pub(crate) fn run(
                 (None, None, true) => Vec::new(),
             };
             let token_files: Vec<&Path> = tokens.iter().map(PathBuf::as_path).collect();
-            let files = crate::walls::server_files(&store, path, &token_files);
+            let files = crate::walls::server_files(store.private_paths(), path, &token_files);
             crate::walls::wall(configs, &files, walls)?
         }
         _ => (configs, Vec::new()),

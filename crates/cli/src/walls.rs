@@ -5,20 +5,11 @@ use std::path::{Path, PathBuf};
 
 use turnkit_families::{FamiliesConfig, Walls};
 
-use crate::mcp::Store;
-
-/// The server's files a served job must not reach: the store's folder (every session's log)
-/// or, for PostgreSQL, its password files and Unix socket folders; the configuration file;
-/// the token files. Each as an absolute path (symbolic links resolved where the path exists).
-pub(crate) fn server_files(store: &Store, config: &Path, token_files: &[&Path]) -> Walls {
-    let mut paths: Vec<PathBuf> = Vec::new();
-    match store {
-        Store::Jsonl(dir) => paths.push(dir.clone()),
-        Store::Postgres(target) => {
-            paths.extend(target.files.iter().cloned());
-            paths.extend(turnkit_store_pg::url_socket_folders(&target.url));
-        }
-    }
+/// The server's files a served job must not reach: the store's (`store`: its folder, or its
+/// password files and Unix socket folders), the configuration file, the token files. Each as
+/// an absolute path (symbolic links resolved where the path exists).
+pub(crate) fn server_files(store: Vec<PathBuf>, config: &Path, token_files: &[&Path]) -> Walls {
+    let mut paths = store;
     paths.push(config.to_owned());
     paths.extend(token_files.iter().map(|p| p.to_path_buf()));
     let deny_read = paths.iter().map(|path| absolute(path)).collect();

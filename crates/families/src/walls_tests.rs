@@ -3,8 +3,8 @@ use serde_json::json;
 
 use super::*;
 
-fn config(value: Value) -> FamiliesConfig {
-    FamiliesConfig::from_json(&value).unwrap()
+fn config(value: &Value) -> FamiliesConfig {
+    FamiliesConfig::from_json(value).unwrap()
 }
 
 #[test]
@@ -35,7 +35,7 @@ fn secrets_never_pass_the_environment_wall() {
 #[test]
 fn a_family_without_a_sandbox_gets_the_walls_with_writes_and_network_as_before() {
     let spill = tempfile::tempdir().unwrap();
-    let walled = config(json!({
+    let walled = config(&json!({
         "todo": {"allowParallelInProgress": false},
         "bash": {"spillDir": spill.path()},
     }))
@@ -65,7 +65,7 @@ fn a_family_without_a_sandbox_gets_the_walls_with_writes_and_network_as_before()
 #[test]
 fn the_operators_sandbox_keys_are_kept_and_the_walls_added() {
     let spill = tempfile::tempdir().unwrap();
-    let walled = config(json!({
+    let walled = config(&json!({
         "todo": {"allowParallelInProgress": false},
         "bash": {"spillDir": spill.path(), "sandbox": {
             "network": false, "bestEffort": true,
@@ -99,7 +99,7 @@ fn the_operators_sandbox_keys_are_kept_and_the_walls_added() {
 
 #[test]
 fn a_sandbox_that_is_not_an_object_is_refused() {
-    let mut config = config(json!({"todo": {"allowParallelInProgress": false}}));
+    let mut config = config(&json!({"todo": {"allowParallelInProgress": false}}));
     config.terminal = Some(Map::from_iter([("sandbox".to_owned(), json!(true))]));
     assert_eq!(
         config
