@@ -277,6 +277,11 @@ impl JobLimits {
         !self.folders.is_empty()
     }
 
+    /// The job's own v1 folders (one per controller that needs one).
+    pub(crate) fn folders(&self) -> &[PathBuf] {
+        &self.folders
+    }
+
     /// Moves `pid` (still waiting at the start gate) into every v1 folder.
     pub(crate) fn enter(&self, pid: i32) -> Result<(), String> {
         for dir in &self.folders {

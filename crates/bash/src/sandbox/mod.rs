@@ -48,6 +48,33 @@ fn network_available(sandbox: &Sandbox) -> Result<bool, SandboxError> {
     ))
 }
 
+/// Whether this host can give a job the mount (and PID) namespaces that `denyRead` and
+/// `isolateProcesses` ask for; `Ok(true)` when neither is asked for. `Ok(false)` only under
+/// `bestEffort`.
+fn namespaces_available(sandbox: &Sandbox) -> Result<bool, SandboxError> {
+    if sandbox.deny_read.is_empty() && !sandbox.isolate_processes {
+        return Ok(true);
+    }
+    let ns = std::path::Path::new("/proc/self/ns/mnt").exists()
+        && std::path::Path::new("/proc/self/ns/pid").exists();
+    let root = rustix::process::geteuid().is_root();
+    let userns = std::fs::read_to_string("/proc/sys/user/max_user_namespaces")
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .is_some_and(|n| n > 0);
+    if ns && (root || userns) {
+        return Ok(true);
+    }
+    if sandbox.best_effort {
+        return Ok(false);
+    }
+    Err(SandboxError(
+        "sandbox: denyRead and isolateProcesses need mount and PID namespaces (root, or user \
+         namespaces: /proc/sys/user/max_user_namespaces is 0)"
+            .to_owned(),
+    ))
+}
+
 /// What a sandbox gives on this host, checked at install (a startup check, so a missing
 /// confinement is refused before any job runs). `summary` is one line for the tool
 /// description and the server's instructions, e.g. `sandbox: writes only under /srv and
@@ -79,12 +106,68 @@ pub fn probe(sandbox: &Sandbox) -> Result<String, SandboxError> {
         Err(error) if sandbox.best_effort => missing.push(format!("write confinement ({error})")),
         Err(error) => return Err(SandboxError(format!("sandbox: {error}"))),
     }
+    if !sandbox.readable_roots.is_empty() {
+        let roots: Vec<String> = sandbox
+            .readable_roots
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let reads = format!(
+            "reads only under {}, the writable roots, the job's temporary folder and the devices",
+            roots.join(", ")
+        );
+        match landlock_available() {
+            Ok(()) => parts.push(format!("{reads} (Landlock)")),
+            Err(error) if sandbox.best_effort => {
+                missing.push(format!("read confinement ({error})"));
+            }
+            Err(error) => return Err(SandboxError(format!("sandbox: {error}"))),
+        }
+    }
     if sandbox.network {
         parts.push("network on".to_owned());
     } else if network_available(sandbox)? {
         parts.push("network off (network namespace, loopback only)".to_owned());
+        parts.push("no Unix sockets (seccomp)".to_owned());
     } else {
         missing.push("network off (no network namespace)".to_owned());
+    }
+    let hidden: Vec<String> = sandbox
+        .deny_read
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    if namespaces_available(sandbox)? {
+        if !hidden.is_empty() {
+            parts.push(format!("hidden: {} (mount namespace)", hidden.join(", ")));
+        }
+        if sandbox.isolate_processes {
+            parts.push("processes isolated (PID namespace, own /proc and /dev/pts)".to_owned());
+            if scopes_available() {
+                parts.push(
+                    "no signals or abstract Unix sockets outside the job (Landlock scopes)"
+                        .to_owned(),
+                );
+            } else {
+                missing.push("signal and abstract socket scopes (Landlock ABI 6)".to_owned());
+            }
+        }
+    } else {
+        if !hidden.is_empty() {
+            missing.push(format!(
+                "hidden: {} (no mount namespace)",
+                hidden.join(", ")
+            ));
+        }
+        if sandbox.isolate_processes {
+            missing.push("processes isolated (no PID namespace)".to_owned());
+        }
+    }
+    if let Some(names) = &sandbox.inherit_env {
+        parts.push(format!(
+            "environment: only {} of the host's",
+            names.join(", ")
+        ));
     }
     let v2 = crate::contain::job_cgroup_parent();
     let wanted = [
@@ -148,6 +231,25 @@ fn landlock_available() -> Result<(), String> {
         .and_then(Ruleset::create)
         .map(drop)
         .map_err(|e| format!("Landlock ABI 3 or later is needed: {e}"))
+}
+
+/// Whether this kernel's Landlock has the signal and abstract Unix socket scopes (ABI 6).
+#[cfg(target_os = "linux")]
+fn scopes_available() -> bool {
+    use landlock::{CompatLevel, Compatible as _, Ruleset, RulesetAttr as _, Scope};
+    static SCOPES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SCOPES.get_or_init(|| {
+        Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .scope(Scope::Signal | Scope::AbstractUnixSocket)
+            .and_then(Ruleset::create)
+            .is_ok()
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn scopes_available() -> bool {
+    false
 }
 
 #[cfg(not(target_os = "linux"))]

@@ -7,3 +7,4 @@ mod spill;
 mod support;
 mod tasks;
 mod tool;
+mod walls;

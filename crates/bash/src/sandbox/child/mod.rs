@@ -1,5 +1,7 @@
 //! The confinement steps run in the child between `fork` and `exec` (`pre_exec`): the one
-//! place of the workspace that may use `unsafe`.
+//! place of the workspace that may use `unsafe`. One topic per file: this one (the steps and
+//! their order), `mounts` (the hidden paths and the job's own `/proc`), `init` (the PID
+//! namespace's two extra processes).
 //!
 //! Why `unsafe` is sound here: `pre_exec` is unsafe because the closure runs in a forked
 //! copy of a multi-threaded process, where only async-signal-safe work is allowed (another
@@ -7,8 +9,11 @@
 //! therefore only makes system calls through `rustix` and `landlock` with values prepared in
 //! the parent before the fork: `setrlimit`, `unshare`, `open`/`write` of preformatted bytes
 //! to `/proc/self/{setgroups,uid_map,gid_map}`, `socket` + `ioctl(SIOCSIFFLAGS)` to bring up
-//! the loopback, `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self` on a ruleset
-//! descriptor opened in the parent. It allocates nothing, takes no lock and formats
+//! the loopback, `mount` of paths prepared as C strings, `getcwd` into a buffer on the
+//! stack and `chdir`, `sigaction`, `pipe2`, `clone` (the raw system call, so no `atfork`
+//! handler of the C library runs), `close_range`, `read`/`write` of four bytes, `wait4`,
+//! `kill`, `_exit`, `prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self` on a ruleset
+//! descriptor opened in the parent and `seccomp` with a filter compiled in the parent. It allocates nothing, takes no lock and formats
 //! nothing; an error is returned as a raw `errno` (`std` reports it to the parent, and the
 //! spawn fails). The ruleset is moved out of an `Option` (a move, not an allocation), and
 //! the rules' path descriptors were all closed in the parent when the ruleset was built.
@@ -24,18 +29,31 @@ use std::io;
 
 use rustix::process::{Resource, Rlimit};
 
+mod init;
+mod mounts;
+
+pub(crate) use init::{Init, own_strings};
+pub(crate) use mounts::Mounts;
+
 /// Everything the child does before `exec`, prepared in the parent.
 pub(crate) struct ChildSetup {
     /// `(resource, value)` pairs for `setrlimit` (soft and hard).
     pub(crate) rlimits: Vec<(Resource, u64)>,
     /// Unshare the network namespace (and bring its loopback up).
     pub(crate) network_off: bool,
-    /// For a host that is not root: the user namespace that makes the network namespace
+    /// For a host that is not root: the user namespace that makes the other namespaces
     /// possible, with the user and group mapped to themselves (preformatted lines).
     pub(crate) user_maps: Option<UserMaps>,
-    /// The Landlock ruleset, applied last.
+    /// A mount namespace of the job's own: the hidden paths (and `/proc`, with `init`).
+    pub(crate) mounts: Option<Mounts>,
+    /// A PID namespace of the job's own (the shell is forked twice after the `unshare`).
+    pub(crate) init: Option<Init>,
+    /// The Landlock ruleset, applied after the mounts.
     #[cfg(target_os = "linux")]
     pub(crate) ruleset: Option<landlock::RulesetCreated>,
+    /// The seccomp filter (compiled in the parent), installed last.
+    #[cfg(target_os = "linux")]
+    pub(crate) seccomp: Option<seccompiler::BpfProgram>,
 }
 
 /// The lines written to `uid_map` and `gid_map` (`<id> <id> 1\n`).
@@ -56,7 +74,7 @@ impl UserMaps {
     }
 }
 
-fn errno(error: rustix::io::Errno) -> io::Error {
+pub(crate) fn errno(error: rustix::io::Errno) -> io::Error {
     io::Error::from_raw_os_error(error.raw_os_error())
 }
 
@@ -74,8 +92,9 @@ const SET_FLAGS: rustix::ioctl::Opcode = 0x8914;
 const LOOPBACK_UP: i16 = 0x1 | 0x8 | 0x40;
 
 impl ChildSetup {
-    /// The steps, in order: limits, namespaces, loopback, Landlock (last, so the writes to
-    /// `/proc/self/*_map` are not refused).
+    /// The steps, in order: limits, namespaces, loopback, mounts (with a PID namespace: in
+    /// its first process, and the rest in the job's shell, see `init`), Landlock (last, so
+    /// the writes to `/proc/self/*_map` and the mounts are not refused).
     fn run(&mut self) -> io::Result<()> {
         for (resource, value) in &self.rlimits {
             let limit = Rlimit {
@@ -84,8 +103,18 @@ impl ChildSetup {
             };
             rustix::process::setrlimit(*resource, limit).map_err(errno)?;
         }
+        self.unshare()?;
         if self.network_off {
-            self.unshare_network()?;
+            loopback_up()?;
+        }
+        match &self.init {
+            // Returns only in the job's shell, pid 2 of the namespace.
+            Some(init) => init.start(self.mounts.as_ref())?,
+            None => {
+                if let Some(mounts) = &self.mounts {
+                    mounts.apply(false)?;
+                }
+            }
         }
         #[cfg(target_os = "linux")]
         if let Some(ruleset) = self.ruleset.take() {
@@ -94,12 +123,34 @@ impl ChildSetup {
                 io::Error::from_raw_os_error(rustix::io::Errno::PERM.raw_os_error())
             })?;
         }
+        #[cfg(target_os = "linux")]
+        if let Some(program) = &self.seccomp {
+            // Sets `PR_SET_NO_NEW_PRIVS`, then `seccomp(SECCOMP_SET_MODE_FILTER)` on the
+            // program's instructions (no allocation).
+            seccompiler::apply_filter(program).map_err(|_| {
+                io::Error::from_raw_os_error(rustix::io::Errno::PERM.raw_os_error())
+            })?;
+        }
         Ok(())
     }
 
-    fn unshare_network(&self) -> io::Result<()> {
+    /// One `unshare` for every namespace asked for (the user namespace with them, so it owns
+    /// them), then the user and group maps.
+    fn unshare(&self) -> io::Result<()> {
         use rustix::thread::UnshareFlags;
-        let mut flags = UnshareFlags::NEWNET;
+        let mut flags = UnshareFlags::empty();
+        if self.network_off {
+            flags |= UnshareFlags::NEWNET;
+        }
+        if self.mounts.is_some() {
+            flags |= UnshareFlags::NEWNS;
+        }
+        if self.init.is_some() {
+            flags |= UnshareFlags::NEWPID;
+        }
+        if flags.is_empty() {
+            return Ok(());
+        }
         if self.user_maps.is_some() {
             flags |= UnshareFlags::NEWUSER;
         }
@@ -111,31 +162,36 @@ impl ChildSetup {
             write_file(c"/proc/self/uid_map", &maps.uid_map)?;
             write_file(c"/proc/self/gid_map", &maps.gid_map)?;
         }
-        let socket = rustix::net::socket(
-            rustix::net::AddressFamily::INET,
-            rustix::net::SocketType::DGRAM,
-            None,
-        )
-        .map_err(errno)?;
-        let mut request = IfreqFlags {
-            name: [0; 16],
-            flags: LOOPBACK_UP,
-            pad: [0; 22],
-        };
-        request.name[..2].copy_from_slice(b"lo");
-        // SAFETY: SIOCSIFFLAGS reads a `struct ifreq` whose first 16 bytes are the interface
-        // name and whose `ifr_flags` (a short) follows; `IfreqFlags` has that layout and
-        // the full size of the union.
-        unsafe {
-            let setter = rustix::ioctl::Setter::<SET_FLAGS, IfreqFlags>::new(request);
-            rustix::ioctl::ioctl(&socket, setter)
-        }
-        .map_err(errno)?;
         Ok(())
     }
 }
 
-fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> io::Result<()> {
+/// Brings up the loopback of the job's fresh network namespace.
+fn loopback_up() -> io::Result<()> {
+    let socket = rustix::net::socket(
+        rustix::net::AddressFamily::INET,
+        rustix::net::SocketType::DGRAM,
+        None,
+    )
+    .map_err(errno)?;
+    let mut request = IfreqFlags {
+        name: [0; 16],
+        flags: LOOPBACK_UP,
+        pad: [0; 22],
+    };
+    request.name[..2].copy_from_slice(b"lo");
+    // SAFETY: SIOCSIFFLAGS reads a `struct ifreq` whose first 16 bytes are the interface
+    // name and whose `ifr_flags` (a short) follows; `IfreqFlags` has that layout and
+    // the full size of the union.
+    unsafe {
+        let setter = rustix::ioctl::Setter::<SET_FLAGS, IfreqFlags>::new(request);
+        rustix::ioctl::ioctl(&socket, setter)
+    }
+    .map_err(errno)?;
+    Ok(())
+}
+
+pub(crate) fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> io::Result<()> {
     let fd = rustix::fs::open(path, rustix::fs::OFlags::WRONLY, rustix::fs::Mode::empty())
         .map_err(errno)?;
     rustix::io::write(&fd, bytes).map_err(errno)?;
@@ -151,13 +207,20 @@ pub(crate) fn install_tokio(command: &mut tokio::process::Command, mut setup: Ch
 }
 
 /// Runs `setup` in the child of the PTY `command` before `exec` (after it became the leader
-/// of its session).
+/// of its session), after giving every signal its default disposition like
+/// [`default_signals_pty`]: a `pty_process::Command` keeps only its last `pre_exec` closure,
+/// so this one does both.
 pub(crate) fn install_pty(
     command: pty_process::Command,
     mut setup: ChildSetup,
 ) -> pty_process::Command {
     // SAFETY: see the module documentation: the closure only makes system calls.
-    unsafe { command.pre_exec(move || setup.run()) }
+    unsafe {
+        command.pre_exec(move || {
+            default_signals();
+            setup.run()
+        })
+    }
 }
 
 /// Gives every signal its default disposition in the child of the PTY `command` before
@@ -165,17 +228,26 @@ pub(crate) fn install_pty(
 /// background by a non-interactive shell ignores `SIGINT` and `SIGQUIT`) is not ignored by
 /// the terminal's program, so Ctrl-C interrupts it. Handlers are reset by `exec` anyway and
 /// `std` already clears the signal mask; `SIGKILL` and `SIGSTOP` cannot be changed and the
-/// numbers the C library reserves are refused — both are skipped.
+/// numbers the C library reserves are refused — both are skipped. A `pty_process::Command`
+/// keeps only its last `pre_exec` closure: [`crate::JobSandbox::confine_pty`] (which does
+/// the same) replaces this one.
 pub fn default_signals_pty(command: pty_process::Command) -> pty_process::Command {
     // SAFETY: see the module documentation: the closure only calls `sigaction`.
     unsafe {
         command.pre_exec(|| {
-            for signal in 1..=64 {
-                if signal != libc::SIGKILL && signal != libc::SIGSTOP {
-                    libc::signal(signal, libc::SIG_DFL);
-                }
-            }
+            default_signals();
             Ok(())
         })
+    }
+}
+
+fn default_signals() {
+    for signal in 1..=64 {
+        if signal != libc::SIGKILL && signal != libc::SIGSTOP {
+            // SAFETY: `signal` only changes a disposition.
+            unsafe {
+                libc::signal(signal, libc::SIG_DFL);
+            }
+        }
     }
 }
