@@ -365,6 +365,9 @@ impl Terminal {
         } else {
             pty_process::Command::new(program).args(args)
         };
+        if let Some(vars) = sandbox.as_ref().and_then(JobSandbox::inherited_env) {
+            command = command.env_clear().envs(vars.iter().map(|(k, v)| (k, v)));
+        }
         if !options.env.contains_key("TERM") {
             command = command.env("TERM", "dumb");
         }

@@ -86,6 +86,9 @@ impl BashProcess {
         } else {
             command.arg("-c").arg(&options.command).stdin(Stdio::null());
         }
+        if let Some(vars) = sandbox.as_ref().and_then(JobSandbox::inherited_env) {
+            command.env_clear().envs(vars.iter().map(|(k, v)| (k, v)));
+        }
         command
             .envs(&options.env)
             .env(MARKER_VAR, tree.marker())

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 /// What a confined job may do (configuration key `sandbox`; its presence turns the
 /// confinement on, for every job and terminal of the plugin). JSON keys (camelCase):
 /// `writableRoots`, `network`, `memoryMaxBytes`, `pidsMax`, `cpuMax`, `bestEffort`,
-/// `denyRead`, `isolateProcesses`; every key is optional, unknown keys are refused. See `docs/process-containment.md` for what
+/// `denyRead`, `readableRoots`, `isolateProcesses`, `inheritEnv`; every key is optional,
+/// unknown keys are refused. See `docs/process-containment.md` for what
 /// each mechanism guarantees and what it does not.
 ///
 /// ```
@@ -52,14 +53,39 @@ pub struct Sandbox {
     /// followed (its target is hidden); a path that does not exist when a job starts is
     /// skipped for that job. It may not contain a writable root. Default: none.
     pub deny_read: Vec<PathBuf>,
+    /// When non-empty, the folders (absolute paths, which must exist) under which a job may
+    /// read files, list folders and execute programs (Landlock read rights); the writable
+    /// roots, the job's temporary folder and the devices are always readable too, nothing
+    /// else is (`EACCES`). A job usually needs the system's folders listed here (`/usr`,
+    /// `/lib`, `/etc`, `/proc`, …). Default: empty, reads are not restricted.
+    pub readable_roots: Vec<PathBuf>,
+    /// When set, the job's environment keeps only these variables of the host's (exact
+    /// names; a name ending in `*` keeps every variable starting with what precedes it),
+    /// plus what the job itself is given (the configured `env`, `TMPDIR`, the job's marker,
+    /// a terminal's `TERM`). Recommended: `["PATH", "HOME", "LANG", "LC_*", "TERM", "TZ",
+    /// "USER", "LOGNAME", "SHELL"]`. Default: none (`null`), everything is inherited.
+    pub inherit_env: Option<Vec<String>>,
     /// When `true`, the job gets a PID namespace of its own with its own `/proc`: it sees,
     /// signals and traces only its own processes (the host's and other jobs' are not in
-    /// its `/proc`, and their pids name nothing in it). The job's shell is pid 2 of the
-    /// namespace; pid 1 is a small reaper that only waits. Default `false`.
+    /// its `/proc`, and their pids name nothing in it), and a `/dev/pts` of its own (other
+    /// jobs' terminals are not in it). The job's shell is pid 2 of the namespace; pid 1 is a
+    /// small reaper that only waits. Where Landlock has scopes (ABI 6), the job can also not
+    /// signal nor reach an abstract Unix socket of any process outside it. Default `false`.
     pub isolate_processes: bool,
 }
 
 impl Sandbox {
+    /// Whether the host's variable `name` is kept by `inheritEnv` (always without it).
+    pub fn inherits(&self, name: &str) -> bool {
+        match &self.inherit_env {
+            None => true,
+            Some(names) => names.iter().any(|kept| match kept.strip_suffix('*') {
+                Some(prefix) => name.starts_with(prefix),
+                None => name == kept,
+            }),
+        }
+    }
+
     /// Checks the ranges documented on the fields; the message names the key, e.g.
     /// `sandbox.writableRoots: "rel" is not an absolute path`.
     ///
@@ -77,6 +103,28 @@ impl Sandbox {
                 return Err(format!(
                     "sandbox.writableRoots: {:?} does not exist",
                     root.display().to_string()
+                ));
+            }
+        }
+        for root in &self.readable_roots {
+            if !root.is_absolute() {
+                return Err(format!(
+                    "sandbox.readableRoots: {:?} is not an absolute path",
+                    root.display().to_string()
+                ));
+            }
+            if !root.exists() {
+                return Err(format!(
+                    "sandbox.readableRoots: {:?} does not exist",
+                    root.display().to_string()
+                ));
+            }
+        }
+        for name in self.inherit_env.iter().flatten() {
+            let bare = name.strip_suffix('*').unwrap_or(name);
+            if name.is_empty() || bare.contains(['=', '*', '\0']) {
+                return Err(format!(
+                    "sandbox.inheritEnv: {name:?} is not a variable name (or a prefix ending in *)"
                 ));
             }
         }

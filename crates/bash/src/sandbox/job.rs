@@ -26,7 +26,8 @@ const DEVICES: [&str; 7] = [
 /// uses it the same way:
 ///
 /// 1. [`JobSandbox::prepare`] after [`JobTree::prepare`], before the spawn;
-/// 2. put `TMPDIR=`[`JobSandbox::temp_dir`] in the environment, and start the process
+/// 2. if [`JobSandbox::inherited_env`] is set, clear the environment and set those first;
+///    put `TMPDIR=`[`JobSandbox::temp_dir`] in the environment, and start the process
 ///    through [`JobSandbox::confine_pty`]; start it behind the gate if [`JobTree::gated`]
 ///    **or** [`JobSandbox::needs_gate`];
 /// 3. after [`JobTree::adopt`], call [`JobSandbox::enter`] before opening the gate;
@@ -38,6 +39,8 @@ pub struct JobSandbox {
     setup: Option<SetupSlot>,
     /// The empty file bound over hidden non-folders (kept while the job may start).
     _empty: Option<tempfile::NamedTempFile>,
+    /// The host's variables kept by `inheritEnv`.
+    inherit: Option<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
 }
 
 /// A `ChildSetup` behind a `Debug` face.
@@ -103,6 +106,12 @@ impl JobSandbox {
                 strings: super::child::own_strings(),
             }
         });
+        #[cfg(target_os = "linux")]
+        let seccomp = if network_off {
+            Some(no_unix_sockets()?)
+        } else {
+            None
+        };
         let user_maps = ((network_off || mounts.is_some())
             && !rustix::process::geteuid().is_root())
         .then(UserMaps::own);
@@ -114,13 +123,26 @@ impl JobSandbox {
             init,
             #[cfg(target_os = "linux")]
             ruleset: ruleset(sandbox, temp.path())?,
+            #[cfg(target_os = "linux")]
+            seccomp,
         };
         Ok(Self {
             temp,
             limits,
             setup: Some(SetupSlot(setup)),
             _empty: empty,
+            inherit: sandbox.inherit_env.is_some().then(|| {
+                std::env::vars_os()
+                    .filter(|(name, _)| name.to_str().is_some_and(|n| sandbox.inherits(n)))
+                    .collect()
+            }),
         })
+    }
+
+    /// With `inheritEnv`: the host's variables the job keeps (the caller clears the
+    /// environment and sets these before its own variables); `None` without it.
+    pub fn inherited_env(&self) -> Option<&[(std::ffi::OsString, std::ffi::OsString)]> {
+        self.inherit.as_deref()
     }
 
     /// The job's own temporary folder (always writable; removed with the value).
@@ -165,8 +187,10 @@ impl JobSandbox {
     }
 }
 
-/// The Landlock ruleset: every write right handled (reads and execution are not), granted
-/// under the writable roots, the temporary folder and the devices.
+/// The Landlock ruleset: every write right handled (and, with `readableRoots`, every read
+/// right), granted under the writable roots, the temporary folder and the devices (reads
+/// also under the readable roots); with `isolateProcesses`, the signal and abstract Unix
+/// socket scopes where the kernel has them (ABI 6).
 #[cfg(target_os = "linux")]
 fn ruleset(
     sandbox: &Sandbox,
@@ -174,7 +198,7 @@ fn ruleset(
 ) -> Result<Option<landlock::RulesetCreated>, SandboxError> {
     use landlock::{
         ABI, AccessFs, CompatLevel, Compatible as _, Ruleset, RulesetAttr as _,
-        RulesetCreatedAttr as _, path_beneath_rules,
+        RulesetCreatedAttr as _, Scope, path_beneath_rules,
     };
     let level = if sandbox.best_effort {
         CompatLevel::BestEffort
@@ -183,18 +207,79 @@ fn ruleset(
     };
     // ABI 3: every write right (including `Refer`, so links and renames cannot carry a
     // file out of the roots, and `Truncate`), but not ABI 5's device ioctls.
-    let access = AccessFs::from_write(ABI::V3);
+    let write = AccessFs::from_write(ABI::V3);
+    let read = AccessFs::from_read(ABI::V3);
+    let handled = if sandbox.readable_roots.is_empty() {
+        write
+    } else {
+        write | read
+    };
     let missing = |e: landlock::RulesetError| SandboxError(format!("sandbox: Landlock: {e}"));
     let mut paths: Vec<PathBuf> = sandbox.writable_roots.clone();
     paths.push(temp.to_path_buf());
     paths.extend(DEVICES.iter().map(PathBuf::from));
-    let ruleset = Ruleset::default()
+    let mut ruleset = Ruleset::default()
         .set_compatibility(level)
-        .handle_access(access)
-        .map_err(missing)?
+        .handle_access(handled)
+        .map_err(missing)?;
+    if sandbox.isolate_processes && super::scopes_available() {
+        ruleset = ruleset
+            .scope(Scope::Signal | Scope::AbstractUnixSocket)
+            .map_err(missing)?;
+    }
+    let mut created = ruleset
         .create()
         .map_err(missing)?
-        .add_rules(path_beneath_rules(&paths, access))
+        .add_rules(path_beneath_rules(&paths, handled))
         .map_err(missing)?;
-    Ok(Some(ruleset))
+    if !sandbox.readable_roots.is_empty() {
+        created = created
+            .add_rules(path_beneath_rules(&sandbox.readable_roots, read))
+            .map_err(missing)?;
+    }
+    Ok(Some(created))
+}
+
+/// The seccomp filter of a job without network: `socket(AF_UNIX, …)` and `io_uring_setup`
+/// (whose operations would bypass the filter) fail with `EPERM`; everything else is allowed.
+/// Compiled once, in the parent.
+#[cfg(target_os = "linux")]
+fn no_unix_sockets() -> Result<seccompiler::BpfProgram, SandboxError> {
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule,
+    };
+    static PROGRAM: std::sync::OnceLock<Result<BpfProgram, String>> = std::sync::OnceLock::new();
+    let program = PROGRAM.get_or_init(|| {
+        let arch = std::env::consts::ARCH
+            .try_into()
+            .map_err(|e| format!("seccomp: {e}"))?;
+        let unix = SeccompCondition::new(
+            0,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::Eq,
+            libc::AF_UNIX as u64,
+        )
+        .and_then(|c| SeccompRule::new(vec![c]))
+        .map_err(|e| format!("seccomp: {e}"))?;
+        let rules = [
+            (libc::SYS_socket, vec![unix]),
+            (libc::SYS_io_uring_setup, Vec::new()),
+        ]
+        .into_iter()
+        .collect();
+        let filter = SeccompFilter::new(
+            rules,
+            SeccompAction::Allow,
+            SeccompAction::Errno(libc::EPERM as u32),
+            arch,
+        )
+        .map_err(|e| format!("seccomp: {e}"))?;
+        filter
+            .try_into()
+            .map_err(|e: seccompiler::BackendError| format!("seccomp: {e}"))
+    });
+    program
+        .clone()
+        .map_err(|e| SandboxError(format!("sandbox: {e}")))
 }

@@ -106,10 +106,29 @@ pub fn probe(sandbox: &Sandbox) -> Result<String, SandboxError> {
         Err(error) if sandbox.best_effort => missing.push(format!("write confinement ({error})")),
         Err(error) => return Err(SandboxError(format!("sandbox: {error}"))),
     }
+    if !sandbox.readable_roots.is_empty() {
+        let roots: Vec<String> = sandbox
+            .readable_roots
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let reads = format!(
+            "reads only under {}, the writable roots, the job's temporary folder and the devices",
+            roots.join(", ")
+        );
+        match landlock_available() {
+            Ok(()) => parts.push(format!("{reads} (Landlock)")),
+            Err(error) if sandbox.best_effort => {
+                missing.push(format!("read confinement ({error})"));
+            }
+            Err(error) => return Err(SandboxError(format!("sandbox: {error}"))),
+        }
+    }
     if sandbox.network {
         parts.push("network on".to_owned());
     } else if network_available(sandbox)? {
         parts.push("network off (network namespace, loopback only)".to_owned());
+        parts.push("no Unix sockets (seccomp)".to_owned());
     } else {
         missing.push("network off (no network namespace)".to_owned());
     }
@@ -123,7 +142,15 @@ pub fn probe(sandbox: &Sandbox) -> Result<String, SandboxError> {
             parts.push(format!("hidden: {} (mount namespace)", hidden.join(", ")));
         }
         if sandbox.isolate_processes {
-            parts.push("processes isolated (PID namespace, own /proc)".to_owned());
+            parts.push("processes isolated (PID namespace, own /proc and /dev/pts)".to_owned());
+            if scopes_available() {
+                parts.push(
+                    "no signals or abstract Unix sockets outside the job (Landlock scopes)"
+                        .to_owned(),
+                );
+            } else {
+                missing.push("signal and abstract socket scopes (Landlock ABI 6)".to_owned());
+            }
         }
     } else {
         if !hidden.is_empty() {
@@ -135,6 +162,12 @@ pub fn probe(sandbox: &Sandbox) -> Result<String, SandboxError> {
         if sandbox.isolate_processes {
             missing.push("processes isolated (no PID namespace)".to_owned());
         }
+    }
+    if let Some(names) = &sandbox.inherit_env {
+        parts.push(format!(
+            "environment: only {} of the host's",
+            names.join(", ")
+        ));
     }
     let v2 = crate::contain::job_cgroup_parent();
     let wanted = [
@@ -198,6 +231,25 @@ fn landlock_available() -> Result<(), String> {
         .and_then(Ruleset::create)
         .map(drop)
         .map_err(|e| format!("Landlock ABI 3 or later is needed: {e}"))
+}
+
+/// Whether this kernel's Landlock has the signal and abstract Unix socket scopes (ABI 6).
+#[cfg(target_os = "linux")]
+fn scopes_available() -> bool {
+    use landlock::{CompatLevel, Compatible as _, Ruleset, RulesetAttr as _, Scope};
+    static SCOPES: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SCOPES.get_or_init(|| {
+        Ruleset::default()
+            .set_compatibility(CompatLevel::HardRequirement)
+            .scope(Scope::Signal | Scope::AbstractUnixSocket)
+            .and_then(Ruleset::create)
+            .is_ok()
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn scopes_available() -> bool {
+    false
 }
 
 #[cfg(not(target_os = "linux"))]

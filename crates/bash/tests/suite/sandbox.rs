@@ -288,8 +288,8 @@ fn sandbox_keys_are_checked_at_startup() {
         "tool-bash: sandbox.cpuMax (-1) must be a number of CPUs greater than 0"
     );
     assert!(
-        error(serde_json::json!({"network": false, "readableRoots": []}))
-            .contains("unknown field `readableRoots`")
+        error(serde_json::json!({"network": false, "readRoots": []}))
+            .contains("unknown field `readRoots`")
     );
 }
 
@@ -322,7 +322,8 @@ fn the_tool_description_says_what_is_enforced() {
     assert!(
         summary.starts_with(
             "sandbox: writes only under /tmp and the job's temporary folder (Landlock); \
-             network off (network namespace, loopback only); pids ≤ 64 (cgroup"
+             network off (network namespace, loopback only); no Unix sockets (seccomp); pids ≤ \
+             64 (cgroup"
         ),
         "{summary}"
     );

@@ -257,16 +257,21 @@ async fn an_isolated_job_ends_and_stops_as_without_the_namespace() {
 fn the_summary_names_each_wall() {
     let Some(sandbox) = provided(serde_json::json!({
         "writableRoots": ["/tmp"],
+        "readableRoots": ["/usr"],
         "denyRead": ["/a", "/b"],
         "isolateProcesses": true,
+        "inheritEnv": ["PATH", "LC_*"],
     })) else {
         return;
     };
     assert_eq!(
         turnkit_bash::probe_sandbox(&sandbox).unwrap(),
-        "sandbox: writes only under /tmp and the job's temporary folder (Landlock); network off \
-         (network namespace, loopback only); hidden: /a, /b (mount namespace); processes \
-         isolated (PID namespace, own /proc)"
+        "sandbox: writes only under /tmp and the job's temporary folder (Landlock); reads only \
+         under /usr, the writable roots, the job's temporary folder and the devices (Landlock); \
+         network off (network namespace, loopback only); no Unix sockets (seccomp); hidden: /a, \
+         /b (mount namespace); processes isolated (PID namespace, own /proc and /dev/pts); no \
+         signals or abstract Unix sockets outside the job (Landlock scopes); environment: only \
+         PATH, LC_* of the host's"
     );
 }
 
@@ -299,4 +304,131 @@ async fn hiding_the_jobs_temporary_folder_is_refused_at_the_start() {
         error.contains("would hide the job's temporary folder"),
         "{error}"
     );
+}
+
+#[tokio::test]
+async fn network_off_reaches_no_unix_socket_anywhere() {
+    let base = tempfile::tempdir().unwrap();
+    let path = base.path().join("service.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    // An abstract socket of the host (no file), like D-Bus or X11 ones.
+    let name = format!("harness-test-{}", std::process::id());
+    let addr =
+        <std::os::unix::net::SocketAddr as std::os::linux::net::SocketAddrExt>::from_abstract_name(
+            name.as_bytes(),
+        )
+        .unwrap();
+    let abstract_listener = UnixListener::bind_addr(&addr).unwrap();
+    abstract_listener.set_nonblocking(true).unwrap();
+    let Some(off) = provided(serde_json::json!({})) else {
+        return;
+    };
+    let Some(isolated) = provided(serde_json::json!({"network": true, "isolateProcesses": true}))
+    else {
+        return;
+    };
+    let script = format!(
+        "{TRY}\n\
+         try filesystem-socket '{connect}'\n\
+         try abstract-socket 'python3 -c \"import socket, sys; socket.socket(socket.AF_UNIX).connect(chr(0) + sys.argv[1])\" {name}'\n",
+        connect = connect_unix(&path),
+    );
+    let walled = run(&script, Some(off)).await;
+    assert_eq!(count(&walled, "through"), 0, "{walled}");
+    assert_eq!(count(&walled, "refused"), 2, "{walled}");
+    // The job's own socket pairs still work (the trade-off: they reach nothing outside).
+    let pair = run(
+        "python3 -c 'import socket; a, b = socket.socketpair(); a.send(b\"x\"); print(b.recv(1))'",
+        provided(serde_json::json!({})),
+    )
+    .await;
+    assert_eq!(pair, "b'x'\n");
+    assert_eq!(
+        listener.accept().map_err(|e| e.kind()).err(),
+        Some(std::io::ErrorKind::WouldBlock)
+    );
+    // With the network on, the Landlock scope still keeps the abstract socket out of reach.
+    let scoped = run(&script, Some(isolated)).await;
+    assert_eq!(
+        scoped, "through: filesystem-socket\nrefused: abstract-socket\n",
+        "{scoped}"
+    );
+    assert!(listener.accept().is_ok());
+    let open = run(&script, None).await;
+    assert_eq!(count(&open, "through"), 2, "{open}");
+    assert!(listener.accept().is_ok());
+    assert!(abstract_listener.accept().is_ok());
+}
+
+#[tokio::test]
+async fn inherit_env_keeps_only_the_named_variables() {
+    // Variables cargo gives this test process (no variable of this process is changed).
+    assert!(std::env::var_os("CARGO_MANIFEST_DIR").is_some());
+    let Some(sandbox) = provided(serde_json::json!({"inheritEnv": ["PATH", "CARGO_PKG_*"]})) else {
+        return;
+    };
+    let script = "env | cut -d= -f1 | sort";
+    let mut options = options(script);
+    options.env.insert("GIVEN".to_owned(), "1".to_owned());
+    options.sandbox = Some(sandbox);
+    let process = BashProcess::spawn(options).unwrap();
+    finish(&process).await;
+    let walled = process.read();
+    let names: Vec<&str> = walled.lines().collect();
+    // Allowed: the kept ones, what the job is given, and what bash sets itself.
+    let own = [
+        "GIVEN",
+        "HARNESS_BASH_JOB",
+        "TMPDIR",
+        "PATH",
+        "PWD",
+        "SHLVL",
+        "_",
+    ];
+    let through: Vec<&&str> = names
+        .iter()
+        .filter(|n| !own.contains(n) && !n.starts_with("CARGO_PKG_"))
+        .collect();
+    assert_eq!(through, Vec::<&&str>::new(), "{walled}");
+    for name in [
+        "PATH",
+        "GIVEN",
+        "HARNESS_BASH_JOB",
+        "TMPDIR",
+        "CARGO_PKG_NAME",
+    ] {
+        assert!(names.contains(&name), "{name} missing: {walled}");
+    }
+    let open = run(script, None).await;
+    assert!(open.lines().any(|n| n == "CARGO_MANIFEST_DIR"), "{open}");
+}
+
+#[tokio::test]
+async fn readable_roots_keep_every_other_file_unread() {
+    let base = tempfile::tempdir().unwrap();
+    std::fs::write(base.path().join("secret"), "s3cret").unwrap();
+    let system: Vec<&str> = ["/usr", "/lib", "/lib64", "/bin", "/etc"]
+        .into_iter()
+        .filter(|p| Path::new(p).exists())
+        .collect();
+    let Some(sandbox) = provided(serde_json::json!({"readableRoots": system})) else {
+        return;
+    };
+    let script = format!(
+        "{TRY}\n\
+         try read 'grep -q s3cret {base}/secret'\n\
+         try list 'ls {base} | grep -q secret'\n\
+         try run-copy 'cp /bin/true {base}/t 2>/dev/null; {base}/t'\n\
+         try own-temp 'echo ok > \"$TMPDIR/x\" && grep -q ok \"$TMPDIR/x\"'\n\
+         try system 'grep -q . /etc/passwd'\n",
+        base = base.path().display(),
+    );
+    let walled = run(&script, Some(sandbox)).await;
+    assert_eq!(
+        walled,
+        "refused: read\nrefused: list\nrefused: run-copy\nthrough: own-temp\nthrough: system\n"
+    );
+    let open = run(&script, None).await;
+    assert_eq!(count(&open, "through"), 5, "{open}");
 }

@@ -2,3 +2,4 @@ mod catalog;
 mod support;
 mod tasks;
 mod terminal;
+mod walls;

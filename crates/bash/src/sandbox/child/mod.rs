@@ -12,8 +12,8 @@
 //! the loopback, `mount` of paths prepared as C strings, `getcwd` into a buffer on the
 //! stack and `chdir`, `sigaction`, `pipe2`, `clone` (the raw system call, so no `atfork`
 //! handler of the C library runs), `close_range`, `read`/`write` of four bytes, `wait4`,
-//! `kill`, `_exit`, `prctl(PR_SET_NO_NEW_PRIVS)` and `landlock_restrict_self` on a ruleset
-//! descriptor opened in the parent. It allocates nothing, takes no lock and formats
+//! `kill`, `_exit`, `prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self` on a ruleset
+//! descriptor opened in the parent and `seccomp` with a filter compiled in the parent. It allocates nothing, takes no lock and formats
 //! nothing; an error is returned as a raw `errno` (`std` reports it to the parent, and the
 //! spawn fails). The ruleset is moved out of an `Option` (a move, not an allocation), and
 //! the rules' path descriptors were all closed in the parent when the ruleset was built.
@@ -48,9 +48,12 @@ pub(crate) struct ChildSetup {
     pub(crate) mounts: Option<Mounts>,
     /// A PID namespace of the job's own (the shell is forked twice after the `unshare`).
     pub(crate) init: Option<Init>,
-    /// The Landlock ruleset, applied last.
+    /// The Landlock ruleset, applied after the mounts.
     #[cfg(target_os = "linux")]
     pub(crate) ruleset: Option<landlock::RulesetCreated>,
+    /// The seccomp filter (compiled in the parent), installed last.
+    #[cfg(target_os = "linux")]
+    pub(crate) seccomp: Option<seccompiler::BpfProgram>,
 }
 
 /// The lines written to `uid_map` and `gid_map` (`<id> <id> 1\n`).
@@ -117,6 +120,14 @@ impl ChildSetup {
         if let Some(ruleset) = self.ruleset.take() {
             // Not `io::Error::other`: that would allocate.
             ruleset.restrict_self().map_err(|_| {
+                io::Error::from_raw_os_error(rustix::io::Errno::PERM.raw_os_error())
+            })?;
+        }
+        #[cfg(target_os = "linux")]
+        if let Some(program) = &self.seccomp {
+            // Sets `PR_SET_NO_NEW_PRIVS`, then `seccomp(SECCOMP_SET_MODE_FILTER)` on the
+            // program's instructions (no allocation).
+            seccompiler::apply_filter(program).map_err(|_| {
                 io::Error::from_raw_os_error(rustix::io::Errno::PERM.raw_os_error())
             })?;
         }

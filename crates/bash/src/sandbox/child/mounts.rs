@@ -1,5 +1,5 @@
 //! The job's mount namespace: every mount made private, the hidden paths covered, and (with
-//! a PID namespace) a `/proc` of the job's own.
+//! a PID namespace) a `/proc` and a `/dev/pts` of the job's own.
 
 use std::ffi::{CStr, CString};
 use std::io;
@@ -82,8 +82,8 @@ impl Mounts {
 
     /// In the child: every mount private (nothing propagates either way), the binds over
     /// the hidden non-folders (first, while the empty file is still reachable), the
-    /// tmpfs over the hidden folders, `/proc` when `own_proc` (the caller is in the job's
-    /// PID namespace), and the working folder entered again through the new mounts (a
+    /// tmpfs over the hidden folders, `/proc` and `/dev/pts` when `own_proc` (the caller is
+    /// in the job's PID namespace), and the working folder entered again through the new mounts (a
     /// working folder inside a hidden one is then refused or empty, not still open).
     pub(crate) fn apply(&self, own_proc: bool) -> io::Result<()> {
         let locked = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
@@ -104,6 +104,22 @@ impl Mounts {
         }
         if own_proc {
             mount(Some(c"proc"), c"/proc", Some(c"proc"), locked, None)?;
+            // A devpts instance of the job's own: other jobs' terminals are not in it, and
+            // the terminals the job opens through /dev/ptmx are made in it.
+            mount(
+                Some(c"devpts"),
+                c"/dev/pts",
+                Some(c"devpts"),
+                libc::MS_NOSUID | libc::MS_NOEXEC,
+                Some(c"newinstance,ptmxmode=0666,mode=0620"),
+            )?;
+            mount(
+                Some(c"/dev/pts/ptmx"),
+                c"/dev/ptmx",
+                None,
+                libc::MS_BIND,
+                None,
+            )?;
         }
         let mut cwd = [0u8; 4096];
         // SAFETY: the buffer is on the stack and its length is passed.
