@@ -16,9 +16,6 @@ pub const SAFE_ENV: [&str; 11] = [
     "PATH", "HOME", "LANG", "LANGUAGE", "LC_*", "TERM", "TZ", "USER", "LOGNAME", "SHELL", "PWD",
 ];
 
-/// Whether the sandbox of this build has the `inheritEnv` key (the environment wall).
-const ENV_WALL: bool = false;
-
 /// Whether an environment variable name (or an `inheritEnv` pattern) may carry one of the
 /// server's secrets, so a walled job never inherits it: `HARNESS_*`, `PG*` (libpq's
 /// `PGPASSWORD`, `PGPASSFILE`, …), `DATABASE_URL`, and any name containing `TOKEN`, `SECRET`,
@@ -159,9 +156,7 @@ fn wall_sandbox(
             .map(|n| Value::String((*n).to_owned()))
             .collect(),
     };
-    if ENV_WALL {
-        sandbox.insert("inheritEnv".to_owned(), Value::Array(inherit));
-    }
+    sandbox.insert("inheritEnv".to_owned(), Value::Array(inherit));
     Ok(())
 }
 
