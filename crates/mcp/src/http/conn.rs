@@ -307,6 +307,10 @@ where
     }
 }
 
+/// The largest request head (request line and headers), in bytes: what a connection may
+/// buffer before its request is served (past it the connection is closed), 64 KiB.
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
+
 /// How long the accept loop pauses after an accept error it cannot clear (no file descriptor
 /// and no connection to give up), so it does not spin.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(20);
@@ -390,6 +394,7 @@ async fn serve_connection<H, F>(
     });
     let connection = hyper::server::conn::http1::Builder::new()
         .keep_alive(true)
+        .max_header_size(MAX_HEAD)
         .serve_connection(io, service);
     tokio::pin!(connection);
     let mut stopping = false;

@@ -516,7 +516,8 @@ async fn a_flood_of_bad_requests_creates_nothing_and_keeps_no_memory() {
 /// What a session's URL answers besides a POST of JSON-RPC, exactly, and that none of it
 /// opens a session: GET and DELETE of a session not open (404), OPTIONS and PUT (405), a body
 /// that is not JSON-RPC (400), a body that does not arrive in time (408, the connection
-/// closed); then a kept-alive connection left idle is closed after the keep-alive timeout.
+/// closed), a head past 64 KiB (431, closed); then a kept-alive connection left idle is closed
+/// after the keep-alive timeout.
 #[tokio::test]
 async fn only_a_well_formed_request_opens_a_session() {
     let dir = tempfile::tempdir().unwrap();
@@ -587,6 +588,26 @@ async fn only_a_well_formed_request_opens_a_session() {
         "{answer}"
     );
     assert_eq!(session_files(&sessions), Vec::<String>::new());
+
+    // A head that never ends, 100 KiB of one header: refused at 64 KiB, the connection closed.
+    let mut stream = TcpStream::connect(&server.addr).await.unwrap();
+    let mut head = format!(
+        "POST /sessions/closed/mcp HTTP/1.1\r\nhost: {addr}\r\nx-pad: ",
+        addr = server.addr
+    )
+    .into_bytes();
+    head.resize(100 * 1024, b'a');
+    // The server may close before it has read it all.
+    let _ = stream.write_all(&head).await;
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(BOUND, stream.read_to_end(&mut answer))
+        .await
+        .expect("closed by the server");
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(
+        answer.starts_with("HTTP/1.1 431 Request Header Fields Too Large\r\n"),
+        "{answer}"
+    );
 
     // A request served, then the connection left idle: closed after the keep-alive timeout.
     let mut stream = TcpStream::connect(&server.addr).await.unwrap();
