@@ -36,7 +36,8 @@ pub(crate) struct Limits {
 enum Phase {
     /// Waiting for the first byte of a request, since this instant.
     Idle(Instant),
-    /// Reading a request's head, whose first byte came at this instant.
+    /// Reading a request's head, whose first byte came at this instant (or, for a new
+    /// connection, since it was accepted).
     Head(Instant),
     /// A request is being served (its body read by the handler, under its own bound, then
     /// its response written, an event stream for as long as it is open).
@@ -191,7 +192,9 @@ impl Connections {
         drop(open);
         Some(Arc::new(Conn {
             id,
-            phase: Mutex::new(Phase::Idle(Instant::now())),
+            // A new connection has the header timeout for its first request, first byte
+            // included: one that sends nothing is closed as soon as one that sends half a line.
+            phase: Mutex::new(Phase::Head(Instant::now())),
             changed: Notify::new(),
             token: OnceLock::new(),
             close,
@@ -307,6 +310,10 @@ where
     }
 }
 
+/// The largest request head (request line and headers), in bytes: what a connection may
+/// buffer before its request is served (past it the connection is closed), 64 KiB.
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
+
 /// How long the accept loop pauses after an accept error it cannot clear (no file descriptor
 /// and no connection to give up), so it does not spin.
 const ACCEPT_PAUSE: Duration = Duration::from_millis(20);
@@ -390,6 +397,7 @@ async fn serve_connection<H, F>(
     });
     let connection = hyper::server::conn::http1::Builder::new()
         .keep_alive(true)
+        .max_header_size(MAX_HEAD)
         .serve_connection(io, service);
     tokio::pin!(connection);
     let mut stopping = false;

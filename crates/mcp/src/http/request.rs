@@ -207,3 +207,7 @@ fn check_json_rpc(body: &[u8]) -> Result<(), Refusal> {
         "a POST's body is a JSON-RPC 2.0 message (an object with \"jsonrpc\": \"2.0\")",
     ))
 }
+
+#[cfg(test)]
+#[path = "request_tests.rs"]
+mod tests;
