@@ -21,6 +21,8 @@ pub(crate) struct HttpServer {
     pub token: Option<String>,
     /// The lines it printed up to its listening line.
     pub start_lines: Vec<String>,
+    /// The lines it printed after its listening line (its log: warnings and errors).
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl HttpServer {
@@ -99,10 +101,13 @@ pub(crate) async fn start_http(dir: &std::path::Path, args: &[&str]) -> HttpServ
     .await
     .expect("the server listens");
     let addr_copy = addr.clone();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = log.clone();
     // Drained, so the server never blocks on a full pipe; shown when a test fails.
     tokio::spawn(async move {
         while let Ok(Some(line)) = lines.next_line().await {
             tracing::debug!("server {addr_copy}: {line}");
+            kept.lock().unwrap().push(line);
         }
     });
     HttpServer {
@@ -110,6 +115,7 @@ pub(crate) async fn start_http(dir: &std::path::Path, args: &[&str]) -> HttpServ
         addr,
         token,
         start_lines,
+        log,
     }
 }
 

@@ -2,6 +2,7 @@ mod delivery;
 mod durability;
 mod http;
 mod http_auth;
+mod http_bounds;
 mod http_instances;
 mod http_load;
 mod http_support;
