@@ -36,7 +36,8 @@ pub(crate) struct Limits {
 enum Phase {
     /// Waiting for the first byte of a request, since this instant.
     Idle(Instant),
-    /// Reading a request's head, whose first byte came at this instant.
+    /// Reading a request's head, whose first byte came at this instant (or, for a new
+    /// connection, since it was accepted).
     Head(Instant),
     /// A request is being served (its body read by the handler, under its own bound, then
     /// its response written, an event stream for as long as it is open).
@@ -191,7 +192,9 @@ impl Connections {
         drop(open);
         Some(Arc::new(Conn {
             id,
-            phase: Mutex::new(Phase::Idle(Instant::now())),
+            // A new connection has the header timeout for its first request, first byte
+            // included: one that sends nothing is closed as soon as one that sends half a line.
+            phase: Mutex::new(Phase::Head(Instant::now())),
             changed: Notify::new(),
             token: OnceLock::new(),
             close,

@@ -93,8 +93,9 @@ fn raise_open_files() {
     );
 }
 
-/// Opens `count` attacker connections to `server`: the even ones send half a request line,
-/// the odd ones a request head (with the attacker's token) whose 100-byte body never comes.
+/// Opens `count` attacker connections to `server`: a third send nothing, a third half a
+/// request line, a third a request head (with the attacker's token) whose 100-byte body
+/// never comes.
 /// Each is read until the server closes it; the task yields how long it lived. `still_open`
 /// counts those not closed yet.
 async fn hold(
@@ -105,7 +106,9 @@ async fn hold(
     let mut held = Vec::new();
     for i in 0..count {
         let mut stream = TcpStream::connect(&server.addr).await.unwrap();
-        let bytes = if i % 2 == 0 {
+        let bytes = if i % 3 == 0 {
+            String::new()
+        } else if i % 3 == 1 {
             "POST /sessions/victim/mc".to_owned()
         } else {
             format!(
@@ -158,17 +161,17 @@ async fn real_client(server: &HttpServer) -> Duration {
     took
 }
 
-/// 2,000 connections held by an attacker (half a request line each, or a request head whose
-/// `Content-Length` body never comes), every one of them open when a real client comes: its
+/// 2,000 connections held by an attacker (nothing sent, half a request line, or a request head
+/// whose `Content-Length` body never comes), every one of them open when a real client comes: its
 /// `todo_write` on a new connection is still answered within 1 s, `/healthz` too, and the
-/// server closes every held connection within its header or body timeout (5 s here).
+/// server closes every held connection within its header or body timeout (10 s here).
 #[tokio::test]
 async fn held_connections_keep_no_client_out_and_are_closed_within_their_timeouts() {
     raise_open_files();
     let dir = tempfile::tempdir().unwrap();
     let sessions = dir.path().join("sessions");
     let tokens = token_file(dir.path());
-    let timeout = Duration::from_secs(5);
+    let timeout = Duration::from_secs(10);
     // Caps above the attack: this test holds all 2,000 (the next one fills the server).
     let server = start_http(
         dir.path(),
@@ -178,9 +181,9 @@ async fn held_connections_keep_no_client_out_and_are_closed_within_their_timeout
             "--token-file",
             &tokens,
             "--header-timeout",
-            "5",
+            "10",
             "--body-timeout",
-            "5",
+            "10",
             "--max-connections",
             "4096",
             "--max-connections-per-token",
