@@ -297,4 +297,33 @@ async fn walls_overhead() {
         per(walled) - per(plain),
         walled.as_secs_f64() / plain.as_secs_f64(),
     );
+    // One wall at a time (with the network on unless it is the wall), for where the cost is.
+    let alone = [
+        ("landlock only", serde_json::json!({"network": true})),
+        ("network off + seccomp", serde_json::json!({})),
+        (
+            "denyRead",
+            serde_json::json!({"network": true, "denyRead": [hidden.path()]}),
+        ),
+        (
+            "isolateProcesses",
+            serde_json::json!({"network": true, "isolateProcesses": true}),
+        ),
+    ];
+    for (name, config) in alone {
+        let sandbox: turnkit::bash::Sandbox = serde_json::from_value(config).unwrap();
+        let mut one = off.clone();
+        one.sandbox = Some(Arc::new(sandbox));
+        let (mut plain, mut walled) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            plain.push(start_and_wait(&off, JOBS).await);
+            walled.push(start_and_wait(&one, JOBS).await);
+        }
+        let (plain, walled) = (median(plain), median(walled));
+        eprintln!(
+            "bash/walls: {name}: extra {:.3} ms per job, ratio {:.2}",
+            per(walled) - per(plain),
+            walled.as_secs_f64() / plain.as_secs_f64(),
+        );
+    }
 }
