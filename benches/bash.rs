@@ -17,7 +17,12 @@
 //!   `pidsMax`), rounds interleaved in the same run. Reported: the extra start cost per job in
 //!   ms (target <= 2 ms).
 //!
-//! Results go to stderr. `BASH_BENCH_ONLY=sandbox` runs only the sandbox measurement. `BASH_BENCH_BYTES` overrides the 1 GiB (for a quick run).
+//! - `walls`: 100 sequential `bash -c true` processes without a sandbox against 100 with
+//!   every wall on (a writable root, network off with its seccomp filter, `denyRead`,
+//!   `readableRoots`, `isolateProcesses`, `inheritEnv`), rounds interleaved in the same run.
+//!   Reported: the extra start cost per job in ms (target <= 3 ms) and the ratio.
+//!
+//! Results go to stderr. `BASH_BENCH_ONLY=sandbox` runs only the sandbox and walls measurements. `BASH_BENCH_BYTES` overrides the 1 GiB (for a quick run).
 #![expect(
     clippy::print_stderr,
     clippy::unwrap_used,
@@ -246,6 +251,79 @@ fn main() {
                 spawn_overhead().await;
             }
             sandbox_overhead().await;
+            walls_overhead().await;
         }
     });
+}
+
+async fn walls_overhead() {
+    const JOBS: usize = 100;
+    let root = tempfile::tempdir().unwrap();
+    let hidden = tempfile::tempdir().unwrap();
+    let readable: Vec<&str> = ["/usr", "/lib", "/lib64", "/bin", "/etc", "/proc", "/tmp"]
+        .into_iter()
+        .filter(|p| std::path::Path::new(p).exists())
+        .collect();
+    let sandbox: turnkit::bash::Sandbox = serde_json::from_value(serde_json::json!({
+        "writableRoots": [root.path()],
+        "network": false,
+        "denyRead": [hidden.path()],
+        "readableRoots": readable,
+        "isolateProcesses": true,
+        "inheritEnv": ["PATH", "HOME", "LANG", "LC_*", "TERM", "TZ", "USER", "LOGNAME", "SHELL"],
+    }))
+    .unwrap();
+    match turnkit::bash::probe_sandbox(&sandbox) {
+        Ok(summary) => eprintln!("bash/walls: {summary}"),
+        Err(missing) => {
+            eprintln!("bash/walls: SKIPPED, this host cannot build the walls: {missing}");
+            return;
+        }
+    }
+    let off = ProcessOptions::new("true", Arc::new(SystemClock));
+    let mut on = off.clone();
+    on.sandbox = Some(Arc::new(sandbox));
+    let (mut plain, mut walled) = (Vec::new(), Vec::new());
+    for _ in 0..ROUNDS {
+        plain.push(start_and_wait(&off, JOBS).await);
+        walled.push(start_and_wait(&on, JOBS).await);
+    }
+    let (plain, walled) = (median(plain), median(walled));
+    let per = |d: Duration| d.as_secs_f64() * 1e3 / JOBS as f64;
+    eprintln!(
+        "bash/walls: {JOBS} jobs off {:.3} ms each, every wall on {:.3} ms each, extra {:.3} ms per job (target <= 3 ms), ratio {:.2}",
+        per(plain),
+        per(walled),
+        per(walled) - per(plain),
+        walled.as_secs_f64() / plain.as_secs_f64(),
+    );
+    // One wall at a time (with the network on unless it is the wall), for where the cost is.
+    let alone = [
+        ("landlock only", serde_json::json!({"network": true})),
+        ("network off + seccomp", serde_json::json!({})),
+        (
+            "denyRead",
+            serde_json::json!({"network": true, "denyRead": [hidden.path()]}),
+        ),
+        (
+            "isolateProcesses",
+            serde_json::json!({"network": true, "isolateProcesses": true}),
+        ),
+    ];
+    for (name, config) in alone {
+        let sandbox: turnkit::bash::Sandbox = serde_json::from_value(config).unwrap();
+        let mut one = off.clone();
+        one.sandbox = Some(Arc::new(sandbox));
+        let (mut plain, mut walled) = (Vec::new(), Vec::new());
+        for _ in 0..ROUNDS {
+            plain.push(start_and_wait(&off, JOBS).await);
+            walled.push(start_and_wait(&one, JOBS).await);
+        }
+        let (plain, walled) = (median(plain), median(walled));
+        eprintln!(
+            "bash/walls: {name}: extra {:.3} ms per job, ratio {:.2}",
+            per(walled) - per(plain),
+            walled.as_secs_f64() / plain.as_secs_f64(),
+        );
+    }
 }

@@ -70,6 +70,31 @@ pub(crate) struct HttpArgs {
     /// in `session_owned` refusals; unique per process (default `<hostname>-<pid>-<start>`).
     #[arg(long, value_name = "ID", requires = "http")]
     pub(crate) host_id: Option<String>,
+    /// Seconds a client has, from a request's first byte, to send the request line and
+    /// headers before its connection is closed (default 10; fractions allowed).
+    #[arg(long, value_name = "SECONDS", requires = "http", value_parser = seconds)]
+    pub(crate) header_timeout: Option<Duration>,
+    /// Seconds a client has, from the end of a request's headers, to send its body before it
+    /// is answered `408 body_timeout` and the connection closed (default 30).
+    #[arg(long, value_name = "SECONDS", requires = "http", value_parser = seconds)]
+    pub(crate) body_timeout: Option<Duration>,
+    /// Seconds a kept-alive connection may sit idle between requests before it is closed
+    /// (default 60).
+    #[arg(long, value_name = "SECONDS", requires = "http", value_parser = seconds)]
+    pub(crate) keep_alive_timeout: Option<Duration>,
+    /// The most connections open at once (default 1024). When full, a new connection closes
+    /// the oldest one that never carried an authenticated request, or is closed at once when
+    /// every open one did.
+    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_connections: Option<u32>,
+    /// The most connections one token may hold (default 256); past it a request is answered
+    /// `429 too_many_connections` and its connection closed.
+    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_connections_per_token: Option<u32>,
+    /// The most sessions one token may have open on this server at once (default 100); past
+    /// it a request for another session is answered `429 too_many_sessions`.
+    #[arg(long, value_name = "N", requires = "http", value_parser = clap::value_parser!(u32).range(1..))]
+    pub(crate) max_sessions_per_token: Option<u32>,
     /// Threads serving HTTP requests and tool calls (default 1). One thread answers a call
     /// fastest (no hand-over between threads; the store's writes run on threads of their
     /// own); more spread many concurrent clients over cores (`docs/deployment.md` has the
@@ -207,6 +232,7 @@ pub(crate) fn run(
     store: Backing,
     options: SessionOptions,
     shape: ResultShape,
+    walls: &[String],
     shutdown_grace: std::time::Duration,
 ) -> anyhow::Result<ExitCode> {
     if args.no_auth && !addr.ip().is_loopback() {
@@ -233,6 +259,19 @@ pub(crate) fn run(
             .map_or(turnkit_mcp::http::DEFAULT_IDLE, Duration::from_secs),
         ..HttpOptions::default()
     };
+    let defaults = HttpOptions::default();
+    http_options.header_timeout = args.header_timeout.unwrap_or(defaults.header_timeout);
+    http_options.body_timeout = args.body_timeout.unwrap_or(defaults.body_timeout);
+    http_options.keep_alive = args.keep_alive_timeout.unwrap_or(defaults.keep_alive);
+    let count = |flag: Option<u32>, default: usize| flag.map_or(default, |n| n as usize);
+    http_options.max_connections = count(args.max_connections, defaults.max_connections);
+    http_options.max_connections_per_token = count(
+        args.max_connections_per_token,
+        defaults.max_connections_per_token,
+    );
+    http_options.max_sessions_per_token =
+        count(args.max_sessions_per_token, defaults.max_sessions_per_token);
+    raise_open_files(http_options.max_connections);
     let runtime = match args.workers.unwrap_or(1) {
         1 => tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -304,6 +343,9 @@ pub(crate) fn run(
                     (server, Some(source))
                 }
             };
+            for line in walls {
+                eprintln!("{line}");
+            }
             eprintln!("harness mcp: serving http://{local}/sessions/{{id}}/mcp");
             // Every instance runs the reminder scanner: a session no live instance holds whose
             // reminder is due is opened here, and its reminder owed to its next tool result.
@@ -338,10 +380,45 @@ pub(crate) fn run(
     served
 }
 
+/// A duration in seconds, fractions allowed (`0.5`), above zero.
+fn seconds(text: &str) -> Result<Duration, String> {
+    let value: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(value > 0.0 && value <= 86_400.0) {
+        return Err(format!("{text} is not between 0 and 86400 seconds"));
+    }
+    Ok(Duration::from_secs_f64(value))
+}
+
+/// Raises the soft limit of open files to the hard limit, so `connections` connections (and
+/// the session files and jobs beside them) fit; says so when even the hard limit is short.
+fn raise_open_files(connections: usize) {
+    use rustix::process::{Resource, Rlimit, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let raised = Rlimit {
+        current: limit.maximum,
+        maximum: limit.maximum,
+    };
+    if limit.current != limit.maximum
+        && let Err(error) = setrlimit(Resource::Nofile, raised)
+    {
+        tracing::debug!("raising the open-files limit: {error}");
+    }
+    let soft = getrlimit(Resource::Nofile).current;
+    let wanted = connections as u64 + 256;
+    if soft.is_some_and(|soft| soft < wanted) {
+        tracing::warn!(
+            "the open-files limit ({soft:?}) is below --max-connections + 256 ({wanted}): past \
+             it, new connections wait until one closes"
+        );
+    }
+}
+
 /// Where a generated token's file goes by default: `$XDG_RUNTIME_DIR/harness` (a per-user
 /// folder the system empties at logout), else `$XDG_STATE_HOME/harness`, else
 /// `~/.local/state/harness`.
-fn default_token_dir() -> anyhow::Result<PathBuf> {
+pub(crate) fn default_token_dir() -> anyhow::Result<PathBuf> {
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     if let Some(runtime) = var("XDG_RUNTIME_DIR") {
         return Ok(PathBuf::from(runtime).join("harness"));

@@ -14,6 +14,7 @@ mod mcp;
 mod shutdown;
 mod store_password;
 mod telemetry;
+mod walls;
 
 /// Run harness scenario files and inspect session logs.
 #[derive(Parser)]
@@ -110,6 +111,12 @@ enum Command {
         store_password_file: Option<PathBuf>,
         #[command(flatten)]
         http: Box<http::HttpArgs>,
+        /// `--http` only: run every job and terminal unconfined, as without a `sandbox`
+        /// (by default each runs walled off from other sessions and from the server's files,
+        /// secrets and processes; `docs/deployment.md`, "Walls around served jobs"). Says so
+        /// at startup.
+        #[arg(long, requires = "http")]
+        no_walls: bool,
         /// Export the spans (tool calls, turns, MCP requests, jobs, reminders) over OTLP/HTTP
         /// in protobuf to the collector at this base URL (`http://localhost:4318`; spans go to
         /// its `/v1/traces`). Needs a binary built with the `otlp` feature.
@@ -202,6 +209,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             store,
             store_password_file,
             http,
+            no_walls,
             otlp_endpoint: _,
             shutdown_grace,
             task_ttl,
@@ -211,6 +219,11 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             config.as_ref(),
             structured,
             *http,
+            if no_walls {
+                walls::Switch::Off
+            } else {
+                walls::Switch::On
+            },
             std::time::Duration::from_secs(shutdown_grace),
             task_ttl.map(std::time::Duration::from_secs),
         ),

@@ -59,6 +59,21 @@ impl Store {
     }
 }
 
+impl Store {
+    /// What no job may reach: the folder of session files, or the PostgreSQL store's password
+    /// files and Unix socket folders.
+    fn private_paths(&self) -> Vec<PathBuf> {
+        match self {
+            Self::Jsonl(dir) => vec![dir.clone()],
+            Self::Postgres(target) => {
+                let mut paths = target.files.clone();
+                paths.extend(turnkit_store_pg::url_socket_folders(&target.url));
+                paths
+            }
+        }
+    }
+}
+
 /// A [`PgStore`] whose sessions report a lost lease (another host took the session) on
 /// `lost`, so the server can stop the session's agent and jobs.
 struct Leased {
@@ -151,6 +166,7 @@ pub(crate) fn run(
     config: Option<&PathBuf>,
     structured: bool,
     http: crate::http::HttpArgs,
+    walls: crate::walls::Switch,
     shutdown_grace: std::time::Duration,
     job_task_ttl: Option<std::time::Duration>,
 ) -> anyhow::Result<ExitCode> {
@@ -160,6 +176,23 @@ pub(crate) fn run(
             "--config FILE.json is required: todo.allowParallelInProgress must be chosen \
              explicitly, e.g. {{\"todo\":{{\"allowParallelInProgress\":false}}}}"
         ),
+    };
+    // Served over HTTP, every session is a tenant: its jobs are walled off from the others
+    // and from the server.
+    let (configs, walls) = match (&http.http, config) {
+        (Some(_), Some(path)) => {
+            // The token file, or the folder of generated ones.
+            let tokens = match (&http.token_file, &http.token_dir, http.no_auth) {
+                (Some(file), _, _) => vec![file.clone()],
+                (None, Some(dir), _) => vec![dir.clone()],
+                (None, None, false) => vec![crate::http::default_token_dir()?],
+                (None, None, true) => Vec::new(),
+            };
+            let token_files: Vec<&Path> = tokens.iter().map(PathBuf::as_path).collect();
+            let files = crate::walls::server_files(store.private_paths(), path, &token_files);
+            crate::walls::wall(configs, &files, walls)?
+        }
+        _ => (configs, Vec::new()),
     };
     let options = SessionOptions {
         dir: match &store {
@@ -183,7 +216,15 @@ pub(crate) fn run(
             Store::Jsonl(dir) => crate::http::Backing::Jsonl(dir),
             Store::Postgres(target) => crate::http::Backing::Postgres(target),
         };
-        return crate::http::run(http, addr, store, options, serve.shape, shutdown_grace);
+        return crate::http::run(
+            http,
+            addr,
+            store,
+            options,
+            serve.shape,
+            &walls,
+            shutdown_grace,
+        );
     }
     // One thread: owed messages are committed when their response is written (see
     // `turnkit_mcp::serve`).

@@ -16,7 +16,6 @@ pub(crate) struct PgTarget {
     /// The password for a URL that carries none, if one was found.
     pub(crate) password: Option<PgPassword>,
     /// The files the password came from or was looked up in (kept out of reach of jobs).
-    #[expect(dead_code, reason = "read once the walls of served sessions list it")]
     pub(crate) files: Vec<PathBuf>,
 }
 

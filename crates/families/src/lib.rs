@@ -8,6 +8,7 @@ mod resources;
 mod runtime;
 mod summary;
 mod task_tools;
+mod walls;
 
 pub use catalog::{ChildrenMode, SetupError, catalog, projections};
 pub use config::{FamiliesConfig, Family, present};
@@ -17,3 +18,4 @@ pub use resources::{ChangedBy, FamilyResource, ResourceContext, ResourceTemplate
 pub use runtime::{RunFailure, block_on_fresh};
 pub use summary::{FileSummary, LogFileError, summarize_log, summarize_log_file};
 pub use task_tools::{JOB_KILL_TOOL, JOB_OUTPUT_TOOL, REMINDER_CREATE_TOOL};
+pub use walls::{SAFE_ENV, Walls, secret_env_name};

@@ -18,7 +18,7 @@ mod store;
 pub use follow::{FollowOptions, Follower};
 pub use lease::Lease;
 pub use options::PgOptions;
-pub use password::{PassFile, PassKey, PgPassword, url_has_password};
+pub use password::{PassFile, PassKey, PgPassword, url_has_password, url_socket_folders};
 pub use rows::SessionRow;
 pub use scanner::{ReminderScanner, Resume, ScanOptions, ScanStats};
 pub use session::PgSession;

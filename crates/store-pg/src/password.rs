@@ -111,6 +111,23 @@ pub fn url_has_password(url: &str) -> bool {
         .is_ok_and(|config| config.get_password().is_some())
 }
 
+/// The Unix socket folders the connection string or URL `url` connects through (`host=/path`
+/// or a `%2F`-encoded host); empty for TCP hosts or one that does not parse.
+#[must_use]
+pub fn url_socket_folders(url: &str) -> Vec<std::path::PathBuf> {
+    let Ok(config) = url.parse::<tokio_postgres::Config>() else {
+        return Vec::new();
+    };
+    config
+        .get_hosts()
+        .iter()
+        .filter_map(|host| match host {
+            tokio_postgres::config::Host::Unix(folder) => Some(folder.clone()),
+            tokio_postgres::config::Host::Tcp(_) => None,
+        })
+        .collect()
+}
+
 /// A parsed password file.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct PassFile {

@@ -87,6 +87,14 @@ fn passwords_in_urls_are_seen_and_never_debug_printed() {
     assert!(url_has_password("postgresql://u:secret@h/d"));
     assert!(url_has_password("host=h user=u password=secret"));
     assert!(!url_has_password("postgresql://u@h/d"));
+    assert_eq!(
+        url_socket_folders("postgresql://u@%2Fsrv%2Fpg/d"),
+        vec![std::path::PathBuf::from("/srv/pg")]
+    );
+    assert_eq!(
+        url_socket_folders("postgresql://u@h/d"),
+        Vec::<std::path::PathBuf>::new()
+    );
     assert_eq!(format!("{:?}", PgPassword::new("secret")), "PgPassword(…)");
 }
 

@@ -139,9 +139,20 @@ pub(super) fn enter(dir: &Path, pid: Pid) -> std::io::Result<()> {
 /// Removes every empty job cgroup under `parent` (`harness-bash-*` without members):
 /// the folders of hosts that died before removing theirs (after a `kill -9` they pile
 /// up). A folder with members is left alone (a live host's job, or the leftovers of a
-/// dead host's job that its journal's reopening stops). Run once, at this host's first
-/// job cgroup.
+/// dead host's job that its journal's reopening stops), and so is one made in the last
+/// minute: another live host makes a job's folder empty and fills it a moment later (after
+/// its child's namespaces are set up), and a folder removed in between would leave that job
+/// outside its cgroup. Run once, at this host's first job cgroup.
 pub(super) fn sweep(parent: &Path) {
+    const FRESH: std::time::Duration = std::time::Duration::from_secs(60);
+    let fresh = |entry: &std::fs::DirEntry| {
+        entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|made| made.elapsed().ok())
+            .is_none_or(|age| age < FRESH)
+    };
     let Ok(entries) = std::fs::read_dir(parent) else {
         return;
     };
@@ -151,7 +162,7 @@ pub(super) fn sweep(parent: &Path) {
                 marker.len() == 32 && marker.bytes().all(|b| b.is_ascii_hexdigit())
             })
         });
-        if is_job && entry.file_type().is_ok_and(|t| t.is_dir()) {
+        if is_job && entry.file_type().is_ok_and(|t| t.is_dir()) && !fresh(&entry) {
             let dir = entry.path();
             if !populated(&dir) {
                 // Fails harmlessly if a member entered meanwhile.

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use super::child::{ChildSetup, Init, Mounts, UserMaps};
 use super::limits::{JobLimits, LimitHits};
-use super::{Sandbox, SandboxError};
+use super::{Sandbox, SandboxError, Wall, available};
 use crate::JobTree;
 
 /// Devices every confined job may write (and open for writing): the null and zero devices,
@@ -74,22 +74,23 @@ impl JobSandbox {
             .tempdir()
             .map_err(|e| SandboxError(format!("sandbox: no temporary folder: {e}")))?;
         let limits = JobLimits::prepare(sandbox, v2, marker).map_err(SandboxError)?;
-        let network_off = !sandbox.network && super::network_available(sandbox)?;
-        let namespaces = super::namespaces_available(sandbox)?;
+        let network_off = !sandbox.network && available(Wall::Network, sandbox)?;
+        let hide = !sandbox.deny_read.is_empty() && available(Wall::Mounts, sandbox)?;
+        let isolate = sandbox.isolate_processes && available(Wall::Pids, sandbox)?;
         let mut empty = None;
-        let mounts = if namespaces && (!sandbox.deny_read.is_empty() || sandbox.isolate_processes) {
+        let mounts = if hide || isolate {
             let file = tempfile::Builder::new()
                 .prefix("harness-hidden-")
                 .tempfile()
                 .map_err(|e| SandboxError(format!("sandbox: no empty file: {e}")))?;
-            let mounts = Mounts::prepare(&sandbox.deny_read, temp.path(), file.path())
-                .map_err(SandboxError)?;
+            let deny: &[PathBuf] = if hide { &sandbox.deny_read } else { &[] };
+            let mounts = Mounts::prepare(deny, temp.path(), file.path()).map_err(SandboxError)?;
             empty = Some(file);
             Some(mounts)
         } else {
             None
         };
-        let init = (namespaces && sandbox.isolate_processes).then(|| {
+        let init = isolate.then(|| {
             let mut cgroup_procs = Vec::new();
             cgroup_procs.extend(v2.map(|dir| dir.join("cgroup.procs")));
             cgroup_procs.extend(limits.folders().iter().map(|dir| dir.join("cgroup.procs")));
@@ -107,7 +108,7 @@ impl JobSandbox {
             }
         });
         #[cfg(target_os = "linux")]
-        let seccomp = if network_off {
+        let seccomp = if network_off && available(Wall::Seccomp, sandbox)? {
             Some(no_unix_sockets()?)
         } else {
             None
@@ -244,7 +245,7 @@ fn ruleset(
 /// (whose operations would bypass the filter) fail with `EPERM`; everything else is allowed.
 /// Compiled once, in the parent.
 #[cfg(target_os = "linux")]
-fn no_unix_sockets() -> Result<seccompiler::BpfProgram, SandboxError> {
+pub(super) fn no_unix_sockets() -> Result<seccompiler::BpfProgram, SandboxError> {
     use seccompiler::{
         BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
         SeccompRule,

@@ -96,9 +96,18 @@ fn empty_job_cgroups_are_swept_at_start_and_removed_at_exit() {
     let left: Vec<PathBuf> = (0..3)
         .map(|_| parent.join(format!("harness-bash-{}", hex32())))
         .collect();
+    // Made two hours ago; a folder made a moment ago may be another live host's job about
+    // to be filled, and is kept.
+    let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
     for dir in &left {
         std::fs::create_dir(dir).unwrap();
+        std::fs::File::open(dir)
+            .unwrap()
+            .set_modified(two_hours_ago)
+            .unwrap();
     }
+    let fresh = parent.join(format!("harness-bash-{}", hex32()));
+    std::fs::create_dir(&fresh).unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -132,10 +141,12 @@ fn empty_job_cgroups_are_swept_at_start_and_removed_at_exit() {
     assert_eq!(&said[1..], ["own folder 1", "left folders 0"]);
     let own = parent.join(format!("harness-bash-{marker}"));
     let remaining = left.iter().chain([&own]).filter(|d| d.exists()).count();
-    for dir in left.iter().chain([&own]) {
+    let fresh_kept = fresh.exists();
+    for dir in left.iter().chain([&own, &fresh]) {
         let _ = std::fs::remove_dir(dir);
     }
     assert_eq!(remaining, 0);
+    assert!(fresh_kept, "a folder made a moment ago was swept");
     assert_eq!(marked(&marker), 0);
 }
 

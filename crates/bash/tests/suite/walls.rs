@@ -292,18 +292,89 @@ fn the_wall_keys_are_checked_at_startup() {
     );
 }
 
-#[tokio::test]
-async fn hiding_the_jobs_temporary_folder_is_refused_at_the_start() {
-    let Some(sandbox) = provided(serde_json::json!({"denyRead": [std::env::temp_dir()]})) else {
+#[test]
+fn hiding_the_jobs_temporary_folder_is_refused_at_startup() {
+    let temp = std::fs::canonicalize(std::env::temp_dir()).unwrap();
+    let sandbox: Sandbox = serde_json::from_value(serde_json::json!({"denyRead": [temp]})).unwrap();
+    if provided(serde_json::json!({"denyRead": ["/nonexistent-harness-path"]})).is_none() {
         return;
-    };
-    let mut options = options("true");
-    options.sandbox = Some(sandbox);
-    let error = BashProcess::spawn(options).unwrap_err().to_string();
-    assert!(
-        error.contains("would hide the job's temporary folder"),
-        "{error}"
+    }
+    assert_eq!(
+        turnkit_bash::probe_sandbox(&sandbox)
+            .unwrap_err()
+            .to_string(),
+        format!(
+            "sandbox.denyRead: {:?} would hide the job's temporary folder",
+            temp.display().to_string()
+        )
     );
+}
+
+/// Set in the copy of this test binary that runs without `CAP_SYS_ADMIN`.
+const WITHOUT_SYS_ADMIN: &str = "BASH_TEST_WITHOUT_SYS_ADMIN";
+
+/// Root without `CAP_SYS_ADMIN` (a container's default) cannot make namespaces: the probe
+/// tries them, refuses at startup, and under `bestEffort` lists them as not in force while
+/// jobs still run. The test runs itself again under `setpriv --bounding-set -sys_admin`.
+#[tokio::test]
+async fn without_cap_sys_admin_the_walls_are_refused_at_startup() {
+    const NAME: &str = "suite::walls::without_cap_sys_admin_the_walls_are_refused_at_startup";
+    if std::env::var_os(WITHOUT_SYS_ADMIN).is_none() {
+        if !rustix::process::geteuid().is_root() {
+            turnkit_testkit::skip::skipped("dropping CAP_SYS_ADMIN needs root");
+            return;
+        }
+        let output = std::process::Command::new("setpriv")
+            .args(["--bounding-set", "-sys_admin", "--"])
+            .arg(std::env::current_exe().unwrap())
+            .args(["--exact", NAME, "--nocapture"])
+            .env(WITHOUT_SYS_ADMIN, "1")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            output.status.success() && stdout.contains("1 passed"),
+            "{stdout}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        return;
+    }
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let effective = status
+        .lines()
+        .find_map(|line| line.strip_prefix("CapEff:"))
+        .map(|mask| u64::from_str_radix(mask.trim(), 16).unwrap())
+        .unwrap();
+    assert_eq!(
+        effective & (1 << 21),
+        0,
+        "CAP_SYS_ADMIN (21) is dropped in this copy"
+    );
+    let walls = serde_json::json!({"denyRead": ["/srv"], "isolateProcesses": true});
+    let strict: Sandbox = serde_json::from_value(walls.clone()).unwrap();
+    assert_eq!(
+        turnkit_bash::probe_sandbox(&strict)
+            .unwrap_err()
+            .to_string(),
+        "sandbox: network off needs a network namespace of the job's own, and a confined \
+         process could not start with one here: Operation not permitted (os error 1)"
+    );
+    let mut best = walls;
+    best["bestEffort"] = serde_json::json!(true);
+    let best: Sandbox = serde_json::from_value(best).unwrap();
+    assert_eq!(
+        turnkit_bash::probe_sandbox(&best).unwrap(),
+        "sandbox: writes only in the job's temporary folder (Landlock); no signals or abstract \
+         Unix sockets outside the job (Landlock scopes); not in force: network off (no network \
+         namespace), hidden: /srv (no mount namespace), processes isolated (no PID namespace)"
+    );
+    // What is in force still confines the jobs, and they run.
+    let ran = run(
+        "echo ran; echo x > /srv-harness-probe || echo refused",
+        Some(Arc::new(best)),
+    )
+    .await;
+    assert_eq!(ran, "ran\nrefused\n");
 }
 
 #[tokio::test]

@@ -311,3 +311,7 @@ pub(crate) fn check_bind(addr: SocketAddr, tokens: Option<&Tokens>) -> Result<()
          --no-auth)"
     )))
 }
+
+#[cfg(test)]
+#[path = "auth_tests.rs"]
+mod tests;

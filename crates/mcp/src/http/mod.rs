@@ -10,27 +10,34 @@
 //!
 //! Before a request reaches its session: its `Origin` is checked (absent, a loopback origin,
 //! or one allowed: DNS-rebinding protection), its `Authorization: Bearer` token (when the
-//! server has tokens), the session id's shape, the token's prefixes and the body's length;
-//! each refusal is a status and a stable JSON body ([`Refusal`]).
+//! server has tokens), the session id's shape, the token's prefixes, its cap of connections
+//! and the body's length; then its method (a `POST` may open or create a session, a `GET` or
+//! `DELETE` only reaches one open here), its body (read in full within
+//! [`HttpOptions::body_timeout`], and a JSON-RPC message) and the token's cap of sessions.
+//! Each refusal is a status and a stable JSON body ([`Refusal`]); nothing is kept for one.
+//!
+//! The server runs its own accept loop over hyper's HTTP/1.1 connections, so that each
+//! connection is bounded: [`HttpOptions::header_timeout`] from a request's first byte to the
+//! end of its head, [`HttpOptions::keep_alive`] idle between requests, and at most
+//! [`HttpOptions::max_connections`] open (a full server closes the oldest connection that
+//! never carried an authenticated request to admit a new one) and
+//! [`HttpOptions::max_connections_per_token`] per token.
 
 mod auth;
+mod conn;
 mod generated;
 mod held;
+mod request;
 mod sessions;
 
-use std::future::IntoFuture;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::response::{IntoResponse, Response};
-use http::StatusCode;
 use rmcp::transport::StreamableHttpServerConfig;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::AbortOnDropHandle;
+use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
 pub use auth::{MAX_SESSION_ID, MIN_TOKEN, Refusal, Tokens};
 pub use generated::{GENERATED_TOKEN_BYTES, GeneratedToken};
@@ -38,7 +45,7 @@ pub(crate) use held::held;
 
 use crate::session::SessionHost;
 use crate::{ResultShape, ServeError};
-use held::{Committing, Held};
+use conn::{Connections, Limits};
 use sessions::Sessions;
 
 /// The largest request body accepted by default, in bytes (1 MiB).
@@ -78,9 +85,51 @@ pub struct HttpOptions {
     pub idle: Duration,
     /// The largest request body, in bytes; default [`DEFAULT_MAX_BODY`].
     pub max_body: usize,
+    /// How long a client has, from a request's first byte, to send its whole head (request
+    /// line and headers) before its connection is closed; default [`DEFAULT_HEADER_TIMEOUT`].
+    pub header_timeout: Duration,
+    /// How long a client has, from the end of a request's head, to send its whole body before
+    /// it is answered `408 body_timeout` and its connection closed; default
+    /// [`DEFAULT_BODY_TIMEOUT`].
+    pub body_timeout: Duration,
+    /// How long a connection may sit idle between requests (kept alive) before it is closed;
+    /// default [`DEFAULT_KEEP_ALIVE`].
+    pub keep_alive: Duration,
+    /// The most connections open at once. When full, a new connection closes the oldest one
+    /// that never carried an authenticated request, or is closed itself when every open one
+    /// did; default [`DEFAULT_MAX_CONNECTIONS`].
+    pub max_connections: usize,
+    /// The most connections one token may hold (a connection counts for the token of its
+    /// first authenticated request); over it a request is answered `429
+    /// too_many_connections` and its connection closed; default
+    /// [`DEFAULT_MAX_CONNECTIONS_PER_TOKEN`].
+    pub max_connections_per_token: usize,
+    /// The most sessions one token may have open on this server at once (a session counts for
+    /// every token that reached it since it was opened, until it is released); over it a
+    /// request for another session is answered `429 too_many_sessions`; default
+    /// [`DEFAULT_MAX_SESSIONS_PER_TOKEN`].
+    pub max_sessions_per_token: usize,
     /// Cancelling it stops the server: no new requests, every session shut down.
     pub stop: CancellationToken,
 }
+
+/// The default [`HttpOptions::header_timeout`] (10 s).
+pub const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The default [`HttpOptions::body_timeout`] (30 s).
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The default [`HttpOptions::keep_alive`] (60 s).
+pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(60);
+
+/// The default [`HttpOptions::max_connections`] (1,024).
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// The default [`HttpOptions::max_connections_per_token`] (256).
+pub const DEFAULT_MAX_CONNECTIONS_PER_TOKEN: usize = 256;
+
+/// The default [`HttpOptions::max_sessions_per_token`] (100).
+pub const DEFAULT_MAX_SESSIONS_PER_TOKEN: usize = 100;
 
 impl Default for HttpOptions {
     fn default() -> Self {
@@ -90,6 +139,12 @@ impl Default for HttpOptions {
             allowed_origins: Vec::new(),
             idle: DEFAULT_IDLE,
             max_body: DEFAULT_MAX_BODY,
+            header_timeout: DEFAULT_HEADER_TIMEOUT,
+            body_timeout: DEFAULT_BODY_TIMEOUT,
+            keep_alive: DEFAULT_KEEP_ALIVE,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_connections_per_token: DEFAULT_MAX_CONNECTIONS_PER_TOKEN,
+            max_sessions_per_token: DEFAULT_MAX_SESSIONS_PER_TOKEN,
             stop: CancellationToken::new(),
         }
     }
@@ -110,6 +165,7 @@ impl HttpOptions {
 #[derive(Clone)]
 pub struct HttpServer {
     sessions: Arc<Sessions>,
+    connections: Arc<Connections>,
     options: HttpOptions,
     /// Whether the listener is on a loopback address: then a request's `Host` must be a
     /// loopback name too.
@@ -133,9 +189,22 @@ impl HttpServer {
             .with_max_request_body_bytes(options.max_body)
             .with_json_response(true)
             .disable_allowed_hosts();
-        let sessions = Sessions::new(source, options.shape, config, options.stop.clone());
+        let sessions = Sessions::new(
+            source,
+            options.shape,
+            config,
+            options.max_sessions_per_token,
+            options.stop.clone(),
+        );
+        let connections = Connections::new(Limits {
+            header_timeout: options.header_timeout,
+            keep_alive: options.keep_alive,
+            max_connections: options.max_connections.max(1),
+            max_connections_per_token: options.max_connections_per_token.max(1),
+        });
         Self {
             sessions: Arc::new(sessions),
+            connections,
             options,
             loopback: Arc::new(AtomicBool::new(true)),
         }
@@ -160,6 +229,11 @@ impl HttpServer {
         self.sessions.open()
     }
 
+    /// How many connections are open on this server.
+    pub fn open_connections(&self) -> usize {
+        self.connections.open()
+    }
+
     /// Serves on `listener` until [`HttpOptions::stop`] is cancelled, then shuts every session
     /// down (jobs stopped, logs flushed, leases released).
     ///
@@ -177,19 +251,10 @@ impl HttpServer {
         let server = self.clone();
         // Owned by this call: aborted if it is dropped.
         let reaper = AbortOnDropHandle::new(tokio::spawn(reap(server.clone())));
-        let app = axum::Router::new()
-            .fallback(route)
-            .with_state(server.clone());
         let stop = self.options.stop.clone();
-        // Answers are small writes: no Nagle delay waiting for the client's acknowledgement.
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            if let Err(error) = tcp.set_nodelay(true) {
-                tracing::debug!("mcp http: TCP_NODELAY: {error}");
-            }
-        });
         // Once stopped, the sessions are shut down while the connections drain: a session's
         // shutdown answers its calls in flight, then closes its connections (event streams
-        // included), which lets the graceful shutdown below finish.
+        // included), which lets every connection end.
         let released = CancellationToken::new();
         let releasing = {
             let server = server.clone();
@@ -201,9 +266,22 @@ impl HttpServer {
                 released.cancel();
             }))
         };
-        let graceful = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
-            .into_future();
+        let connections = TaskTracker::new();
+        let close_all = CancellationToken::new();
+        let handler = {
+            let server = server.clone();
+            move |conn, request| request::route(server.clone(), conn, request)
+        };
+        conn::accept(
+            listener,
+            self.connections.clone(),
+            handler,
+            connections.clone(),
+            stop.clone(),
+            close_all.clone(),
+        )
+        .await;
+        connections.close();
         // Every session released (its calls answered, its connections closed), a connection
         // still open carries nothing owed (a client that stalls in the middle of a request):
         // it is not waited for past `DRAIN_BOUND`.
@@ -211,16 +289,18 @@ impl HttpServer {
             released.cancelled().await;
             tokio::time::sleep(DRAIN_BOUND).await;
         };
-        let served = tokio::select! {
-            served = graceful => served.map_err(|e| ServeError::Transport(e.to_string())),
+        tokio::select! {
+            () = connections.wait() => {}
             () = drained => {
                 tracing::warn!(
                     "mcp http: connections still open {DRAIN_BOUND:?} after every session was \
                      released; no longer waiting for them"
                 );
-                Ok(())
+                close_all.cancel();
+                connections.wait().await;
             }
-        };
+        }
+        let served = Ok(());
         // Stopped, the reaper ends after the release it may be making (joined, so that session
         // is shut down in full) and the releases are joined; after a failure both are aborted
         // and every session is released here.
@@ -250,50 +330,4 @@ async fn reap(server: HttpServer) {
         }
         server.release_idle().await;
     }
-}
-
-/// The path's session id: `/sessions/{id}/mcp`.
-fn session_of(path: &str) -> Option<&str> {
-    path.strip_prefix("/sessions/")?.strip_suffix("/mcp")
-}
-
-async fn route(State(server): State<HttpServer>, request: Request) -> Response {
-    match serve_request(&server, request).await {
-        Ok(response) => response,
-        Err(refusal) => refusal.into_response(),
-    }
-}
-
-async fn serve_request(server: &HttpServer, mut request: Request) -> Result<Response, Refusal> {
-    let options = &server.options;
-    if server.loopback.load(Ordering::SeqCst) {
-        auth::check_loopback_host(request.headers())?;
-    }
-    auth::check_origin(request.headers(), &options.allowed_origins)?;
-    let path = request.uri().path().to_owned();
-    if path == "/healthz" {
-        return Ok((StatusCode::OK, "ok\n").into_response());
-    }
-    let Some(id) = session_of(&path) else {
-        return Err(Refusal::new(
-            StatusCode::NOT_FOUND,
-            "not_found",
-            "sessions are served at /sessions/{id}/mcp",
-        ));
-    };
-    auth::check_token(request.headers(), options.tokens.as_ref(), id)?;
-    auth::check_session_id(id)?;
-    auth::check_length(request.headers(), options.max_body)?;
-    let live = server.sessions.get(id).await?;
-    let held = Held::new(live.host.clone());
-    request.extensions_mut().insert(held.clone());
-    // Counted until the response body is dropped, or until this future is dropped first (a
-    // client that hangs up while a 2026-07-28 call runs: the transport answers that call
-    // inside `handle`).
-    let counted = sessions::InFlight::new(live.clone(), request.method() == http::Method::POST);
-    let on_drop = Box::new(move || drop(counted));
-    let response = live.service.handle(request).await;
-    let (parts, body) = response.into_parts();
-    let body = Committing::new(body, held, on_drop);
-    Ok(Response::from_parts(parts, Body::new(body)))
 }

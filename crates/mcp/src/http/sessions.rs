@@ -36,6 +36,9 @@ pub(crate) struct Live {
     /// Woken whenever `answering` goes down.
     answered: Notify,
     last_used: Mutex<Instant>,
+    /// The tokens that reached this session since it was opened (each counts it against its
+    /// cap of sessions until it is released).
+    tokens: Mutex<Vec<usize>>,
 }
 
 /// A request counted in flight on its session (and, for a `POST`, as an answer to write)
@@ -142,7 +145,40 @@ pub(crate) struct Sessions {
     shape: ResultShape,
     config: StreamableHttpServerConfig,
     slots: Mutex<HashMap<String, Slot>>,
+    /// How many open sessions each token has reached.
+    per_token: Mutex<HashMap<usize, usize>>,
+    max_per_token: usize,
+    failures: Throttled,
     pub(crate) stop: CancellationToken,
+}
+
+/// Warnings of failed session opens, at most one a minute with a count of the rest (each
+/// failure is logged at debug): a flood of failing requests cannot flood the log.
+struct Throttled {
+    last: Mutex<Option<Instant>>,
+    unreported: AtomicUsize,
+}
+
+/// How often a failed session open is warned about.
+const WARN_EVERY: Duration = Duration::from_secs(60);
+
+impl Throttled {
+    fn note(&self, id: &str, error: &ServeError) {
+        tracing::debug!("mcp http: opening session {id}: {error}");
+        let now = Instant::now();
+        let mut last = lock(&self.last);
+        if last.is_some_and(|at| now.saturating_duration_since(at) < WARN_EVERY) {
+            self.unreported.fetch_add(1, Ordering::SeqCst);
+            return;
+        }
+        *last = Some(now);
+        drop(last);
+        let unreported = self.unreported.swap(0, Ordering::SeqCst);
+        tracing::warn!(
+            "mcp http: opening session {id}: {error} ({unreported} other failed opens since \
+             the last such warning)"
+        );
+    }
 }
 
 impl Sessions {
@@ -150,6 +186,7 @@ impl Sessions {
         source: Arc<dyn SessionSource>,
         shape: ResultShape,
         config: StreamableHttpServerConfig,
+        max_per_token: usize,
         stop: CancellationToken,
     ) -> Self {
         Self {
@@ -157,7 +194,73 @@ impl Sessions {
             shape,
             config,
             slots: Mutex::new(HashMap::new()),
+            per_token: Mutex::new(HashMap::new()),
+            max_per_token: max_per_token.max(1),
+            failures: Throttled {
+                last: Mutex::new(None),
+                unreported: AtomicUsize::new(0),
+            },
             stop,
+        }
+    }
+
+    /// Counts one more open session for `token`, unless it has its cap already.
+    fn count(&self, token: usize) -> Result<(), Refusal> {
+        let mut per_token = lock(&self.per_token);
+        let count = per_token.entry(token).or_default();
+        if *count >= self.max_per_token {
+            return Err(Refusal::new(
+                StatusCode::TOO_MANY_REQUESTS,
+                "too_many_sessions",
+                format!(
+                    "this token has {} sessions open on this server; retry once one is \
+                     released (idle)",
+                    self.max_per_token
+                ),
+            ));
+        }
+        *count += 1;
+        Ok(())
+    }
+
+    /// Gives `token`'s count of one session back.
+    fn uncount(&self, token: usize) {
+        let mut per_token = lock(&self.per_token);
+        if let Some(count) = per_token.get_mut(&token) {
+            *count = count.saturating_sub(1);
+            if *count == 0 {
+                per_token.remove(&token);
+            }
+        }
+    }
+
+    /// `token` reaches `live`: counted against its cap unless it reached it before.
+    fn admit(&self, live: &Live, token: usize) -> Result<(), Refusal> {
+        let mut tokens = lock(&live.tokens);
+        if tokens.contains(&token) {
+            return Ok(());
+        }
+        self.count(token)?;
+        tokens.push(token);
+        Ok(())
+    }
+
+    /// A session was let go: the tokens that reached it get their counts back.
+    fn forget(&self, live: &Live) {
+        for token in std::mem::take(&mut *lock(&live.tokens)) {
+            self.uncount(token);
+        }
+    }
+
+    /// Removes `id`'s slot if it is still `slot`, empty, and nobody else waits on it.
+    fn drop_empty(&self, id: &str, slot: &Slot) {
+        let mut slots = lock(&self.slots);
+        if slots.get(id).is_some_and(|s| {
+            Arc::ptr_eq(s, slot)
+                && Arc::strong_count(s) <= 2
+                && s.try_lock().is_ok_and(|guard| guard.is_none())
+        }) {
+            slots.remove(id);
         }
     }
 
@@ -192,35 +295,74 @@ impl Sessions {
             answering: AtomicUsize::new(0),
             answered: Notify::new(),
             last_used: Mutex::new(Instant::now()),
+            tokens: Mutex::new(Vec::new()),
         })
     }
 
-    /// The open session `id`, opened from the source if this server does not hold it (a
-    /// fenced one is let go and opened again).
-    pub(crate) async fn get(&self, id: &str) -> Result<Arc<Live>, Refusal> {
+    /// The open session `id` as `token` reaches it, opened from the source if this server
+    /// does not hold it (a fenced one is let go and opened again). A refused or failed open
+    /// leaves nothing behind.
+    pub(crate) async fn get(&self, id: &str, token: usize) -> Result<Arc<Live>, Refusal> {
         let slot = self.slot(id);
+        let got = self.get_in(id, token, &slot).await;
+        if got.is_err() {
+            self.drop_empty(id, &slot);
+        }
+        got
+    }
+
+    async fn get_in(&self, id: &str, token: usize, slot: &Slot) -> Result<Arc<Live>, Refusal> {
         let mut guard = slot.lock().await;
         if let Some(live) = guard.as_ref() {
             if !live.host.is_fenced() {
+                self.admit(live, token)?;
                 live.touch();
                 return Ok(live.clone());
             }
             let fenced = guard.take();
             if let Some(fenced) = fenced {
+                self.forget(&fenced);
                 fenced.release().await;
             }
         }
         if self.stop.is_cancelled() {
             return Err(stopping());
         }
-        let host = self
-            .source
-            .open(id)
-            .await
-            .map_err(|error| refusal(id, &error))?;
+        // Counted before the open, so that opens in parallel cannot pass the cap together.
+        self.count(token)?;
+        let host = match self.source.open(id).await {
+            Ok(host) => host,
+            Err(error) => {
+                self.uncount(token);
+                return Err(self.refusal(id, &error));
+            }
+        };
         let live = self.live(host);
+        lock(&live.tokens).push(token);
         *guard = Some(live.clone());
         Ok(live)
+    }
+
+    /// The session `id` if this server holds it open (a `GET` or `DELETE` never opens one),
+    /// as `token` reaches it.
+    ///
+    /// # Errors
+    /// `404 session_not_open` when it is not open here (or fenced), `429 too_many_sessions`.
+    pub(crate) async fn get_open(&self, id: &str, token: usize) -> Result<Arc<Live>, Refusal> {
+        let slot = lock(&self.slots).get(id).cloned();
+        if let Some(slot) = slot {
+            let guard = slot.lock().await;
+            if let Some(live) = guard.as_ref().filter(|live| !live.host.is_fenced()) {
+                self.admit(live, token)?;
+                live.touch();
+                return Ok(live.clone());
+            }
+        }
+        Err(Refusal::new(
+            StatusCode::NOT_FOUND,
+            "session_not_open",
+            format!("session {id} is not open on this server; a POST of an MCP request opens it"),
+        ))
     }
 
     /// Serves `host` (a session opened elsewhere: the reminder scanner's) from now on; if
@@ -234,6 +376,7 @@ impl Sessions {
             return;
         }
         if let Some(fenced) = guard.take() {
+            self.forget(&fenced);
             fenced.release().await;
         }
         *guard = Some(self.live(host));
@@ -260,6 +403,7 @@ impl Sessions {
             let fenced = guard.as_ref().is_some_and(|live| live.host.is_fenced());
             if idle_enough || fenced {
                 if let Some(live) = guard.take() {
+                    self.forget(&live);
                     live.release().await;
                     released += 1;
                 }
@@ -296,6 +440,7 @@ impl Sessions {
         for slot in slots {
             let live = slot.lock().await.take();
             if let Some(live) = live {
+                self.forget(&live);
                 live.host.end_calls();
                 lives.push(live);
             }
@@ -307,7 +452,7 @@ impl Sessions {
     }
 }
 
-fn stopping() -> Refusal {
+pub(crate) fn stopping() -> Refusal {
     Refusal::new(
         StatusCode::SERVICE_UNAVAILABLE,
         "stopping",
@@ -315,9 +460,15 @@ fn stopping() -> Refusal {
     )
 }
 
-/// The refusal of a session that could not be opened; the store's own text (paths, SQL) is
-/// logged, not sent.
-fn refusal(id: &str, error: &ServeError) -> Refusal {
+impl Sessions {
+    /// The refusal of a session that could not be opened; the store's own text (paths, SQL)
+    /// is logged (throttled), not sent.
+    fn refusal(&self, id: &str, error: &ServeError) -> Refusal {
+        refusal(id, error, |id, error| self.failures.note(id, error))
+    }
+}
+
+fn refusal(id: &str, error: &ServeError, log: impl Fn(&str, &ServeError)) -> Refusal {
     match error {
         ServeError::Store(StoreError::Owned { owner, .. }) => {
             let mut refusal = Refusal::new(
@@ -334,7 +485,7 @@ fn refusal(id: &str, error: &ServeError) -> Refusal {
             format!("session {id} is open in another process"),
         ),
         ServeError::Store(StoreError::Backend(_)) => {
-            tracing::warn!("mcp http: opening session {id}: {error}");
+            log(id, error);
             Refusal::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "store_unavailable",
@@ -342,7 +493,7 @@ fn refusal(id: &str, error: &ServeError) -> Refusal {
             )
         }
         _ => {
-            tracing::warn!("mcp http: opening session {id}: {error}");
+            log(id, error);
             Refusal::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "session_unusable",

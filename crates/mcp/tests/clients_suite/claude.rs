@@ -15,7 +15,7 @@ use crate::clients_suite::fake_api::{
 use crate::clients_suite::proxy::Proxy;
 use crate::clients_suite::support::{
     BOUND, GATED, GATED_NOTICE, REMINDER_PROMPT, Workspace, client_bin, methods, reminder_text,
-    wait_for_events,
+    wait_for_events, without_walls,
 };
 
 /// The environment variable naming the `claude` binary.
@@ -384,7 +384,8 @@ fn task_notification_text(tool: &str, ids: &TaskIds, result: &str) -> String {
 fn only_result(body: &Value) -> (String, Vec<String>) {
     let mut results = claude_tool_results(body);
     assert_eq!(results.len(), 1, "{results:?}");
-    results.remove(0)
+    let (id, texts) = results.remove(0);
+    (id, texts.iter().map(|text| without_walls(text)).collect())
 }
 
 /// The text the immediate response of the gated job's task tells the model.

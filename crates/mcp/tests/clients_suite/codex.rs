@@ -11,7 +11,7 @@ use crate::clients_suite::fake_api::{Block, Dialect, FakeApi, Turn, codex_call_o
 use crate::clients_suite::proxy::Proxy;
 use crate::clients_suite::support::{
     BOUND, GATED, GATED_NOTICE, REMINDER_PROMPT, Workspace, client_bin, methods, reminder_text,
-    wait_for_events,
+    wait_for_events, without_walls,
 };
 
 /// The environment variable naming the `codex` binary.
@@ -107,7 +107,7 @@ fn tool_blocks(texts: &[String]) -> Vec<String> {
         first.starts_with("Wall time: ") && first.ends_with(" seconds\nOutput:"),
         "Codex's own first block: {first:?}"
     );
-    rest.to_vec()
+    rest.iter().map(|text| without_walls(text)).collect()
 }
 
 /// The script: `todo_write`, a gated background job, a 1 s reminder, then (once the job's

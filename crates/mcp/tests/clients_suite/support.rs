@@ -254,3 +254,16 @@ impl Workspace {
         }
     }
 }
+
+/// A tool result's text without the walls' summary a served session's `job_list` ends with
+/// (`\n\nbash jobs run confined: sandbox: ….`, which names each test's own folders); other
+/// texts as they are.
+pub(crate) fn without_walls(text: &str) -> String {
+    match text.split_once("\n\nbash jobs run confined: sandbox: ") {
+        Some((before, summary)) => {
+            assert!(summary.contains("processes isolated"), "{summary}");
+            before.to_owned()
+        }
+        None => text.to_owned(),
+    }
+}

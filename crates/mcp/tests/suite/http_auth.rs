@@ -42,9 +42,15 @@ async fn a_server_without_a_token_file_generates_one_and_refuses_calls_without_i
         .path()
         .join("tokens")
         .join(format!("mcp-http-{}.token", server.addr.replace(':', "-")));
-    // The start lines: the token and its file, then the URL.
+    // The start lines: the token and its file, the walls of the jobs, then the URL.
+    let mut start_lines = server.start_lines.clone();
+    let walls = start_lines.remove(1);
+    assert!(
+        walls.starts_with("harness mcp: walls of every bash job: sandbox: "),
+        "{walls}"
+    );
     assert_eq!(
-        server.start_lines,
+        start_lines,
         [
             format!(
                 "harness mcp: token {token} (in {}); send it as Authorization: Bearer <token>",

@@ -21,6 +21,8 @@ pub(crate) struct HttpServer {
     pub token: Option<String>,
     /// The lines it printed up to its listening line.
     pub start_lines: Vec<String>,
+    /// The lines it printed after its listening line (its log: warnings and errors).
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl HttpServer {
@@ -59,12 +61,20 @@ pub(crate) fn generated_token(line: &str) -> Option<(String, std::path::PathBuf)
 /// listening line. Unless `args` choose (`--token-file`, `--no-auth`), the server generates
 /// its token into `DIR/tokens`, and [`HttpServer::token`] is it.
 pub(crate) async fn start_http(dir: &std::path::Path, args: &[&str]) -> HttpServer {
+    let config = json!({"todo": {"allowParallelInProgress": false}});
+    start_http_with(dir, &config, args, &[]).await
+}
+
+/// [`start_http`] with `config` as `DIR/config.json` and `env` added to the server's
+/// environment.
+pub(crate) async fn start_http_with(
+    dir: &std::path::Path,
+    config: &Value,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> HttpServer {
     let config_path = dir.join("config.json");
-    std::fs::write(
-        &config_path,
-        json!({"todo": {"allowParallelInProgress": false}}).to_string(),
-    )
-    .unwrap();
+    std::fs::write(&config_path, config.to_string()).unwrap();
     let mut command = tokio::process::Command::new(harness_bin());
     command
         .args(["mcp", "--http", "127.0.0.1:0", "--config"])
@@ -74,6 +84,7 @@ pub(crate) async fn start_http(dir: &std::path::Path, args: &[&str]) -> HttpServ
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    command.envs(env.iter().copied());
     if !args
         .iter()
         .any(|a| matches!(*a, "--token-file" | "--no-auth" | "--token-dir"))
@@ -86,7 +97,9 @@ pub(crate) async fn start_http(dir: &std::path::Path, args: &[&str]) -> HttpServ
     let mut token = None;
     let addr = tokio::time::timeout(BOUND, async {
         loop {
-            let line = lines.next_line().await.unwrap().expect("a listening line");
+            let Some(line) = lines.next_line().await.unwrap() else {
+                panic!("the server exited before listening: {start_lines:#?}");
+            };
             start_lines.push(line.clone());
             if let Some((secret, _)) = generated_token(&line) {
                 token = Some(secret);
@@ -99,10 +112,13 @@ pub(crate) async fn start_http(dir: &std::path::Path, args: &[&str]) -> HttpServ
     .await
     .expect("the server listens");
     let addr_copy = addr.clone();
+    let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = log.clone();
     // Drained, so the server never blocks on a full pipe; shown when a test fails.
     tokio::spawn(async move {
         while let Ok(Some(line)) = lines.next_line().await {
             tracing::debug!("server {addr_copy}: {line}");
+            kept.lock().unwrap().push(line);
         }
     });
     HttpServer {
@@ -110,6 +126,7 @@ pub(crate) async fn start_http(dir: &std::path::Path, args: &[&str]) -> HttpServ
         addr,
         token,
         start_lines,
+        log,
     }
 }
 

@@ -62,6 +62,23 @@ pub(crate) struct UserMaps {
     pub(crate) gid_map: Vec<u8>,
 }
 
+impl ChildSetup {
+    /// A setup that does nothing (the probe adds one wall at a time).
+    pub(crate) fn nothing() -> Self {
+        Self {
+            rlimits: Vec::new(),
+            network_off: false,
+            user_maps: None,
+            mounts: None,
+            init: None,
+            #[cfg(target_os = "linux")]
+            ruleset: None,
+            #[cfg(target_os = "linux")]
+            seccomp: None,
+        }
+    }
+}
+
 impl UserMaps {
     /// The maps of this process's user and group onto themselves.
     pub(crate) fn own() -> Self {
@@ -196,6 +213,15 @@ pub(crate) fn write_file(path: &std::ffi::CStr, bytes: &[u8]) -> io::Result<()> 
         .map_err(errno)?;
     rustix::io::write(&fd, bytes).map_err(errno)?;
     Ok(())
+}
+
+/// Runs `setup` in the child of the standard `command` before `exec` (the probe).
+pub(crate) fn install_std(command: &mut std::process::Command, mut setup: ChildSetup) {
+    use std::os::unix::process::CommandExt as _;
+    // SAFETY: see the module documentation: the closure only makes system calls.
+    unsafe {
+        command.pre_exec(move || setup.run());
+    }
 }
 
 /// Runs `setup` in the child of `command` before `exec`.
