@@ -38,10 +38,6 @@ enum Format {
 }
 
 #[derive(Subcommand)]
-#[expect(
-    clippy::large_enum_variant,
-    reason = "parsed once per process and matched at once; boxing the `mcp` flags buys nothing"
-)]
 enum Command {
     /// Run a scenario file (or `-` for standard input) and print its transcript.
     /// Exits with status 2 on a scenario error. Needs a binary built with the `scenarios`
