@@ -222,12 +222,12 @@ async fn past_its_ttl_a_task_is_forgotten_and_cancelling_it_kills_nothing() {
     let gated_got = until_got(&peer, &gated, |got| got.get("error").is_some()).await;
     assert_eq!(gated_got["error"], unknown(&gated));
     let listed = call(&peer, "job_list", json!({})).await;
-    assert_eq!(
-        texts(&listed["result"]),
-        [format!(
-            "bash-1 [bash] running — sleep 1000\nbash-2 [bash] running — {command}"
-        )]
-    );
+    // Both jobs still run (the list goes on with what confines them).
+    let running =
+        format!("bash-1 [bash] running — sleep 1000\nbash-2 [bash] running — {command}\n");
+    let listed = texts(&listed["result"]);
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert!(listed[0].starts_with(&running), "{listed:?}");
     // The expired task holds nothing: its job's notice goes to the next tool result.
     std::fs::write(&gate, "").unwrap();
     let notice = format!(
