@@ -190,3 +190,66 @@ fn the_password_comes_from_a_file_the_environment_or_pgpass() {
         "{stderr}"
     );
 }
+
+/// Served over HTTP from PostgreSQL, the store's password file and its Unix socket folder are
+/// hidden from every job: the startup line that names the walls lists both.
+#[test]
+fn a_served_jobs_walls_hide_the_password_file_and_the_socket_folder() {
+    let url = match std::env::var("HARNESS_TEST_POSTGRES_URL") {
+        Ok(url) if !url.is_empty() => url,
+        _ => {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "HARNESS_TEST_POSTGRES_URL is not set and CI=true"
+            );
+            turnkit_testkit::skip::skipped(
+                "HARNESS_TEST_POSTGRES_URL is not set; start a server with .ci/postgres",
+            );
+            return;
+        }
+    };
+    let socket = url
+        .split_once('@')
+        .and_then(|(_, rest)| rest.split_once('/'))
+        .map(|(host, _)| host.replace("%2F", "/"))
+        .unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.json");
+    std::fs::write(&config, r#"{"todo":{"allowParallelInProgress":false}}"#).unwrap();
+    let password = home.path().join("store-password");
+    write_mode(&password, "unused-with-trust-auth\n", 0o600);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["mcp", "--http", "127.0.0.1:0", "--no-auth", "--store", &url])
+        .arg("--store-password-file")
+        .arg(&password)
+        .arg("--config")
+        .arg(&config)
+        .env("HOME", home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap()));
+    let mut walls = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        if line.starts_with("harness mcp: walls of every bash job: ") {
+            walls = Some(line);
+        } else if line.starts_with("harness mcp: serving ") {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let walls = walls.expect("a walls line");
+    let password = std::fs::canonicalize(&password).unwrap();
+    let socket = std::fs::canonicalize(&socket).unwrap();
+    for hidden in [&password, &socket] {
+        assert!(
+            walls.contains(&hidden.display().to_string()),
+            "{} not in {walls}",
+            hidden.display()
+        );
+    }
+}
