@@ -289,7 +289,7 @@ impl SessionHost {
             tasks,
             job_task_ttl_ms: options
                 .job_task_ttl
-                .map_or(crate::tasks::JOB_TASK_TTL.as_millis(), |ttl| {
+                .map_or(crate::tasks::state::JOB_TASK_TTL.as_millis(), |ttl| {
                     ttl.as_millis()
                 })
                 .try_into()

@@ -33,15 +33,13 @@ use tokio_util::sync::CancellationToken;
 use turnkit_core::{Agent, ToolOutput, format_instant};
 
 pub(crate) use state::{Completion, Entry, Target, Tasks};
-pub use state::{TASK_CANCELLED_EVENT, TASK_EVENT};
+pub use state::{JOB_TASK_TTL, TASK_CANCELLED_EVENT, TASK_EVENT};
 
 use crate::inbox::{TaskDelivered, TaskRefused};
 use crate::session::SessionHost;
 
 /// How often a client should poll a job's task.
 pub(crate) const JOB_POLL_MS: u64 = 500;
-/// How long a job's task is kept unless the session's options say otherwise: a day.
-pub const JOB_TASK_TTL: std::time::Duration = std::time::Duration::from_secs(86_400);
 /// A reminder's task is kept this long past the reminder's due time.
 pub(crate) const REMINDER_TTL_PAST_DUE_MS: u64 = 3_600_000;
 /// The poll interval of a reminder's task is a twentieth of the time left, within these.

@@ -37,6 +37,9 @@ pub const TASK_EVENT: &str = "mcp/task";
 /// Event type of a cancelled task.
 pub const TASK_CANCELLED_EVENT: &str = "mcp/taskCancelled";
 
+/// How long a job's task is kept unless the session's options say otherwise: a day.
+pub const JOB_TASK_TTL: std::time::Duration = std::time::Duration::from_secs(86_400);
+
 /// How long after the client last showed interest in a task (its creation, a `tasks/get`,
 /// or the start of this server) the delivery it waits for is kept from tool results, at
 /// least: three poll intervals, and never less than this.
