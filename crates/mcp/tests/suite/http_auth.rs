@@ -9,7 +9,7 @@ use std::os::unix::process::CommandExt as _;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::http_support::{client, send, start_http, stateless, texts};
+use super::http_support::{client, send, session_files, start_http, stateless, texts};
 use super::support::{BOUND, harness_bin, kill};
 
 const UNAUTHORIZED: &str =
@@ -18,18 +18,6 @@ const UNAUTHORIZED: &str =
 fn todo_call() -> Value {
     json!({"name": "todo_write", "arguments":
         {"todos": [{"content": "step", "status": "in_progress"}]}})
-}
-
-/// The session files in `dir`, sorted.
-fn session_files(dir: &std::path::Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = entries
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
 }
 
 #[tokio::test]

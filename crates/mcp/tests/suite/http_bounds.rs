@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
-use super::http_support::{HttpServer, client, send, start_http, stateless, texts};
+use super::http_support::{HttpServer, client, send, session_files, start_http, stateless, texts};
 use super::support::BOUND;
 
 /// Writes a measured figure to stderr, where every test run shows it (the harness captures
@@ -43,18 +43,6 @@ fn todo_call(content: &str) -> Value {
 }
 
 const UPDATED: &str = "Updated todo list: 0 pending, 1 in progress, 0 completed.";
-
-/// The session files in `dir`, sorted.
-fn session_files(dir: &std::path::Path) -> Vec<String> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = entries
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
 
 /// Reads `stream` until the server closes it (end of file or a reset); when that was.
 async fn until_closed(mut stream: TcpStream) -> Instant {

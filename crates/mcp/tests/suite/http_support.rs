@@ -372,6 +372,18 @@ impl Connection {
     }
 }
 
+/// The session files in `dir`, sorted.
+pub(crate) fn session_files(dir: &std::path::Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 /// The text blocks of a tool result.
 pub(crate) fn texts(result: &Value) -> Vec<String> {
     result["content"]
