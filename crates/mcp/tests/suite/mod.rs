@@ -7,6 +7,7 @@ mod http_instances;
 mod http_load;
 mod http_support;
 mod jobs_restart;
+mod output_schemas;
 mod postgres;
 mod protocol;
 mod resources;
