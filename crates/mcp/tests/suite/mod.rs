@@ -8,6 +8,7 @@ mod http_load;
 mod http_served;
 mod http_support;
 mod jobs_restart;
+mod output_schemas;
 mod postgres;
 mod protocol;
 mod resources;
