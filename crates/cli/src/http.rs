@@ -58,8 +58,8 @@ pub(crate) struct HttpArgs {
     /// A browser origin allowed besides loopback ones (`https://app.example`); repeatable.
     #[arg(long, value_name = "ORIGIN", requires = "http")]
     pub(crate) allow_origin: Vec<String>,
-    /// Seconds a session with no request in flight and no job running stays open before its
-    /// lease is released (default 300).
+    /// Seconds a session with no request in flight, no job running and no terminal whose
+    /// program runs stays open before its lease is released (default 300).
     #[arg(long, value_name = "SECONDS", requires = "http")]
     pub(crate) idle_release: Option<u64>,
     /// PostgreSQL only: seconds a lease lives without renewal, how long the sessions of an

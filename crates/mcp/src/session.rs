@@ -573,6 +573,14 @@ impl SessionHost {
             .count()
     }
 
+    /// How many of the session's terminals still run their program (a REPL, a dev server):
+    /// live work like a running job, which an idle release would end.
+    pub fn running_terminals(&self) -> usize {
+        self.families
+            .terminal()
+            .map_or(0, |terminal| terminal.terminals().running())
+    }
+
     /// Whether [`SessionHost::fence`] was called.
     pub fn is_fenced(&self) -> bool {
         self.fenced.get().is_some()

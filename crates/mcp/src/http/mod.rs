@@ -51,8 +51,8 @@ use sessions::Sessions;
 /// The largest request body accepted by default, in bytes (1 MiB).
 pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
 
-/// How long a session with no request in flight and no job running stays open by default
-/// before its lease is released (5 minutes).
+/// How long a session with no request in flight, no job running and no terminal whose
+/// program runs stays open by default before its lease is released (5 minutes).
 pub const DEFAULT_IDLE: Duration = Duration::from_secs(300);
 
 /// Where the HTTP server's sessions come from.
@@ -79,8 +79,8 @@ pub struct HttpOptions {
     /// Browser origins allowed besides loopback ones, exactly as sent (`https://app.example`,
     /// `http://host:8080`).
     pub allowed_origins: Vec<String>,
-    /// How long a session with no request in flight and no job running stays open before it
-    /// is released (connections ended, log flushed, lease freed), so another instance can
+    /// How long a session with no request in flight, no job running and no terminal whose
+    /// program runs stays open before it is released (connections ended, log flushed, lease freed), so another instance can
     /// take it; default [`DEFAULT_IDLE`].
     pub idle: Duration,
     /// The largest request body, in bytes; default [`DEFAULT_MAX_BODY`].
@@ -218,7 +218,7 @@ impl HttpServer {
     }
 
     /// Releases every session idle for [`HttpOptions::idle`] (no request in flight, no job
-    /// running; a fenced session at once) and returns how many. [`HttpServer::serve`] calls it
+    /// running, no terminal whose program runs; a fenced session at once) and returns how many. [`HttpServer::serve`] calls it
     /// every half idle period.
     pub async fn release_idle(&self) -> usize {
         self.sessions.release_idle(self.options.idle).await

@@ -79,7 +79,12 @@ impl Live {
     }
 
     fn idle_for(&self, now: Instant) -> Option<Duration> {
-        if self.in_flight.load(Ordering::SeqCst) > 0 || self.host.running_jobs() > 0 {
+        // Live work (a running job, a terminal whose program runs) keeps the session: a
+        // release would kill it, and the model would learn only from an unknown id.
+        if self.in_flight.load(Ordering::SeqCst) > 0
+            || self.host.running_jobs() > 0
+            || self.host.running_terminals() > 0
+        {
             return None;
         }
         Some(now.saturating_duration_since(*lock(&self.last_used)))
@@ -382,8 +387,8 @@ impl Sessions {
         *guard = Some(self.live(host));
     }
 
-    /// Releases every session with no request in flight, no job running and no request for
-    /// at least `idle` (its connections end, its log is flushed, its lease freed); returns
+    /// Releases every session with no request in flight, no job running, no terminal whose
+    /// program runs and no request for at least `idle` (its connections end, its log is flushed, its lease freed); returns
     /// how many.
     pub(crate) async fn release_idle(&self, idle: Duration) -> usize {
         let now = Instant::now();

@@ -115,6 +115,15 @@ impl Raw {
         id
     }
 
+    /// Sends notification `method` (no params).
+    pub(crate) async fn notify(&mut self, method: &str) {
+        let line = json!({"jsonrpc": "2.0", "method": method});
+        self.stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+
     /// The response to request `id` (notifications skipped, other responses kept).
     pub(crate) async fn reply(&mut self, id: &str) -> Value {
         if let Some(reply) = self.early.remove(id) {

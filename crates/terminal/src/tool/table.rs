@@ -304,6 +304,16 @@ impl Terminals {
         }
     }
 
+    /// How many open terminals still run their program (an exited one that was not yet
+    /// killed does not count): a host that would release the session asks first.
+    pub fn running(&self) -> usize {
+        lock(&self.inner.table)
+            .open
+            .iter()
+            .filter(|e| e.terminal.exit().is_none())
+            .count()
+    }
+
     /// The ids of the open terminals, in opening order.
     pub fn ids(&self) -> Vec<TerminalId> {
         lock(&self.inner.table)

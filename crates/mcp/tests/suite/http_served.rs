@@ -1,0 +1,94 @@
+//! What an HTTP server keeps and says between calls: a session with live work is not released
+//! when idle, and browsers of the origins `--allow-origin` admits get their CORS answers.
+//!
+//! The server is a real child process on the wall clock: a wait polls what it writes (its
+//! answers, its session files), bounded by a deadline.
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use super::http_support::{Connection, client, start_http_with, texts};
+use super::support::BOUND;
+
+/// Waits until the server no longer holds session file `log` (it is locked while the session
+/// is open), bounded by [`BOUND`].
+async fn until_released(log: &std::path::Path) {
+    let deadline = tokio::time::Instant::now() + BOUND;
+    while std::fs::File::open(log).unwrap().try_lock().is_err() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} was never released",
+            log.display()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+fn held(log: &std::path::Path) -> bool {
+    std::fs::File::open(log).unwrap().try_lock().is_err()
+}
+
+/// A terminal whose program runs (a REPL, a dev server) is live work: with `--idle-release 1`
+/// a session idle longer than a session that was released keeps its terminal, which still
+/// answers on the same connection; once the terminal is killed, the session is released.
+#[tokio::test]
+async fn idle_release_keeps_a_session_whose_terminal_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let config = json!({"todo": {"allowParallelInProgress": false}, "terminal": {}});
+    let server = start_http_with(
+        dir.path(),
+        &config,
+        &["--dir", sessions.to_str().unwrap(), "--idle-release", "1"],
+        &[],
+    )
+    .await;
+    let http = client();
+    let mut repl = Connection::open(&http, &server.url("repl"), server.token())
+        .await
+        .unwrap();
+    let started = repl
+        .call(&http, "terminal_start", json!({"command": "exec cat"}))
+        .await
+        .unwrap();
+    assert_eq!(texts(&started), ["started terminal term-1"]);
+    // Opened after the terminal's session went quiet: idle for less time than it.
+    let mut quiet = Connection::open(&http, &server.url("quiet"), server.token())
+        .await
+        .unwrap();
+    quiet
+        .call(
+            &http,
+            "todo_write",
+            json!({"todos": [{"content": "x", "status": "pending"}]}),
+        )
+        .await
+        .unwrap();
+    until_released(&sessions.join("quiet.jsonl")).await;
+    assert!(
+        held(&sessions.join("repl.jsonl")),
+        "the terminal's session was released"
+    );
+
+    let echoed = repl
+        .call(
+            &http,
+            "terminal_send",
+            json!({"terminal_id": "term-1", "text": "still here\n", "wait_for": "still here"}),
+        )
+        .await
+        .unwrap();
+    let text = texts(&echoed).join("\n");
+    assert!(text.contains("still here"), "{text}");
+    assert!(
+        text.ends_with("[status: completed, wait_for matched]"),
+        "{text}"
+    );
+
+    let killed = repl
+        .call(&http, "terminal_kill", json!({"terminal_id": "term-1"}))
+        .await
+        .unwrap();
+    assert_eq!(killed["isError"], Value::Bool(false), "{killed}");
+    until_released(&sessions.join("repl.jsonl")).await;
+}
