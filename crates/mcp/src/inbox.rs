@@ -7,11 +7,18 @@
 //! still owed to the model, in order: a clean restart delivers each once, and a crash after a
 //! response was written but before its claim was durable delivers those messages again (at
 //! least once, as `docs/event-log.md` says).
+//!
+//! Each `mcp/queued` records the message's subjects (what it is about: a job, a reminder
+//! occurrence), which is all a task's hold and a task's completion look at; the text is never
+//! searched. A record written before subjects were recorded has none: it is delivered with the
+//! next tool result and never taken for a task's delivery.
 
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
-use turnkit_core::{ContentBlock, MessageSource, Session, SessionEvent, UserMessage, lock};
+use turnkit_core::{
+    ContentBlock, MessageSource, Session, SessionEvent, Subject, UserMessage, lock,
+};
 
 /// Event type of a queued delivery.
 pub const QUEUED_EVENT: &str = "mcp/queued";
@@ -38,6 +45,10 @@ struct QueuedData {
     lane: Lane,
     source: MessageSource,
     text: String,
+    /// What the message is about; absent when it is about nothing in particular, and in
+    /// records written before subjects were recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    subjects: Vec<Subject>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -61,21 +72,20 @@ pub(crate) struct TaskDelivered {
     pub(crate) is_error: bool,
 }
 
-/// A delivery kept from tool results while a task waits for it: the first owed message
-/// queued after seq `after` whose text contains `needle`, until `until` (epoch ms).
+/// A delivery kept from tool results while a task waits for it: every owed message queued
+/// after seq `after` about the same thing as `subject` (see [`Subject::same_thing`]), until
+/// `until` (epoch ms).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Hold {
     pub(crate) task: String,
-    pub(crate) needle: String,
+    pub(crate) subject: Subject,
     pub(crate) after: u64,
     pub(crate) until: i64,
 }
 
 impl Hold {
     fn keeps(&self, pending: &Pending, now: i64) -> bool {
-        now < self.until
-            && pending.seq > self.after
-            && pending.message.joined_text().contains(&self.needle)
+        now < self.until && pending.seq > self.after && pending.message.is_about(&self.subject)
     }
 }
 
@@ -153,6 +163,7 @@ impl Inbox {
             lane,
             source: message.source.clone(),
             text: message.joined_text(),
+            subjects: message.subjects.clone(),
         };
         let value = serde_json::to_value(&data).map_err(|e| e.to_string())?;
         // The lock is held across the append so that queue order is seq order.
@@ -193,14 +204,14 @@ impl Inbox {
         Some((key, taken))
     }
 
-    /// The first owed message queued after seq `after` whose text contains `needle`, and
+    /// The first owed message queued after seq `after` about the same thing as `subject`, and
     /// whether a response not written yet carries it.
-    pub(crate) fn find(&self, needle: &str, after: u64) -> Option<(Pending, bool)> {
+    pub(crate) fn find(&self, subject: &Subject, after: u64) -> Option<(Pending, bool)> {
         let state = lock(&self.state);
         let found = state
             .pending
             .iter()
-            .find(|p| p.seq > after && p.message.joined_text().contains(needle))?;
+            .find(|p| p.seq > after && p.message.is_about(subject))?;
         let reserved = state
             .reserved
             .iter()
@@ -335,6 +346,7 @@ pub(crate) fn replay(events: &[SessionEvent]) -> Result<Vec<Pending>, InboxLogEr
                     id: format!("mcp-{}", event.seq),
                     content: vec![ContentBlock::text(data.text)],
                     source: data.source,
+                    subjects: data.subjects,
                 };
                 pending.push(Pending {
                     seq: event.seq,

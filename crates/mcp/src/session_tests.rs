@@ -136,7 +136,7 @@ async fn a_task_delivery_whose_response_was_dropped_is_owed_again_and_prepared_a
     // The response was dropped: the notice is owed again, to this task's next poll.
     host.release(key);
     assert_eq!(
-        host.owed().find("background job bash-1 (", 0),
+        host.owed().find(&turnkit_core::Subject::job("bash-1"), 0),
         Some((notice.clone(), false))
     );
     let again = host.get_task(&entry.id).await.unwrap();

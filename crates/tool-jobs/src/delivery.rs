@@ -9,7 +9,8 @@
 use std::sync::{Arc, Mutex, Weak};
 
 use turnkit_core::{
-    Agent, AgentEvent, AgentStatus, MessageSource, Registration, UserMessage, lock, same_agent,
+    Agent, AgentEvent, AgentStatus, MessageSource, Registration, Subject, UserMessage, lock,
+    same_agent,
 };
 use turnkit_jobs::{BoxError, JobDoneListener, JobSnapshot, JobsLostListener, ListenerFuture};
 
@@ -40,6 +41,7 @@ pub fn notice_message(snapshot: &JobSnapshot) -> UserMessage {
             summary: Some(summary),
         },
     )
+    .about(vec![Subject::job(snapshot.id.as_str())])
 }
 
 /// The lost-jobs notice for `lost` (the job journal, todo-jobs §5.9): one user-role message
@@ -73,6 +75,11 @@ pub fn lost_notice_message(lost: &[JobSnapshot]) -> UserMessage {
                 crate::text::SUMMARY_MAX_CHARS,
             )),
         },
+    )
+    .about(
+        lost.iter()
+            .map(|snapshot| Subject::job(snapshot.id.as_str()))
+            .collect(),
     )
 }
 

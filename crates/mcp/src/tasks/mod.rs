@@ -287,7 +287,7 @@ impl SessionHost {
 
     /// The completed result of `entry`, if what it waits for has happened.
     async fn prepare(&self, entry: &Entry, now: i64) -> Option<TaskDelivered> {
-        let found = self.owed().find(&entry.target.needle(), entry.seq);
+        let found = self.owed().find(&entry.target.subject(), entry.seq);
         let delivery = |seqs: Vec<u64>, (content, is_error): (Vec<String>, bool)| TaskDelivered {
             task_id: entry.id.clone(),
             seqs,

@@ -18,6 +18,7 @@ mod support;
 mod tasks;
 mod tasks_exact;
 mod tasks_http;
+mod tasks_subjects;
 mod tools;
 mod torture;
 mod walls_served;
