@@ -47,6 +47,7 @@ impl MessageSource {
 /// job's notice is never taken for it. Not model-facing: the text says what the model reads.
 ///
 /// Serialized with a `kind` tag: `{"kind":"job","id":"bash-1"}`,
+/// `{"kind":"jobNotice","id":"bash-1","key":"status"}`,
 /// `{"kind":"reminder","id":"schedule-1","occurrence":1754395200000}`. More kinds may follow, so
 /// matches outside this crate need a fallback arm, and a reader meeting an unknown kind in a
 /// log refuses it as it refuses any payload it cannot decode.
@@ -59,6 +60,15 @@ pub enum Subject {
     Job {
         /// The job id.
         id: String,
+    },
+    /// A notice a running job raised, by job id and the notice's coalescing key: a later
+    /// notice with the same subject replaces one not delivered yet. Not the job's own subject:
+    /// who waits for the job's end (a task) is not answered by it.
+    JobNotice {
+        /// The job id.
+        id: String,
+        /// The coalescing key the job chose.
+        key: String,
     },
     /// One occurrence of a reminder: the schedule id (`schedule-1`) and the instant the
     /// occurrence was due, in milliseconds since the Unix epoch (UTC).
@@ -76,6 +86,14 @@ impl Subject {
         Subject::Job { id: id.into() }
     }
 
+    /// A running job's notice's subject: job `id`, coalescing key `key`.
+    pub fn job_notice(id: impl Into<String>, key: impl Into<String>) -> Self {
+        Subject::JobNotice {
+            id: id.into(),
+            key: key.into(),
+        }
+    }
+
     /// A reminder occurrence's subject: schedule `id`, due at `occurrence` (epoch ms).
     pub fn reminder(id: impl Into<String>, occurrence: i64) -> Self {
         Subject::Reminder {
@@ -89,6 +107,9 @@ impl Subject {
     pub fn same_thing(&self, other: &Subject) -> bool {
         match (self, other) {
             (Subject::Job { id: a }, Subject::Job { id: b }) => a == b,
+            (Subject::JobNotice { id: a, key: k }, Subject::JobNotice { id: b, key: l }) => {
+                a == b && k == l
+            }
             (Subject::Reminder { id: a, .. }, Subject::Reminder { id: b, .. }) => a == b,
             _ => false,
         }

@@ -24,6 +24,9 @@ use turnkit_core::{
 pub const QUEUED_EVENT: &str = "mcp/queued";
 /// Event type of a claim (deliveries that reached a tool result).
 pub const CLAIMED_EVENT: &str = "mcp/claimed";
+/// Event type of a supersession: owed messages a later message with the same coalescing
+/// subject (a running job's notice under one key) replaced before any result carried them.
+pub const SUPERSEDED_EVENT: &str = "mcp/superseded";
 /// Event type of a task's delivery: its completed result reached the client through
 /// `tasks/get`; the deliveries it names (possibly none) are claimed by it.
 pub const TASK_DELIVERED_EVENT: &str = "mcp/taskDelivered";
@@ -55,6 +58,14 @@ struct QueuedData {
 #[serde(deny_unknown_fields)]
 struct ClaimedData {
     seqs: Vec<u64>,
+}
+
+/// The payload of [`SUPERSEDED_EVENT`]: the owed seqs replaced, and the seq that replaced them.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SupersededData {
+    seqs: Vec<u64>,
+    by: u64,
 }
 
 /// The payload of [`TASK_DELIVERED_EVENT`].
@@ -157,7 +168,10 @@ impl Inbox {
         })
     }
 
-    /// Records `message` as owed and returns its seq.
+    /// Records `message` as owed and returns its seq. A message about a running job's notice
+    /// ([`Subject::JobNotice`]) replaces the owed messages with the same such subject that no
+    /// response carries yet: they are recorded as `mcp/superseded` (by the new seq) and
+    /// forgotten, so only the latest word under one key reaches the model.
     pub(crate) fn queue(&self, lane: Lane, message: UserMessage) -> Result<u64, String> {
         let data = QueuedData {
             lane,
@@ -172,6 +186,39 @@ impl Inbox {
             .session
             .append(QUEUED_EVENT, value)
             .map_err(|e| e.to_string())?;
+        let coalescing: Vec<&Subject> = message
+            .subjects
+            .iter()
+            .filter(|s| matches!(s, Subject::JobNotice { .. }))
+            .collect();
+        let replaced: Vec<u64> = if coalescing.is_empty() {
+            Vec::new()
+        } else {
+            state
+                .pending
+                .iter()
+                .filter(|p| !state.reserved.iter().any(|(_, s, _)| s.contains(&p.seq)))
+                .filter(|p| coalescing.iter().any(|s| p.message.is_about(s)))
+                .map(|p| p.seq)
+                .collect()
+        };
+        if !replaced.is_empty() {
+            let data = SupersededData {
+                seqs: replaced.clone(),
+                by: event.seq,
+            };
+            match serde_json::to_value(&data)
+                .map_err(|e| e.to_string())
+                .and_then(|value| {
+                    self.session
+                        .append(SUPERSEDED_EVENT, value)
+                        .map_err(|e| e.to_string())
+                }) {
+                Ok(_) => state.pending.retain(|p| !replaced.contains(&p.seq)),
+                // Both stay owed: the model reads the older word too.
+                Err(error) => tracing::warn!("mcp: could not record a supersession: {error}"),
+            }
+        }
         state.pending.push(Pending {
             seq: event.seq,
             message,
@@ -353,8 +400,10 @@ pub(crate) fn replay(events: &[SessionEvent]) -> Result<Vec<Pending>, InboxLogEr
                     message,
                 });
             }
-            CLAIMED_EVENT | TASK_DELIVERED_EVENT => {
-                let seqs = if event.r#type == CLAIMED_EVENT {
+            CLAIMED_EVENT | TASK_DELIVERED_EVENT | SUPERSEDED_EVENT => {
+                let seqs = if event.r#type == SUPERSEDED_EVENT {
+                    decode::<SupersededData>(event)?.seqs
+                } else if event.r#type == CLAIMED_EVENT {
                     let data: ClaimedData = decode(event)?;
                     if data.seqs.is_empty() {
                         return Err(InboxLogError {

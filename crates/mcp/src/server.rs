@@ -328,28 +328,14 @@ impl Server {
                 }
             }
         };
-        tokio::pin!(answer);
-        let answer = match &waited {
-            None => answer.await,
-            Some((target, moved)) => {
-                tokio::select! {
-                    answer = &mut answer => answer,
-                    () = self.host.clock().sleep(crate::tasks::WAIT_BOUND) => {
-                        // The wait is aborted before it consumed anything; the job's
-                        // completion reaches the task instead.
-                        call_ct.cancel();
-                        let aborted = answer.await;
-                        // A settlement that released the wait first answers as usual.
-                        if aborted.output.is_error
-                            && let Some(entry) = self.host.open_wait_task(&target.subject).await
-                        {
-                            return Ok(CallToolResponse::Task(crate::tasks::protocol::created(
-                                &entry, moved,
-                            )));
-                        }
-                        aborted
-                    }
-                }
+        let bounded = self
+            .host
+            .bound_wait(answer, waited, &call_ct, |a| a.output.is_error);
+        let answer = match bounded.await {
+            Ok(answer) => answer,
+            Err((entry, moved)) => {
+                let created = crate::tasks::protocol::created(&entry, &moved);
+                return Ok(CallToolResponse::Task(created));
             }
         };
         // A call that declared the tasks extension in its own `_meta` and started background

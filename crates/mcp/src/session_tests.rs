@@ -160,3 +160,81 @@ async fn a_task_delivery_whose_response_was_dropped_is_owed_again_and_prepared_a
     host.commit(last.reservation.unwrap()).await;
     host.shutdown().await;
 }
+
+/// A session host of session `s` kept in `store`, todo configured.
+fn host_in(store: &MemoryStore) -> Arc<SessionHost> {
+    let configs =
+        FamiliesConfig::from_json(&json!({"todo": {"allowParallelInProgress": false}})).unwrap();
+    let options = SessionOptions {
+        dir: PathBuf::new(),
+        session: Some("s".to_owned()),
+        configs,
+        job_task_ttl: None,
+    };
+    SessionHost::open_in(store, &options).unwrap()
+}
+
+/// The texts of a tool result's blocks after its first (the tool's own output).
+fn owed_texts(output: &ToolOutput) -> Vec<String> {
+    output.content[1..]
+        .iter()
+        .map(|block| block.as_text().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_running_jobs_notice_reaches_the_next_result_coalesced_and_a_reopening_neither_loses_nor_repeats_it()
+ {
+    let store = MemoryStore::new(Arc::new(SystemClock));
+    let host = host_in(&store);
+    let (start, job) = turnkit_testkit::FakeProducer::new("watch", "src/")
+        .owner(host.agent_handle())
+        .build();
+    let id = host.job_registry().start(start).unwrap();
+    assert!(job.say("changed", "src/a.rs changed"));
+    assert!(job.say("changed", "src/b.rs changed"));
+    assert!(job.say("failed", "cargo check failed"));
+    let says = |text: &str| format!("background job {id} (watch: src/) says: {text}");
+    // Pull: the next tool result carries them, the first word under "changed" replaced.
+    let listed = host.call_tool("todo_write", json!({"todos": []})).await;
+    assert_eq!(
+        owed_texts(&listed),
+        [says("src/b.rs changed"), says("cargo check failed")]
+    );
+    let again = host.call_tool("todo_write", json!({"todos": []})).await;
+    assert_eq!(owed_texts(&again), Vec::<String>::new());
+    // One more, owed when the host stops.
+    assert!(job.say("changed", "src/c.rs changed"));
+    let inbox: Vec<(String, Value)> = host
+        .log()
+        .events()
+        .iter()
+        .filter(|e| e.r#type.starts_with("mcp/"))
+        .map(|e| (e.r#type.clone(), e.data.clone()))
+        .collect();
+    let kinds: Vec<&str> = inbox.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            QUEUED_EVENT,
+            QUEUED_EVENT,
+            crate::SUPERSEDED_EVENT,
+            QUEUED_EVENT,
+            CLAIMED_EVENT,
+            QUEUED_EVENT,
+        ]
+    );
+    assert_eq!(
+        inbox[1].1["subjects"],
+        json!([{"kind": "jobNotice", "id": id.as_str(), "key": "changed"}])
+    );
+    host.shutdown().await;
+    drop(host);
+    // Reopened: the word owed at the stop arrives once; the ones delivered do not again.
+    let reopened = host_in(&store);
+    let first = reopened.call_tool("todo_write", json!({"todos": []})).await;
+    assert_eq!(owed_texts(&first), [says("src/c.rs changed")]);
+    let second = reopened.call_tool("todo_write", json!({"todos": []})).await;
+    assert_eq!(owed_texts(&second), Vec::<String>::new());
+    reopened.shutdown().await;
+}

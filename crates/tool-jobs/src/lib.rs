@@ -12,7 +12,7 @@ mod tools;
 
 pub use cap::{cap_result, output_limit};
 pub use config::{CompletionDelivery, ToolJobsConfig};
-pub use delivery::{lost_notice_message, notice_message};
+pub use delivery::{lost_notice_message, notice_message, running_notice_message};
 pub use fit::{NoticeParts, OUTPUT_MARKER, fit_notice, fit_with_suffix};
 pub use install::{Installed, install, install_scoped};
 pub use public::PublicJob;

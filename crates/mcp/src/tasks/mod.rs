@@ -29,7 +29,7 @@
 pub(crate) mod protocol;
 pub(crate) mod state;
 
-use turnkit_core::{Subject, ToolOutput, format_instant};
+use turnkit_core::{ToolOutput, format_instant};
 
 pub(crate) use state::{Completion, Entry, Target, Tasks};
 pub use state::{JOB_TASK_TTL, TASK_CANCELLED_EVENT, TASK_EVENT};
@@ -110,10 +110,41 @@ impl SessionHost {
         self.open_target(target).await
     }
 
-    /// Opens a task that waits for `subject` (a wait the families let move to a task that
-    /// outlasted [`WAIT_BOUND`]), as [`SessionHost::open_task`] does.
-    pub(crate) async fn open_wait_task(&self, subject: &Subject) -> Option<Entry> {
-        self.open_target(Target::of(subject)?).await
+    /// Runs the call `answer`. When it waits on `waited` (a wait the families let move to a
+    /// task: [`turnkit_families::waited_target`]) and outlasts [`WAIT_BOUND`], the call is
+    /// cancelled through `call_ct` (the wait is aborted before it consumed anything) and, if
+    /// its answer is that abort (`aborted` says an answer is an error), a task for the job is
+    /// opened: `Err` with the task and the text the model is shown at once. A settlement
+    /// that released the wait first answers as usual, as does a task that could not be
+    /// opened.
+    pub(crate) async fn bound_wait<A>(
+        &self,
+        answer: impl Future<Output = A>,
+        waited: Option<(turnkit_families::TaskTarget, String)>,
+        call_ct: &tokio_util::sync::CancellationToken,
+        aborted: impl Fn(&A) -> bool,
+    ) -> Result<A, (Entry, String)> {
+        let Some((target, moved)) = waited else {
+            return Ok(answer.await);
+        };
+        tokio::pin!(answer);
+        tokio::select! {
+            answer = &mut answer => Ok(answer),
+            () = self.clock().sleep(WAIT_BOUND) => {
+                call_ct.cancel();
+                let answer = answer.await;
+                if !aborted(&answer) {
+                    return Ok(answer);
+                }
+                match Target::of(&target.subject) {
+                    Some(target) => match self.open_target(target).await {
+                        Some(entry) => Err((entry, moved)),
+                        None => Ok(answer),
+                    },
+                    None => Ok(answer),
+                }
+            }
+        }
     }
 
     async fn open_target(&self, target: Target) -> Option<Entry> {
