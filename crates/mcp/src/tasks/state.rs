@@ -56,6 +56,19 @@ pub(crate) enum Target {
 }
 
 impl Target {
+    /// The target waiting for `subject`: a job's, or a reminder's first due at its
+    /// occurrence; `None` for a kind of subject tasks do not wait for.
+    pub(crate) fn of(subject: &Subject) -> Option<Self> {
+        match subject {
+            Subject::Job { id } => Some(Target::Job(id.clone())),
+            Subject::Reminder { id, occurrence } => Some(Target::Reminder {
+                schedule: id.clone(),
+                due: *occurrence,
+            }),
+            _ => None,
+        }
+    }
+
     /// The subject of the owed messages this target waits for: the job's, or the schedule's
     /// (any occurrence: the first one queued after the task opened completes it).
     pub(crate) fn subject(&self) -> Subject {
