@@ -66,7 +66,8 @@ enum Command {
         /// OpenAI formats only: parameters in strict structured-outputs form.
         #[arg(long)]
         strict: bool,
-        /// MCP format only: include each tool's output schema (rooted at an object).
+        /// MCP format only: include each tool's output schema exactly as `harness mcp
+        /// --structured` declares it (rooted at an object, `harnessMessages` declared).
         #[arg(long)]
         output_schema: bool,
     },
@@ -274,7 +275,14 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
                 }
                 Some(Format::Mcp) => definitions
                     .iter()
-                    .map(|d| formats::mcp_tool(d, output_schema))
+                    .map(|d| {
+                        let shape = if output_schema {
+                            turnkit_mcp::ResultShape::Structured
+                        } else {
+                            turnkit_mcp::ResultShape::Text
+                        };
+                        turnkit_mcp::mcp_tool(d, shape)
+                    })
                     .collect(),
             };
             match (format, shaped) {

@@ -285,31 +285,57 @@ fn mcp_tools_have_annotations_and_object_rooted_output_schemas() {
     let with_output = tools(&["--format", "mcp", "--output-schema"]);
     let declared = tools_as_declared();
     let mut wrapped = Vec::new();
+    let mut typed = Vec::new();
     for (tool, definition) in with_output.iter().zip(&declared) {
-        let schema = &tool["outputSchema"];
+        let mut schema = tool["outputSchema"].clone();
         assert_eq!(schema["type"], "object", "{}", tool["name"]);
-        if schema != &definition["outputSchema"] {
+        // The owed messages' field is declared at the root and in every branch.
+        let owed = schema["properties"]
+            .as_object_mut()
+            .unwrap()
+            .remove("harnessMessages")
+            .unwrap();
+        assert_eq!(owed["type"], "array");
+        if schema["properties"].as_object().unwrap().is_empty() {
+            schema.as_object_mut().unwrap().remove("properties");
+        }
+        for branch in schema
+            .get_mut("oneOf")
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            let removed = branch["properties"]
+                .as_object_mut()
+                .unwrap()
+                .remove("harnessMessages");
+            assert_eq!(removed.as_ref(), Some(&owed), "{}", tool["name"]);
+        }
+        let name = tool["name"].as_str().unwrap();
+        if schema == definition["outputSchema"] {
+            continue;
+        }
+        if schema.get("oneOf").is_some() {
+            let mut union = definition["outputSchema"].clone();
+            union["type"] = json!("object");
+            assert_eq!(schema, union, "{name}");
+            typed.push(name);
+        } else {
             assert_eq!(
                 schema,
-                &json!({
+                json!({
                     "type": "object",
                     "properties": {"value": definition["outputSchema"]},
-                    "required": ["value"]
+                    "required": ["value"],
+                    "additionalProperties": false
                 })
             );
-            wrapped.push(tool["name"].as_str().unwrap());
+            wrapped.push(name);
         }
     }
-    assert_eq!(
-        wrapped,
-        [
-            "job_list",
-            "bash",
-            "schedule_create",
-            "schedule_list",
-            "schedule_delete"
-        ]
-    );
+    // Only the tools with values that are not objects are wrapped as {"value": …}.
+    assert_eq!(wrapped, ["job_list", "schedule_list"]);
+    assert_eq!(typed, ["bash", "schedule_create", "schedule_delete"]);
 }
 
 #[test]

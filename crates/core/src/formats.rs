@@ -74,23 +74,58 @@ pub fn mcp_tool(definition: &ToolDefinition, output_schema: bool) -> Value {
     Value::Object(tool)
 }
 
-/// The key under which [`object_rooted`] wraps a schema (and a value) whose root is not an
-/// object.
+/// The key under which [`object_rooted`] wraps a schema (and [`object_rooted_value`] a value)
+/// that cannot be rooted at an object.
 pub const WRAPPED_VALUE_KEY: &str = "value";
 
-/// `schema` as is when its root is an object schema (`"type": "object"`), else wrapped as
-/// `{"type":"object","properties":{"value": schema},"required":["value"]}`; the flag says
-/// whether it was wrapped, so a value can be wrapped the same way (`{"value": value}`).
+/// `schema` rooted at an object schema, as MCP requires of an output schema; the flag says
+/// whether it was wrapped, so the tool's values are rooted the same way
+/// ([`object_rooted_value`]):
+///
+/// * a schema whose root is `"type": "object"` is kept as is (not wrapped);
+/// * a `oneOf` / `anyOf` whose every branch is an object schema (every value is an object)
+///   gains `"type": "object"` at its root and is otherwise kept (not wrapped);
+/// * anything else (an array, a scalar, a union with a non-object branch) is wrapped as
+///   `{"type":"object","properties":{"value": schema},"required":["value"],
+///   "additionalProperties":false}` (wrapped): then *every* value is wrapped, objects
+///   included, so a value always validates against the schema it is declared under.
 pub fn object_rooted(schema: &Value) -> (Value, bool) {
     if schema.get("type").and_then(Value::as_str) == Some("object") {
         return (schema.clone(), false);
+    }
+    if let Value::Object(map) = schema
+        && !map.contains_key("type")
+        && let Some(branches) = ["oneOf", "anyOf"]
+            .iter()
+            .find_map(|key| map.get(*key).and_then(Value::as_array))
+        && !branches.is_empty()
+        && branches
+            .iter()
+            .all(|b| b.get("type").and_then(Value::as_str) == Some("object"))
+    {
+        let mut typed = Map::new();
+        typed.insert("type".to_owned(), json!("object"));
+        typed.extend(map.iter().map(|(k, v)| (k.clone(), v.clone())));
+        return (Value::Object(typed), false);
     }
     let wrapped = json!({
         "type": "object",
         "properties": { WRAPPED_VALUE_KEY: schema },
         "required": [WRAPPED_VALUE_KEY],
+        "additionalProperties": false,
     });
     (wrapped, true)
+}
+
+/// A tool's value rooted the way its output schema was by [`object_rooted`]: `wrapped` (the
+/// flag [`object_rooted`] returned) gives `{"value": value}`, else `value` as is. A tool
+/// without an output schema passes `!value.is_object()`, so only non-objects are wrapped.
+pub fn object_rooted_value(value: &Value, wrapped: bool) -> Value {
+    if wrapped {
+        json!({ WRAPPED_VALUE_KEY: value })
+    } else {
+        value.clone()
+    }
 }
 
 fn openai_parameters(schema: &Value, strict: bool) -> Value {

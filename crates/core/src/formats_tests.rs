@@ -1,7 +1,7 @@
 use pretty_assertions::assert_eq;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::{null_as_absent, object_rooted, strict_schema};
+use super::{null_as_absent, object_rooted, object_rooted_value, strict_schema};
 
 #[test]
 fn an_optional_enum_accepts_null_in_its_type_and_its_values() {
@@ -43,15 +43,35 @@ fn nulls_inside_array_items_and_one_of_branches_are_dropped_when_optional() {
 }
 
 #[test]
-fn only_a_non_object_root_is_wrapped() {
+fn only_a_schema_with_non_object_values_is_wrapped() {
     let object = json!({"type": "object", "properties": {}});
     assert_eq!(object_rooted(&object), (object.clone(), false));
+    let union = json!({"oneOf": [{"type": "object"}, {"type": "object", "required": ["a"]}]});
+    assert_eq!(
+        object_rooted(&union),
+        (
+            json!({"type": "object", "oneOf": [{"type": "object"}, {"type": "object", "required": ["a"]}]}),
+            false
+        )
+    );
+    let wrapped = |inner: Value| json!({"type": "object", "properties": {"value": inner}, "required": ["value"], "additionalProperties": false});
     assert_eq!(
         object_rooted(&json!({"type": "array"})),
-        (
-            json!({"type": "object", "properties": {"value": {"type": "array"}}, "required": ["value"]}),
-            true
-        )
+        (wrapped(json!({"type": "array"})), true)
+    );
+    let mixed = json!({"oneOf": [{"type": "array"}, {"type": "object"}]});
+    assert_eq!(object_rooted(&mixed), (wrapped(mixed.clone()), true));
+    assert_eq!(
+        object_rooted(&json!({"oneOf": []})),
+        (wrapped(json!({"oneOf": []})), true)
+    );
+    assert_eq!(
+        object_rooted_value(&json!({"code": "x"}), true),
+        json!({"value": {"code": "x"}})
+    );
+    assert_eq!(
+        object_rooted_value(&json!({"code": "x"}), false),
+        json!({"code": "x"})
     );
 }
 

@@ -12,9 +12,11 @@ mod tasks;
 mod transport;
 
 pub use error::ServeError;
-pub use inbox::{CLAIMED_EVENT, InboxLogError, QUEUED_EVENT, TASK_DELIVERED_EVENT};
+pub use inbox::{
+    CLAIMED_EVENT, InboxLogError, QUEUED_EVENT, SUPERSEDED_EVENT, TASK_DELIVERED_EVENT,
+};
 pub use serve::{ServeOptions, serve, serve_stdio};
-pub use server::{OWED_FIELD, ResultShape};
+pub use server::{OWED_FIELD, ResultShape, mcp_tool};
 pub use session::{INBOX_URI, MCP_DELIVERY, MCP_NOTICES, SessionHost, SessionOptions};
 pub use tasks::{JOB_TASK_TTL, TASK_CANCELLED_EVENT, TASK_EVENT};
 pub use turnkit_families::FamiliesConfig;

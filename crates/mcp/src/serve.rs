@@ -1,6 +1,6 @@
 //! [`serve`] and [`serve_stdio`]: run the MCP server of one session over a byte stream.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rmcp::ServiceExt;
 use rmcp::service::{Peer, RoleServer};
@@ -57,13 +57,7 @@ where
     W: AsyncWrite + Send + Unpin + 'static,
 {
     let reservations = Reservations::default();
-    let server = Server {
-        host: host.clone(),
-        shape: options.shape,
-        reservations: reservations.clone(),
-        subscribed: Arc::new(Mutex::new(Default::default())),
-        log_level: Arc::default(),
-    };
+    let server = Server::new(host.clone(), options.shape).with_reservations(reservations.clone());
     let transport = Gate::new(Lines::new(read, write), host.clone(), reservations);
     let changes = host.take_changes();
     let result = match server.clone().serve(transport).await {

@@ -18,7 +18,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use turnkit_core::{PROGRESS_INTERVAL, Progress, ProgressUpdate, ToolDefinition, ToolOutput, lock};
+use turnkit_core::{
+    PROGRESS_INTERVAL, Progress, ProgressUpdate, ToolDefinition, ToolOutput, formats, lock,
+};
 
 use crate::session::{INBOX_URI, SessionHost};
 
@@ -73,6 +75,8 @@ pub(crate) struct Server {
     /// `logging/setLevel`, as its rank (`LoggingLevel as u8`: `debug` 0 … `emergency` 7);
     /// 0 until it asks, so every message is sent.
     pub(crate) log_level: Arc<AtomicU8>,
+    /// Per tool with an output schema, whether its structured values are wrapped ([`wraps`]).
+    wrapped: Arc<HashMap<String, bool>>,
 }
 
 fn decode<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
@@ -80,73 +84,78 @@ fn decode<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
         .map_err(|e| ErrorData::internal_error(format!("could not build a result: {e}"), None))
 }
 
-/// An object schema or value as is; anything else wrapped as `{"value": …}`.
-fn wrap_schema(schema: &Value) -> Value {
-    if schema.get("type").and_then(Value::as_str) == Some("object") {
-        schema.clone()
-    } else {
-        json!({
-            "type": "object",
-            "properties": {"value": schema},
-            "required": ["value"],
-            "additionalProperties": false,
-        })
-    }
-}
-
-fn wrap_value(value: &Value) -> Value {
-    if value.is_object() {
-        value.clone()
-    } else {
-        json!({"value": value})
-    }
-}
-
-/// An output schema with the optional [`OWED_FIELD`] declared.
+/// An output schema with the optional [`OWED_FIELD`] declared at its root and in each
+/// `oneOf` / `anyOf` branch (a closed branch would refuse it otherwise).
 fn with_owed_field(mut schema: Value) -> Value {
+    let owed = json!({
+        "type": "array",
+        "description": "Notices and reminders delivered with this result, in order.",
+        "items": {
+            "type": "object",
+            "properties": {"source": {"type": "object"}, "text": {"type": "string"}},
+            "required": ["source", "text"],
+        },
+    });
+    let Some(root) = schema.as_object_mut() else {
+        return schema;
+    };
+    for key in ["oneOf", "anyOf"] {
+        for branch in root
+            .get_mut(key)
+            .and_then(Value::as_array_mut)
+            .into_iter()
+            .flatten()
+        {
+            declare(branch, &owed);
+        }
+    }
+    declare(&mut schema, &owed);
+    schema
+}
+
+fn declare(schema: &mut Value, property: &Value) {
     if let Some(properties) = schema
         .as_object_mut()
         .map(|o| o.entry("properties").or_insert_with(|| json!({})))
         .and_then(Value::as_object_mut)
     {
-        properties.insert(
-            OWED_FIELD.to_owned(),
-            json!({
-                "type": "array",
-                "description": "Notices and reminders delivered with this result, in order.",
-                "items": {
-                    "type": "object",
-                    "properties": {"source": {"type": "object"}, "text": {"type": "string"}},
-                    "required": ["source", "text"],
-                },
-            }),
-        );
+        properties.insert(OWED_FIELD.to_owned(), property.clone());
     }
-    schema
 }
 
-/// The MCP tool of a definition: name, description, input schema and annotations exactly
-/// as in the catalog; the output schema only in the structured shape.
-pub(crate) fn tool_json(definition: &ToolDefinition, shape: ResultShape) -> Value {
-    let mut tool = json!({
-        "name": definition.name,
-        "description": definition.description,
-        "inputSchema": definition.input_schema,
-    });
-    if shape == ResultShape::Structured
-        && let Some(schema) = &definition.output_schema
-    {
-        tool["outputSchema"] = with_owed_field(wrap_schema(schema));
-    }
-    if let Some(annotations) = &definition.annotations {
-        tool["annotations"] = json!(annotations);
+/// The MCP tool this server declares for `definition` under `shape`: name, description,
+/// input schema and annotations exactly as in the catalog; in the structured shape also the
+/// output schema rooted at an object ([`turnkit_core::formats::object_rooted`]) with the
+/// optional [`OWED_FIELD`] declared. `harness tools --format mcp --output-schema` prints
+/// this same value.
+pub fn mcp_tool(definition: &ToolDefinition, shape: ResultShape) -> Value {
+    let mut tool = formats::mcp_tool(definition, shape == ResultShape::Structured);
+    if let Some(schema) = tool.get_mut("outputSchema") {
+        *schema = with_owed_field(schema.take());
     }
     tool
 }
 
+/// Whether the structured values of the tool declared by `definition` are wrapped as
+/// `{"value": …}` (its output schema was wrapped to root it at an object); a tool without an
+/// output schema wraps exactly its non-object values.
+pub(crate) fn wraps(definition: Option<&ToolDefinition>, value: &Value) -> bool {
+    match definition.and_then(|d| d.output_schema.as_ref()) {
+        Some(schema) => formats::object_rooted(schema).1,
+        None => !value.is_object(),
+    }
+}
+
 /// The MCP result of a tool output whose content already ends with the `owed` messages'
-/// blocks; in the structured shape `owed` is also the [`OWED_FIELD`] of `structuredContent`.
-pub(crate) fn result_json(output: &ToolOutput, shape: ResultShape, owed: &[Value]) -> Value {
+/// blocks; in the structured shape the tool's value rooted the way its output schema is
+/// (`wrapped`, from [`wraps`]) is `structuredContent`, with `owed` also in its
+/// [`OWED_FIELD`].
+pub(crate) fn result_json(
+    output: &ToolOutput,
+    shape: ResultShape,
+    wrapped: bool,
+    owed: &[Value],
+) -> Value {
     let content: Vec<Value> = output
         .content
         .iter()
@@ -154,7 +163,7 @@ pub(crate) fn result_json(output: &ToolOutput, shape: ResultShape, owed: &[Value
         .collect();
     let mut result = json!({"content": content, "isError": output.is_error});
     if shape == ResultShape::Structured && !output.is_error {
-        let mut structured = wrap_value(&output.value);
+        let mut structured = formats::object_rooted_value(&output.value, wrapped);
         if !owed.is_empty() {
             structured[OWED_FIELD] = Value::Array(owed.to_vec());
         }
@@ -170,13 +179,26 @@ fn resource(uri: &str, name: &str, description: &str) -> Value {
 impl Server {
     /// The server of one connection to `host`.
     pub(crate) fn new(host: Arc<SessionHost>, shape: ResultShape) -> Self {
+        let wrapped = host
+            .definitions()
+            .iter()
+            .filter(|d| d.output_schema.is_some())
+            .map(|d| (d.name.clone(), wraps(Some(d), &Value::Null)))
+            .collect();
         Self {
+            wrapped: Arc::new(wrapped),
             host,
             shape,
             reservations: Reservations::default(),
             subscribed: Arc::new(Mutex::new(Default::default())),
             log_level: Arc::default(),
         }
+    }
+
+    /// This server sharing `reservations` with its transport.
+    pub(crate) fn with_reservations(mut self, reservations: Reservations) -> Self {
+        self.reservations = reservations;
+        self
     }
 
     /// Whether a message at `level` is sent under the client's `logging/setLevel`.
@@ -229,13 +251,11 @@ impl Server {
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         tracing::debug!(?progress_token, "mcp: tools/call {name}");
-        // A job_output wait of a call that declared tasks becomes a task past a short bound.
-        let waited_job = (tasks_declared
-            && name == turnkit_families::JOB_OUTPUT_TOOL
-            && arguments.get("wait").and_then(Value::as_bool) == Some(true))
-        .then(|| arguments.get("job_id").and_then(Value::as_str))
-        .flatten()
-        .map(str::to_owned);
+        // A wait on a job (the families say which calls wait) of a call that declared tasks
+        // becomes a task past a short bound.
+        let waited = tasks_declared
+            .then(|| turnkit_families::waited_target(&name, &arguments))
+            .flatten();
         let call_ct = context.ct.child_token();
         // The request's span (OpenTelemetry MCP conventions); the tool call inside it is the
         // `execute_tool` span whose `gen_ai.tool.call.id` is this request id.
@@ -308,29 +328,14 @@ impl Server {
                 }
             }
         };
-        tokio::pin!(answer);
-        let answer = match &waited_job {
-            None => answer.await,
-            Some(job) => {
-                tokio::select! {
-                    answer = &mut answer => answer,
-                    () = self.host.clock().sleep(crate::tasks::WAIT_BOUND) => {
-                        // The wait is aborted before it consumed anything; the job's
-                        // completion reaches the task instead.
-                        call_ct.cancel();
-                        let aborted = answer.await;
-                        // A settlement that released the wait first answers as usual.
-                        if aborted.output.is_error
-                            && let Some(entry) = self.host.open_job_task(job).await
-                        {
-                            return Ok(CallToolResponse::Task(crate::tasks::protocol::created(
-                                &entry,
-                                &crate::tasks::wait_moved(job),
-                            )));
-                        }
-                        aborted
-                    }
-                }
+        let bounded = self
+            .host
+            .bound_wait(answer, waited, &call_ct, |a| a.output.is_error);
+        let answer = match bounded.await {
+            Ok(answer) => answer,
+            Err((entry, moved)) => {
+                let created = crate::tasks::protocol::created(&entry, &moved);
+                return Ok(CallToolResponse::Task(created));
             }
         };
         // A call that declared the tasks extension in its own `_meta` and started background
@@ -340,7 +345,7 @@ impl Server {
         } else {
             None
         };
-        self.respond(&answer, task, &context)
+        self.respond(&name, &answer, task, &context)
     }
 
     /// The response to a call answered with `answer` (the `task` it opened, if any); its
@@ -348,13 +353,20 @@ impl Server {
     /// the result cannot be built.
     fn respond(
         &self,
+        name: &str,
         answer: &crate::session::Answer,
         task: Option<crate::tasks::Entry>,
         context: &RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let wrapped = self
+            .wrapped
+            .get(name)
+            .copied()
+            .unwrap_or_else(|| wraps(None, &answer.output.value));
         let result = match decode::<rmcp::model::CallToolResult>(result_json(
             &answer.output,
             self.shape,
+            wrapped,
             &answer.owed,
         )) {
             // The SDK drops the discriminator for peers of the initialize handshake.
@@ -479,7 +491,7 @@ impl ServerHandler for Server {
             .host
             .definitions()
             .iter()
-            .map(|d| tool_json(d, self.shape))
+            .map(|d| mcp_tool(d, self.shape))
             .collect();
         decode(json!({"tools": tools}))
     }

@@ -19,48 +19,47 @@ use crate::clients_suite::support::{
 };
 
 /// The environment variable naming the `claude` binary.
-const CLAUDE: &str = "HARNESS_TEST_CLAUDE";
-const PACKAGE: &str = "@anthropic-ai/claude-code@2.1.332";
+pub(crate) const CLAUDE: &str = "HARNESS_TEST_CLAUDE";
+pub(crate) const PACKAGE: &str = "@anthropic-ai/claude-code@2.1.332";
 
 /// Whether the session runs with Claude Code's background-task feature.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Tasks {
+pub(crate) enum Tasks {
     On,
     Off,
 }
 
 /// A streaming Claude Code session (`claude -p --input-format stream-json --output-format
 /// stream-json`, stdin open) served by `harness mcp` and by a fake Messages API.
-struct Streaming {
+pub(crate) struct Streaming {
     child: tokio::process::Child,
     stdin: Option<tokio::process::ChildStdin>,
     lines: tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
 }
 
-impl Streaming {
-    /// Starts Claude Code with `server` as its `harness` MCP server (an `mcpServers` entry:
-    /// [`stdio_entry`], [`http_entry`]) and `api` as its model.
-    fn start(bin: &Path, ws: &Workspace, api: &FakeApi, tasks: Tasks, server: &Value) -> Self {
-        let mcp = json!({"mcpServers": {"harness": server}});
-        let mcp_path = ws.path().join("mcp.json");
-        std::fs::write(&mcp_path, mcp.to_string()).unwrap();
-        // The background-task feature's remote flag, as a cached value (nothing is fetched).
-        let seed = match tasks {
-            Tasks::On => json!({"cachedGrowthBookFeatures": {"tengu_glowing_lark": true}}),
-            Tasks::Off => json!({}),
-        };
-        std::fs::write(ws.home().join(".claude.json"), seed.to_string()).unwrap();
-        let mut cmd = tokio::process::Command::new(bin);
-        cmd.args([
-            "-p",
-            "--input-format",
-            "stream-json",
-            "--output-format",
-            "stream-json",
-            "--verbose",
-            "--strict-mcp-config",
-            "--mcp-config",
-        ])
+/// Claude Code run with `args` (its mode), `server` as its only MCP server (an `mcpServers`
+/// entry: [`stdio_entry`], [`http_entry`]), `api` as its model, the harness tools allowed, in
+/// `ws`'s work folder with `ws`'s home; standard error dropped.
+pub(crate) fn command(
+    bin: &Path,
+    ws: &Workspace,
+    api: &FakeApi,
+    tasks: Tasks,
+    server: &Value,
+    args: &[&str],
+) -> tokio::process::Command {
+    let mcp = json!({"mcpServers": {"harness": server}});
+    let mcp_path = ws.path().join("mcp.json");
+    std::fs::write(&mcp_path, mcp.to_string()).unwrap();
+    // The background-task feature's remote flag, as a cached value (nothing is fetched).
+    let seed = match tasks {
+        Tasks::On => json!({"cachedGrowthBookFeatures": {"tengu_glowing_lark": true}}),
+        Tasks::Off => json!({}),
+    };
+    std::fs::write(ws.home().join(".claude.json"), seed.to_string()).unwrap();
+    let mut cmd = tokio::process::Command::new(bin);
+    cmd.args(args)
+        .args(["--verbose", "--strict-mcp-config", "--mcp-config"])
         .arg(&mcp_path)
         .args(["--allowedTools", "mcp__harness"])
         .current_dir(ws.work())
@@ -73,17 +72,43 @@ impl Streaming {
         .env("DISABLE_TELEMETRY", "1")
         // The harness tools are offered to the model directly, not behind a tool search.
         .env("ENABLE_TOOL_SEARCH", "false")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .kill_on_drop(true);
-        if let Some(token) = ws.token() {
-            cmd.env("HARNESS_TOKEN", token);
-        }
-        if tasks == Tasks::On {
-            cmd.env("CLAUDE_AUTO_BACKGROUND_TASKS", "1")
-                .env("CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF", "1");
-        }
+    if let Some(token) = ws.token() {
+        cmd.env("HARNESS_TOKEN", token);
+    }
+    if tasks == Tasks::On {
+        cmd.env("CLAUDE_AUTO_BACKGROUND_TASKS", "1")
+            .env("CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF", "1");
+    }
+    cmd
+}
+
+impl Streaming {
+    /// Starts Claude Code with `server` as its `harness` MCP server (an `mcpServers` entry:
+    /// [`stdio_entry`], [`http_entry`]) and `api` as its model.
+    pub(crate) fn start(
+        bin: &Path,
+        ws: &Workspace,
+        api: &FakeApi,
+        tasks: Tasks,
+        server: &Value,
+    ) -> Self {
+        let mut cmd = command(
+            bin,
+            ws,
+            api,
+            tasks,
+            server,
+            &[
+                "-p",
+                "--input-format",
+                "stream-json",
+                "--output-format",
+                "stream-json",
+            ],
+        );
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped());
         let mut child = cmd.spawn().unwrap();
         let stdin = child.stdin.take();
         let lines = BufReader::new(child.stdout.take().unwrap()).lines();
@@ -95,7 +120,7 @@ impl Streaming {
     }
 
     /// Sends the user message `prompt`.
-    async fn send(&mut self, prompt: &str) {
+    pub(crate) async fn send(&mut self, prompt: &str) {
         let message = json!({"type": "user", "message": {"role": "user", "content": prompt}});
         let stdin = self.stdin.as_mut().unwrap();
         stdin
@@ -106,7 +131,7 @@ impl Streaming {
     }
 
     /// The next `result` line (the end of a turn; a wake is a turn of its own).
-    async fn result(&mut self) -> Value {
+    pub(crate) async fn result(&mut self) -> Value {
         let read = async {
             loop {
                 let line = self.lines.next_line().await.unwrap();
@@ -126,7 +151,7 @@ impl Streaming {
     }
 
     /// Closes stdin and waits for a clean exit.
-    async fn finish(mut self) {
+    pub(crate) async fn finish(mut self) {
         drop(self.stdin.take());
         let status = tokio::time::timeout(BOUND, self.child.wait())
             .await
@@ -138,14 +163,14 @@ impl Streaming {
 
 /// The `mcpServers` entry of `harness mcp` over stdio on `ws`'s session `session` (through
 /// the recording wrapper).
-fn stdio_entry(ws: &Workspace, session: &str) -> Value {
+pub(crate) fn stdio_entry(ws: &Workspace, session: &str) -> Value {
     let (command, args) = ws.server_command(session);
     json!({"type": "stdio", "command": command, "args": args})
 }
 
 /// The `mcpServers` entry of the session at `url` over streamable HTTP, with the token from
 /// `HARNESS_TOKEN` (Claude Code expands `${VAR}` in `headers`).
-fn http_entry(url: &str) -> Value {
+pub(crate) fn http_entry(url: &str) -> Value {
     json!({"type": "http", "url": url,
         "headers": {"Authorization": "Bearer ${HARNESS_TOKEN}"}})
 }

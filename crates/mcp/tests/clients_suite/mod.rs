@@ -1,4 +1,5 @@
 mod claude;
+mod claude_structured;
 mod codex;
 mod fake_api;
 mod proxy;

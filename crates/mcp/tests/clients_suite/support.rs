@@ -42,10 +42,22 @@ pub(crate) struct Workspace {
     /// The token [`Workspace::serve_http`]'s server generated, read from the file it printed;
     /// the clients get it as `HARNESS_TOKEN`.
     token: std::sync::OnceLock<String>,
+    /// The server's result shape: `--structured` when set.
+    structured: bool,
 }
 
 impl Workspace {
     pub(crate) fn new() -> Self {
+        Self::shaped(false)
+    }
+
+    /// A workspace whose servers run with `--structured` (output schemas and
+    /// `structuredContent`).
+    pub(crate) fn structured() -> Self {
+        Self::shaped(true)
+    }
+
+    fn shaped(structured: bool) -> Self {
         let dir = tempfile::tempdir().unwrap();
         for sub in ["sessions", "work", "home"] {
             std::fs::create_dir_all(dir.path().join(sub)).unwrap();
@@ -73,6 +85,7 @@ impl Workspace {
         Self {
             dir,
             token: std::sync::OnceLock::new(),
+            structured,
         }
     }
 
@@ -91,18 +104,29 @@ impl Workspace {
 
     /// The command (the recording wrapper) and arguments that serve session `session`.
     pub(crate) fn server_command(&self, session: &str) -> (String, Vec<String>) {
+        let mut args = vec![
+            "mcp".to_owned(),
+            "--dir".to_owned(),
+            self.path().join("sessions").display().to_string(),
+            "--session".to_owned(),
+            session.to_owned(),
+            "--config".to_owned(),
+            self.path().join("config.json").display().to_string(),
+        ];
+        args.extend(self.shape_args().iter().map(|a| (*a).to_owned()));
         (
             self.path().join("harness-recorded").display().to_string(),
-            vec![
-                "mcp".to_owned(),
-                "--dir".to_owned(),
-                self.path().join("sessions").display().to_string(),
-                "--session".to_owned(),
-                session.to_owned(),
-                "--config".to_owned(),
-                self.path().join("config.json").display().to_string(),
-            ],
+            args,
         )
+    }
+
+    /// The server's result-shape arguments.
+    pub(crate) fn shape_args(&self) -> &'static [&'static str] {
+        if self.structured {
+            &["--structured"]
+        } else {
+            &[]
+        }
     }
 
     /// The messages the client sent the server.
@@ -215,6 +239,7 @@ impl Workspace {
             .arg(self.path().join("config.json"))
             .arg("--token-dir")
             .arg(&tokens)
+            .args(self.shape_args())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())

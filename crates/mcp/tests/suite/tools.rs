@@ -55,8 +55,9 @@ async fn tools_list_is_the_catalog_with_annotations_and_no_output_schema() {
 }
 
 /// `harness tools --config C --format mcp` prints exactly the `tools/list` of `harness mcp
-/// --config C`: for the default configuration, and with the terminal family enabled (whose
-/// three tools come after bash).
+/// --config C`, and with `--output-schema` exactly that of `harness mcp --structured` (output
+/// schemas included): for the default configuration, and with the terminal family enabled
+/// (whose three tools come after bash).
 #[tokio::test]
 async fn harness_tools_prints_what_harness_mcp_serves() {
     for (config, terminal) in [
@@ -66,36 +67,54 @@ async fn harness_tools_prints_what_harness_mcp_serves() {
             true,
         ),
     ] {
-        let dir = tempfile::tempdir().unwrap();
-        let server = start(dir.path(), "s1", &config, &[]).await;
-        let listed: Vec<Value> = server
-            .client
-            .list_all_tools()
-            .await
-            .unwrap()
-            .iter()
-            .map(|t| serde_json::to_value(t).unwrap())
-            .collect();
-        server.stop().await;
-        let output = std::process::Command::new(harness_bin())
-            .args(["tools", "--format", "mcp", "--config"])
-            .arg(dir.path().join("config.json"))
-            .output()
-            .unwrap();
-        assert_eq!(
-            String::from_utf8_lossy(&output.stderr),
-            "",
-            "harness tools failed"
-        );
-        let printed: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
-        assert_eq!(printed, listed, "{config}");
-        let names: Vec<&str> = listed.iter().filter_map(|t| t["name"].as_str()).collect();
-        let mut expected = vec!["todo_write", "job_output", "job_list", "job_kill", "bash"];
-        if terminal {
-            expected.extend(["terminal_start", "terminal_send", "terminal_kill"]);
+        for (serve_args, print_args) in [
+            (&[][..], &[][..]),
+            (&["--structured"][..], &["--output-schema"][..]),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let server = start(dir.path(), "s1", &config, serve_args).await;
+            let listed: Vec<Value> = server
+                .client
+                .list_all_tools()
+                .await
+                .unwrap()
+                .iter()
+                .map(|t| serde_json::to_value(t).unwrap())
+                .collect();
+            server.stop().await;
+            let output = std::process::Command::new(harness_bin())
+                .args(["tools", "--format", "mcp", "--config"])
+                .arg(dir.path().join("config.json"))
+                .args(print_args)
+                .output()
+                .unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&output.stderr),
+                "",
+                "harness tools failed"
+            );
+            let printed: Vec<Value> = serde_json::from_slice(&output.stdout).unwrap();
+            assert_eq!(printed, listed, "{config} {print_args:?}");
+            let with_schema = listed
+                .iter()
+                .filter(|t| t.get("outputSchema").is_some())
+                .count();
+            assert_eq!(
+                with_schema,
+                if print_args.is_empty() {
+                    0
+                } else {
+                    listed.len()
+                }
+            );
+            let names: Vec<&str> = listed.iter().filter_map(|t| t["name"].as_str()).collect();
+            let mut expected = vec!["todo_write", "job_output", "job_list", "job_kill", "bash"];
+            if terminal {
+                expected.extend(["terminal_start", "terminal_send", "terminal_kill"]);
+            }
+            expected.extend(["schedule_create", "schedule_list", "schedule_delete"]);
+            assert_eq!(names, expected, "{config}");
         }
-        expected.extend(["schedule_create", "schedule_list", "schedule_delete"]);
-        assert_eq!(names, expected, "{config}");
     }
 }
 
