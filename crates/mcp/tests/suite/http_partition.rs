@@ -237,16 +237,17 @@ async fn a_partitioned_host_stops_its_jobs_before_another_host_can_take_the_sess
         )
     );
     assert_eq!(std::fs::metadata(&ticks).unwrap().len(), before);
-    eprintln!(
+    tracing::info!(
         "a's job stopped {stopped:?} after the partition; b took the session after {taken:?}"
     );
 
     // A's next request lets the stopped session go and tries to open it again: the store
     // does not answer within the lease's TTL.
-    let refused = tokio::time::timeout(BOUND, on_a.call(&http, "job_list", json!({})))
-        .await
-        .unwrap_or_else(|_| panic!("a does not answer: {:#?}", a.log.lock().unwrap()))
-        .unwrap_err();
+    let Ok(answer) = tokio::time::timeout(BOUND, on_a.call(&http, "job_list", json!({}))).await
+    else {
+        panic!("a does not answer: {:#?}", a.log.lock().unwrap());
+    };
+    let refused = answer.unwrap_err();
     assert_eq!(
         (refused.status, refused.json()),
         (
