@@ -20,4 +20,5 @@ mod tasks_exact;
 mod tasks_http;
 mod tools;
 mod torture;
+mod unavailable;
 mod walls_served;
