@@ -5,6 +5,7 @@ mod http_auth;
 mod http_bounds;
 mod http_instances;
 mod http_load;
+mod http_refusals;
 mod http_served;
 mod http_support;
 mod jobs_restart;
