@@ -135,3 +135,106 @@ fn the_transport_and_the_store_name_no_family_tool_or_event() {
     }
     assert_eq!(found, Vec::<String>::new());
 }
+
+/// The names of the tools the families serve: the headings of the tool catalogs
+/// (`docs/tool-catalog.md`, `docs/terminal-tools.md`, each kept equal to the served catalog by
+/// its own test).
+fn family_tools() -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut names = Vec::new();
+    for doc in ["docs/tool-catalog.md", "docs/terminal-tools.md"] {
+        let text = std::fs::read_to_string(root.join(doc)).unwrap();
+        for line in text.lines() {
+            if let Some(name) = line
+                .strip_prefix("## `")
+                .and_then(|rest| rest.strip_suffix('`'))
+            {
+                names.push(name.to_owned());
+            }
+        }
+    }
+    names
+}
+
+/// Whether `word` occurs in `text` with no identifier character on either side.
+fn has_word(text: &str, word: &str) -> bool {
+    let ident = |c: char| c.is_alphanumeric() || c == '_';
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(ident) && !after.is_some_and(ident)
+    })
+}
+
+/// The MCP server's code (`crates/mcp/src`, its unit-test files aside; comments aside) names
+/// no family: no tool name in a string, no family event type, no family crate or constant,
+/// no family's configuration field. Which result opens a task, which wait may move to one, a
+/// job's final output and its cancellation are the families' (`turnkit_families::task_target`
+/// and its neighbours), so a new job kind needs no line here.
+#[test]
+fn the_mcp_server_names_no_family_tool_event_crate_or_constant() {
+    let tools = family_tools();
+    assert!(
+        [
+            "bash",
+            "job_output",
+            "job_kill",
+            "schedule_create",
+            "terminal_send"
+        ]
+        .iter()
+        .all(|tool| tools.iter().any(|t| t == tool)),
+        "{tools:?}"
+    );
+    let events = [
+        "\"job/",
+        "\"schedule/",
+        "\"todo/",
+        "\"terminal/",
+        "\"subagent/",
+    ];
+    let crates = [
+        "turnkit_tool_jobs",
+        "turnkit_bash",
+        "turnkit_terminal",
+        "turnkit_subagent",
+        "turnkit_schedule",
+        "turnkit_todo",
+        "turnkit_jobs_local",
+    ];
+    let mut found = Vec::new();
+    for (path, text) in sources("crates/mcp/src") {
+        if path.ends_with("_tests.rs") {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            // The string literals of the line: every other piece between quotes.
+            let strings: Vec<&str> = code.split('"').skip(1).step_by(2).collect();
+            // `agent` (the subagent tool) is also the word for every session's agent.
+            let named_tool = tools
+                .iter()
+                .filter(|tool| *tool != "agent")
+                .any(|tool| strings.iter().any(|s| has_word(s, tool)));
+            let family_constant = code.match_indices("turnkit_families::").any(|(at, m)| {
+                let name: String = code[at + m.len()..]
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_')
+                    .collect();
+                name.len() > 1
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+            });
+            if named_tool
+                || family_constant
+                || events.iter().any(|e| code.contains(e))
+                || crates.iter().any(|c| has_word(code, c))
+                || has_word(code, "bash")
+            {
+                found.push(format!("{path}:{}: {}", n + 1, line.trim()));
+            }
+        }
+    }
+    assert_eq!(found, Vec::<String>::new());
+}

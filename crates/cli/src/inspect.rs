@@ -10,6 +10,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::task::AbortOnDropHandle;
 use turnkit_core::{CancellationToken, SystemClock};
 use turnkit_inspect::{Access, Inspector};
+use turnkit_mcp::http::Tokens;
 use turnkit_store_pg::{PgOptions, PgStore};
 
 use crate::mcp::Store;
@@ -34,10 +35,15 @@ impl AccessArgs {
             return Ok((Access::open(addr)?, String::new()));
         }
         if let Some(path) = &self.token_file {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading the token file {}", path.display()))?;
-            let tokens = Access::tokens_of_file(&text)
-                .with_context(|| format!("the token file {}", path.display()))?;
+            // The server's own parser: one format, read one way.
+            let tokens = Tokens::read(path)?.unlimited();
+            if tokens.is_empty() {
+                anyhow::bail!(
+                    "the token file {} holds no token without session prefixes (the inspector \
+                     shows every session, so it takes an unlimited token only)",
+                    path.display()
+                );
+            }
             return Ok((Access::with_tokens(tokens, addr)?, String::new()));
         }
         let token = Access::generate_token()?;
@@ -52,7 +58,7 @@ pub(crate) fn run(store: Store, addr: SocketAddr, access: &AccessArgs) -> anyhow
         .enable_all()
         .build()
         .context("starting the runtime")?;
-    runtime.block_on(async {
+    let served = runtime.block_on(async {
         let (inspector, source) = match store {
             Store::Jsonl(dir) => (Inspector::open(&dir)?, dir.display().to_string()),
             Store::Postgres(target) => {
@@ -98,5 +104,9 @@ pub(crate) fn run(store: Store, addr: SocketAddr, access: &AccessArgs) -> anyhow
         }));
         inspector.serve(listener, stop).await?;
         Ok(ExitCode::SUCCESS)
-    })
+    });
+    // Connections still open once serving ended (a page that does not read its answer) and
+    // reads still under way end with the runtime; none may hold the process past the bound.
+    runtime.shutdown_timeout(turnkit_inspect::SHUTDOWN_BOUND);
+    served
 }

@@ -201,3 +201,41 @@ fn a_token_file_or_no_auth_on_loopback_only() {
          --token-file\n"
     );
 }
+
+#[test]
+fn the_token_file_is_read_as_the_server_reads_it() {
+    let dir = folder();
+    let sessions = dir.path().join("sessions");
+    let refuse = |text: &str| {
+        let tokens = dir.path().join("tokens");
+        std::fs::write(&tokens, text).unwrap();
+        let output = Command::new(env!("CARGO_BIN_EXE_harness"))
+            .arg("inspect")
+            .arg("--dir")
+            .arg(&sessions)
+            .arg("--token-file")
+            .arg(&tokens)
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1));
+        String::from_utf8(output.stderr).unwrap()
+    };
+    // A line `harness mcp` refuses is refused here too, with the server's words.
+    assert_eq!(
+        refuse("team-token-0123456789\nshort\n"),
+        "harness: token file line 2: a token is at least 16 characters\n"
+    );
+    assert_eq!(
+        refuse("team-token-0123456789 ci/\n"),
+        "harness: token file line 1: the prefix \"ci/\" is not made of session id characters \
+         (A-Z a-z 0-9 . _ -)\n"
+    );
+    let only_limited = refuse("limited-token-0123456789 ci-\n");
+    assert!(
+        only_limited.ends_with(
+            "tokens holds no token without session prefixes (the inspector shows every \
+             session, so it takes an unlimited token only)\n"
+        ),
+        "{only_limited}"
+    );
+}

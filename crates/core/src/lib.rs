@@ -34,7 +34,7 @@ pub use harness::{AgentDirectory, Harness, HostKey, LifecycleEvent, LifecycleLis
 pub use hooked::{HookedSession, SessionHooks};
 pub use ids::{AgentId, ScopeKey, SessionId};
 pub use json::JsonText;
-pub use message::{ContentBlock, MessageSource, UserMessage, join_text};
+pub use message::{ContentBlock, MessageSource, Subject, UserMessage, join_text};
 pub use progress::{PROGRESS_INTERVAL, Progress, ProgressUpdate};
 pub use projection::{
     Projection, ProjectionSet, ProjectionState, ProjectionView, fold_events, fold_raw_events,

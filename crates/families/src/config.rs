@@ -96,6 +96,28 @@ impl FamiliesConfig {
         };
         Value::Object(map.clone().unwrap_or_default())
     }
+
+    /// Checks the folders the configuration names exist before anything is served: a
+    /// `bash.cwd` that is not an existing folder would fail every `bash` call.
+    ///
+    /// # Errors
+    /// `bash.cwd <cwd> is not a folder` (for a file), with `: <io error>` appended when it
+    /// cannot be read.
+    pub fn check_folders(&self) -> Result<(), String> {
+        let Some(cwd) = self
+            .bash
+            .as_ref()
+            .and_then(|bash| bash.get("cwd"))
+            .and_then(Value::as_str)
+        else {
+            return Ok(());
+        };
+        match std::fs::metadata(cwd) {
+            Ok(meta) if meta.is_dir() => Ok(()),
+            Ok(_) => Err(format!("bash.cwd {cwd} is not a folder")),
+            Err(error) => Err(format!("bash.cwd {cwd} is not a folder: {error}")),
+        }
+    }
 }
 
 /// One family of [`FamiliesConfig`], named by its top-level key.

@@ -7,7 +7,7 @@ mod markdown;
 mod resources;
 mod runtime;
 mod summary;
-mod task_tools;
+mod tasks;
 mod walls;
 
 pub use catalog::{ChildrenMode, SetupError, catalog, projections};
@@ -17,5 +17,5 @@ pub use markdown::catalog_markdown;
 pub use resources::{ChangedBy, FamilyResource, ResourceContext, ResourceTemplate, resources};
 pub use runtime::{RunFailure, block_on_fresh};
 pub use summary::{FileSummary, LogFileError, summarize_log, summarize_log_file};
-pub use task_tools::{JOB_KILL_TOOL, JOB_OUTPUT_TOOL, REMINDER_CREATE_TOOL};
+pub use tasks::{TaskTarget, cancel_target, final_output, task_target, waited_target};
 pub use walls::{SAFE_ENV, Walls, secret_env_name};

@@ -1,12 +1,19 @@
 //! Scale of the inspector: a folder of 1,000 sessions read and listed, and a session of
 //! 100,000 events read and rendered (targets: 500 ms and 300 ms), each cold (the folder
-//! read from disk and folded) and warm (the page rendered from the folded state).
+//! read from disk and folded) and warm (the page rendered from the folded state); and how
+//! long an append (flushed by a `JsonlStore` writer through the handle it created the session
+//! with, as `harness mcp` writes) takes to reach an open page's `/updates` stream, in a served
+//! folder of 1,000 sessions (target: 1 s).
 #![expect(clippy::unwrap_used, reason = "a benchmark stops on failure")]
 
 use std::io::Write;
 use std::path::Path;
 
+use std::sync::Arc;
+
 use criterion::{Criterion, criterion_group, criterion_main};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use turnkit_core::{CancellationToken, JsonlStore, SessionHeader, SessionStore, SystemClock};
 use turnkit_inspect::{Inspector, ListQuery, SessionQuery};
 
 /// One event line in the store's form.
@@ -124,6 +131,58 @@ fn bench(c: &mut Criterion) {
         });
     });
     group.finish();
+    append_to_page(c);
+}
+
+/// An append by a live writer until the page's event stream names its session.
+fn append_to_page(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..1000 {
+        session(dir.path(), &format!("session-{i:04}"), 40);
+    }
+    let store = JsonlStore::new(dir.path(), Arc::new(SystemClock)).unwrap();
+    let live = store.create(SessionHeader::new("live")).unwrap();
+    let stop = CancellationToken::new();
+    let mut stream = runtime.block_on(async {
+        let inspector = Inspector::open(dir.path()).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(inspector.serve(listener, stop.clone()));
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let request = format!("GET /updates HTTP/1.1\r\nHost: {addr}\r\n\r\n");
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut head = [0u8; 512];
+        let n = stream.read(&mut head).await.unwrap();
+        assert!(head[..n].starts_with(b"HTTP/1.1 200"));
+        stream
+    });
+    let mut group = c.benchmark_group("inspect");
+    group.sample_size(20);
+    let mut turn = 0;
+    group.bench_function("append_to_page_1000_sessions", |b| {
+        b.iter(|| {
+            turn += 1;
+            runtime.block_on(async {
+                live.append("turn/start", serde_json::json!({ "turn": turn }))
+                    .unwrap();
+                live.flush().await.unwrap();
+                let mut seen = Vec::new();
+                while !seen.windows(11).any(|w| w == b"data: live\n") {
+                    let mut buf = [0u8; 1024];
+                    let n = stream.read(&mut buf).await.unwrap();
+                    assert!(n > 0, "the stream ended");
+                    seen.extend_from_slice(&buf[..n]);
+                }
+            });
+        });
+    });
+    group.finish();
+    stop.cancel();
 }
 
 criterion_group!(benches, bench);

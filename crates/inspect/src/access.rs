@@ -91,34 +91,6 @@ impl Access {
         Ok(Self::default())
     }
 
-    /// The tokens of a token file (the format of `harness mcp --token-file`: one token a line,
-    /// optionally followed by session-id prefixes; `#` comments and blank lines skipped) that
-    /// are limited to no prefix: the inspector shows every session, so a token limited to some
-    /// does not open it.
-    ///
-    /// # Errors
-    /// [`InspectError::Access`] when no line holds an unlimited token.
-    pub fn tokens_of_file(text: &str) -> Result<Vec<String>, InspectError> {
-        let tokens: Vec<String> = text
-            .lines()
-            .map(str::trim)
-            .filter(|line| !line.is_empty() && !line.starts_with('#'))
-            .filter_map(|line| {
-                let mut words = line.split_whitespace();
-                let token = words.next()?;
-                words.next().is_none().then(|| token.to_owned())
-            })
-            .collect();
-        if tokens.is_empty() {
-            return Err(InspectError::Access(
-                "the token file holds no token without session prefixes (the inspector shows \
-                 every session, so it takes an unlimited token only)"
-                    .to_owned(),
-            ));
-        }
-        Ok(tokens)
-    }
-
     /// A new random token: 32 bytes from the operating system, as 64 hex digits.
     ///
     /// # Errors

@@ -7,6 +7,7 @@ mod session;
 mod store;
 
 use std::convert::Infallible;
+use std::future::IntoFuture as _;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
 use chrono::Utc;
+use futures::StreamExt as _;
 use maud::Markup;
 use tokio::net::TcpListener;
 use tokio::sync::broadcast;
@@ -26,6 +28,10 @@ pub use access::{Access, TOKEN_COOKIE};
 pub use pages::{ListQuery, SessionQuery, SortKey, TIMELINE_PAGE};
 
 use folder::Folder;
+
+/// How long requests being answered when the server is asked to stop may take to finish
+/// (500 ms); connections still open past it are left to be dropped.
+pub const SHUTDOWN_BOUND: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// The request header the page's script sends to get only the page's `<main>` content.
 pub const FRAGMENT_HEADER: &str = "x-inspect-fragment";
@@ -74,6 +80,8 @@ pub struct Inspector {
     folder: Arc<Folder>,
     store: Option<PgStore>,
     access: Access,
+    /// Cancelled when the server stops: ends every `/updates` stream.
+    closing: CancellationToken,
 }
 
 impl Inspector {
@@ -86,6 +94,7 @@ impl Inspector {
             folder: Arc::new(Folder::scan(dir.as_ref())?),
             store: None,
             access: Access::default(),
+            closing: CancellationToken::new(),
         })
     }
 
@@ -104,6 +113,7 @@ impl Inspector {
             folder: Arc::new(store::load(&store).await?),
             store: Some(store),
             access: Access::default(),
+            closing: CancellationToken::new(),
         })
     }
 
@@ -124,7 +134,7 @@ impl Inspector {
         if self.store.is_some() {
             return Ok(());
         }
-        self.folder.rescan()
+        self.folder.rescan().map(drop)
     }
 
     /// The sessions page's `<main>` content, as HTML.
@@ -170,18 +180,23 @@ impl Inspector {
             ))
     }
 
-    /// Serves [`Inspector::router`] on `listener` and follows the folder (a `notify` watcher,
-    /// and a listing every 5 s in case it missed a change) or the store (see
-    /// [`Inspector::open_store`]) until `stop` is cancelled.
+    /// Serves [`Inspector::router`] on `listener` and follows the folder (`notify` watches on
+    /// the folder and on each session file, and a listing every 5 s in case one missed a
+    /// change) or the store (see [`Inspector::open_store`]) until `stop` is cancelled.
+    ///
+    /// Once `stop` is cancelled every `/updates` stream ends, idle connections are closed and
+    /// requests being answered get [`SHUTDOWN_BOUND`] to finish; then it returns, whatever
+    /// connections are still open (a page that never reads its answer cannot hold it).
     ///
     /// # Errors
     /// [`InspectError::Watch`] when the watcher cannot be set up, [`InspectError::Serve`]
     /// when the server fails.
     pub async fn serve(
-        self,
+        mut self,
         listener: TcpListener,
         stop: CancellationToken,
     ) -> Result<(), InspectError> {
+        self.closing = stop.clone();
         let folder = Arc::clone(&self.folder);
         let store = self.store.clone();
         let watch = stop.clone();
@@ -195,9 +210,18 @@ impl Inspector {
             }
         };
         let server = axum::serve(listener, self.router())
-            .with_graceful_shutdown(stop.clone().cancelled_owned());
+            .with_graceful_shutdown(stop.clone().cancelled_owned())
+            .into_future();
+        let bound = async {
+            stop.cancelled().await;
+            tokio::time::sleep(SHUTDOWN_BOUND).await;
+        };
         let (followed, served) = tokio::join!(follow, async {
-            let result = server.await.map_err(InspectError::Serve);
+            let result = tokio::select! {
+                result = server => result.map_err(InspectError::Serve),
+                // The connections still open are dropped with the runtime.
+                () = bound => Ok(()),
+            };
             stop.cancel();
             result
         });
@@ -269,6 +293,7 @@ async fn updates(
     State(inspector): State<Inspector>,
 ) -> Sse<impl futures::Stream<Item = Result<Event, Infallible>>> {
     let receiver = inspector.folder.subscribe();
+    let closing = inspector.closing;
     let stream = futures::stream::unfold(receiver, |mut receiver| async move {
         let data = match receiver.recv().await {
             Ok(id) => id,
@@ -277,6 +302,8 @@ async fn updates(
             Err(broadcast::error::RecvError::Closed) => return None,
         };
         Some((Ok(Event::default().event("change").data(&*data)), receiver))
-    });
+    })
+    // A stopping server ends the stream, so its connection can close.
+    .take_until(closing.cancelled_owned());
     Sse::new(stream).keep_alive(KeepAlive::default())
 }

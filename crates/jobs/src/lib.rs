@@ -8,6 +8,7 @@ mod producer;
 mod registry;
 mod snapshot;
 mod types;
+mod voice;
 
 pub use error::{JobError, format_js_number};
 pub use foreground::{Foreground, OnTimeout, live_detail, wait_foreground};
@@ -18,8 +19,8 @@ pub use producer::{
     ReadOutputHook, RunHook,
 };
 pub use registry::{
-    JobDoneListener, JobRegistry, JobsChangedListener, JobsLostListener, LeftoverStopper,
-    ListenerFuture,
+    JobDoneListener, JobNoticeListener, JobRegistry, JobsChangedListener, JobsLostListener,
+    LeftoverStopper, ListenerFuture,
 };
 
 /// The detail of a job that was still running when its host stopped (the job journal): a lost
@@ -42,6 +43,7 @@ pub const SHUTDOWN_DETAIL: &str = "stopped by the host's shutdown";
 pub const LEFTOVERS_STOPPED_DETAIL: &str = "stopped at the restart";
 pub use snapshot::{JobRead, JobReadAt, JobSnapshot};
 pub use types::{JobId, JobKind, JobLabel, JobOutcome, JobStatus, KillOutcome, TerminalStatus};
+pub use voice::{JobNotice, JobVoice, NoticeSink};
 
 /// Re-exported so producers and controllers name one version of it.
 pub use tokio_util::sync::CancellationToken;

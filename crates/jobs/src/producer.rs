@@ -132,6 +132,9 @@ pub struct JobHooks {
     /// handed to the kind's [`LeftoverStopper`](crate::LeftoverStopper) when a reopening
     /// finds the job unsettled. Never model-facing.
     pub trace: Option<String>,
+    /// How the job raises notices while it runs ([`crate::JobVoice`]); `None` for a job that
+    /// speaks only when it settles.
+    pub voice: Option<crate::JobVoice>,
 }
 
 impl JobHooks {
@@ -146,6 +149,7 @@ impl JobHooks {
             read_output: None,
             progress: None,
             trace: None,
+            voice: None,
         }
     }
 
@@ -163,6 +167,13 @@ impl JobHooks {
     #[must_use]
     pub fn with_trace(mut self, trace: impl Into<String>) -> Self {
         self.trace = Some(trace.into());
+        self
+    }
+
+    /// Lets the job raise notices through `voice` while it runs.
+    #[must_use]
+    pub fn with_voice(mut self, voice: crate::JobVoice) -> Self {
+        self.voice = Some(voice);
         self
     }
 

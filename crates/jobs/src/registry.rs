@@ -29,6 +29,17 @@ pub type JobDoneListener = Arc<
         + Sync,
 >;
 
+/// A running-notice listener: called for every notice a running job raises through its
+/// [`crate::JobVoice`], with the job's snapshot at that moment (`running` or `stopping`), the
+/// exact owner instance recorded at start (`None` for an unowned job) and the notice. `Err`
+/// is logged as `jobs: onJobNotice listener threw for <id>: <err>`. Listeners run without any
+/// registry lock held, on the thread that raised the notice.
+pub type JobNoticeListener = Arc<
+    dyn Fn(&JobSnapshot, Option<&Arc<dyn Agent>>, &crate::JobNotice) -> Result<(), BoxError>
+        + Send
+        + Sync,
+>;
+
 /// A change observer (todo-jobs §3.1 `JobsChangedListener`, §4.7): called after every commit
 /// that changes what `list` returns for an owner, with that exact owner instance, or `None`
 /// when an unowned job changed (which affects every caller's visible set).
@@ -180,6 +191,14 @@ pub trait JobRegistry: Send + Sync {
     /// Declares that a controller named `name` serves the owners of `scope`; `start` refuses
     /// an owner no attached controller serves. Duplicate names are independent registrations.
     fn attach_controller(&self, scope: RegistrationScope, name: &str) -> Registration;
+
+    /// Registers a running-notice listener for the owners `scope` serves (see
+    /// [`JobNoticeListener`]). A registry that runs no job with a voice never calls it: the
+    /// default registers nothing.
+    fn on_job_notice(&self, scope: RegistrationScope, listener: JobNoticeListener) -> Registration {
+        let _ = (scope, listener);
+        Registration::noop()
+    }
 
     /// Registers a lost-jobs listener for the owners `scope` serves (the job journal; see
     /// [`JobsLostListener`]). A registry without a journal never calls it: the default

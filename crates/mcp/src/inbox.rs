@@ -7,16 +7,26 @@
 //! still owed to the model, in order: a clean restart delivers each once, and a crash after a
 //! response was written but before its claim was durable delivers those messages again (at
 //! least once, as `docs/event-log.md` says).
+//!
+//! Each `mcp/queued` records the message's subjects (what it is about: a job, a reminder
+//! occurrence), which is all a task's hold and a task's completion look at; the text is never
+//! searched. A record written before subjects were recorded has none: it is delivered with the
+//! next tool result and never taken for a task's delivery.
 
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
-use turnkit_core::{ContentBlock, MessageSource, Session, SessionEvent, UserMessage, lock};
+use turnkit_core::{
+    ContentBlock, MessageSource, Session, SessionEvent, Subject, UserMessage, lock,
+};
 
 /// Event type of a queued delivery.
 pub const QUEUED_EVENT: &str = "mcp/queued";
 /// Event type of a claim (deliveries that reached a tool result).
 pub const CLAIMED_EVENT: &str = "mcp/claimed";
+/// Event type of a supersession: owed messages a later message with the same coalescing
+/// subject (a running job's notice under one key) replaced before any result carried them.
+pub const SUPERSEDED_EVENT: &str = "mcp/superseded";
 /// Event type of a task's delivery: its completed result reached the client through
 /// `tasks/get`; the deliveries it names (possibly none) are claimed by it.
 pub const TASK_DELIVERED_EVENT: &str = "mcp/taskDelivered";
@@ -38,12 +48,24 @@ struct QueuedData {
     lane: Lane,
     source: MessageSource,
     text: String,
+    /// What the message is about; absent when it is about nothing in particular, and in
+    /// records written before subjects were recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    subjects: Vec<Subject>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct ClaimedData {
     seqs: Vec<u64>,
+}
+
+/// The payload of [`SUPERSEDED_EVENT`]: the owed seqs replaced, and the seq that replaced them.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SupersededData {
+    seqs: Vec<u64>,
+    by: u64,
 }
 
 /// The payload of [`TASK_DELIVERED_EVENT`].
@@ -61,21 +83,20 @@ pub(crate) struct TaskDelivered {
     pub(crate) is_error: bool,
 }
 
-/// A delivery kept from tool results while a task waits for it: the first owed message
-/// queued after seq `after` whose text contains `needle`, until `until` (epoch ms).
+/// A delivery kept from tool results while a task waits for it: every owed message queued
+/// after seq `after` about the same thing as `subject` (see [`Subject::same_thing`]), until
+/// `until` (epoch ms).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Hold {
     pub(crate) task: String,
-    pub(crate) needle: String,
+    pub(crate) subject: Subject,
     pub(crate) after: u64,
     pub(crate) until: i64,
 }
 
 impl Hold {
     fn keeps(&self, pending: &Pending, now: i64) -> bool {
-        now < self.until
-            && pending.seq > self.after
-            && pending.message.joined_text().contains(&self.needle)
+        now < self.until && pending.seq > self.after && pending.message.is_about(&self.subject)
     }
 }
 
@@ -147,12 +168,16 @@ impl Inbox {
         })
     }
 
-    /// Records `message` as owed and returns its seq.
+    /// Records `message` as owed and returns its seq. A message about a running job's notice
+    /// ([`Subject::JobNotice`]) replaces the owed messages with the same such subject that no
+    /// response carries yet: they are recorded as `mcp/superseded` (by the new seq) and
+    /// forgotten, so only the latest word under one key reaches the model.
     pub(crate) fn queue(&self, lane: Lane, message: UserMessage) -> Result<u64, String> {
         let data = QueuedData {
             lane,
             source: message.source.clone(),
             text: message.joined_text(),
+            subjects: message.subjects.clone(),
         };
         let value = serde_json::to_value(&data).map_err(|e| e.to_string())?;
         // The lock is held across the append so that queue order is seq order.
@@ -161,6 +186,39 @@ impl Inbox {
             .session
             .append(QUEUED_EVENT, value)
             .map_err(|e| e.to_string())?;
+        let coalescing: Vec<&Subject> = message
+            .subjects
+            .iter()
+            .filter(|s| matches!(s, Subject::JobNotice { .. }))
+            .collect();
+        let replaced: Vec<u64> = if coalescing.is_empty() {
+            Vec::new()
+        } else {
+            state
+                .pending
+                .iter()
+                .filter(|p| !state.reserved.iter().any(|(_, s, _)| s.contains(&p.seq)))
+                .filter(|p| coalescing.iter().any(|s| p.message.is_about(s)))
+                .map(|p| p.seq)
+                .collect()
+        };
+        if !replaced.is_empty() {
+            let data = SupersededData {
+                seqs: replaced.clone(),
+                by: event.seq,
+            };
+            match serde_json::to_value(&data)
+                .map_err(|e| e.to_string())
+                .and_then(|value| {
+                    self.session
+                        .append(SUPERSEDED_EVENT, value)
+                        .map_err(|e| e.to_string())
+                }) {
+                Ok(_) => state.pending.retain(|p| !replaced.contains(&p.seq)),
+                // Both stay owed: the model reads the older word too.
+                Err(error) => tracing::warn!("mcp: could not record a supersession: {error}"),
+            }
+        }
         state.pending.push(Pending {
             seq: event.seq,
             message,
@@ -193,14 +251,14 @@ impl Inbox {
         Some((key, taken))
     }
 
-    /// The first owed message queued after seq `after` whose text contains `needle`, and
+    /// The first owed message queued after seq `after` about the same thing as `subject`, and
     /// whether a response not written yet carries it.
-    pub(crate) fn find(&self, needle: &str, after: u64) -> Option<(Pending, bool)> {
+    pub(crate) fn find(&self, subject: &Subject, after: u64) -> Option<(Pending, bool)> {
         let state = lock(&self.state);
         let found = state
             .pending
             .iter()
-            .find(|p| p.seq > after && p.message.joined_text().contains(needle))?;
+            .find(|p| p.seq > after && p.message.is_about(subject))?;
         let reserved = state
             .reserved
             .iter()
@@ -335,14 +393,17 @@ pub(crate) fn replay(events: &[SessionEvent]) -> Result<Vec<Pending>, InboxLogEr
                     id: format!("mcp-{}", event.seq),
                     content: vec![ContentBlock::text(data.text)],
                     source: data.source,
+                    subjects: data.subjects,
                 };
                 pending.push(Pending {
                     seq: event.seq,
                     message,
                 });
             }
-            CLAIMED_EVENT | TASK_DELIVERED_EVENT => {
-                let seqs = if event.r#type == CLAIMED_EVENT {
+            CLAIMED_EVENT | TASK_DELIVERED_EVENT | SUPERSEDED_EVENT => {
+                let seqs = if event.r#type == SUPERSEDED_EVENT {
+                    decode::<SupersededData>(event)?.seqs
+                } else if event.r#type == CLAIMED_EVENT {
                     let data: ClaimedData = decode(event)?;
                     if data.seqs.is_empty() {
                         return Err(InboxLogError {

@@ -13,7 +13,9 @@ mod transport;
 mod unavailable;
 
 pub use error::ServeError;
-pub use inbox::{CLAIMED_EVENT, InboxLogError, QUEUED_EVENT, TASK_DELIVERED_EVENT};
+pub use inbox::{
+    CLAIMED_EVENT, InboxLogError, QUEUED_EVENT, SUPERSEDED_EVENT, TASK_DELIVERED_EVENT,
+};
 pub use serve::{ServeOptions, serve, serve_stdio};
 pub use server::{OWED_FIELD, ResultShape, mcp_tool};
 pub use session::{INBOX_URI, MCP_DELIVERY, MCP_NOTICES, SessionHost, SessionOptions};

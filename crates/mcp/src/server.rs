@@ -251,13 +251,11 @@ impl Server {
         }
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         tracing::debug!(?progress_token, "mcp: tools/call {name}");
-        // A job_output wait of a call that declared tasks becomes a task past a short bound.
-        let waited_job = (tasks_declared
-            && name == turnkit_families::JOB_OUTPUT_TOOL
-            && arguments.get("wait").and_then(Value::as_bool) == Some(true))
-        .then(|| arguments.get("job_id").and_then(Value::as_str))
-        .flatten()
-        .map(str::to_owned);
+        // A wait on a job (the families say which calls wait) of a call that declared tasks
+        // becomes a task past a short bound.
+        let waited = tasks_declared
+            .then(|| turnkit_families::waited_target(&name, &arguments))
+            .flatten();
         let call_ct = context.ct.child_token();
         // The request's span (OpenTelemetry MCP conventions); the tool call inside it is the
         // `execute_tool` span whose `gen_ai.tool.call.id` is this request id.
@@ -330,29 +328,14 @@ impl Server {
                 }
             }
         };
-        tokio::pin!(answer);
-        let answer = match &waited_job {
-            None => answer.await,
-            Some(job) => {
-                tokio::select! {
-                    answer = &mut answer => answer,
-                    () = self.host.clock().sleep(crate::tasks::WAIT_BOUND) => {
-                        // The wait is aborted before it consumed anything; the job's
-                        // completion reaches the task instead.
-                        call_ct.cancel();
-                        let aborted = answer.await;
-                        // A settlement that released the wait first answers as usual.
-                        if aborted.output.is_error
-                            && let Some(entry) = self.host.open_job_task(job).await
-                        {
-                            return Ok(CallToolResponse::Task(crate::tasks::protocol::created(
-                                &entry,
-                                &crate::tasks::wait_moved(job),
-                            )));
-                        }
-                        aborted
-                    }
-                }
+        let bounded = self
+            .host
+            .bound_wait(answer, waited, &call_ct, |a| a.output.is_error);
+        let answer = match bounded.await {
+            Ok(answer) => answer,
+            Err((entry, moved)) => {
+                let created = crate::tasks::protocol::created(&entry, &moved);
+                return Ok(CallToolResponse::Task(created));
             }
         };
         // A call that declared the tasks extension in its own `_meta` and started background

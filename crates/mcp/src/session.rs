@@ -41,27 +41,6 @@ pub const MCP_DELIVERY: &str = "A finished background job's notice and a due rem
     reminder as a background task, as that task's result. If a result says the change may not \
     be saved, the change is not yet durable: do not rely on it surviving a restart.";
 
-/// Refuses a `bash.cwd` that is not an existing folder: every `bash` call would fail.
-fn check_cwd(configs: &FamiliesConfig) -> Result<(), ServeError> {
-    let Some(cwd) = configs
-        .bash
-        .as_ref()
-        .and_then(|bash| bash.get("cwd"))
-        .and_then(Value::as_str)
-    else {
-        return Ok(());
-    };
-    match std::fs::metadata(cwd) {
-        Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(ServeError::Unusable(format!(
-            "bash.cwd {cwd} is not a folder"
-        ))),
-        Err(error) => Err(ServeError::Unusable(format!(
-            "bash.cwd {cwd} is not a folder: {error}"
-        ))),
-    }
-}
-
 /// Refuses a session folder this process cannot create files in: no session could be saved.
 /// The probe file's name is unique to this open (the pid and a number no other open of this
 /// process takes), so sessions opened at once never collide on it.
@@ -214,7 +193,10 @@ impl SessionHost {
         options: &SessionOptions,
     ) -> Result<Arc<Self>, ServeError> {
         tokio::runtime::Handle::try_current().map_err(|_| ServeError::NoRuntime)?;
-        check_cwd(&options.configs)?;
+        options
+            .configs
+            .check_folders()
+            .map_err(ServeError::Unusable)?;
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let (stored, created) = match &options.session {
             Some(id) => {
@@ -373,12 +355,9 @@ impl SessionHost {
         self.agent.id()
     }
 
+    #[cfg(test)]
     pub(crate) fn agent_handle(&self) -> Arc<dyn Agent> {
         self.agent.clone()
-    }
-
-    pub(crate) fn tools_registry(&self) -> &turnkit_core::ToolRegistry {
-        self.host.tools()
     }
 
     pub(crate) fn is_tool(&self, name: &str) -> bool {

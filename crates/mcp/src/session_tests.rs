@@ -136,7 +136,7 @@ async fn a_task_delivery_whose_response_was_dropped_is_owed_again_and_prepared_a
     // The response was dropped: the notice is owed again, to this task's next poll.
     host.release(key);
     assert_eq!(
-        host.owed().find("background job bash-1 (", 0),
+        host.owed().find(&turnkit_core::Subject::job("bash-1"), 0),
         Some((notice.clone(), false))
     );
     let again = host.get_task(&entry.id).await.unwrap();
@@ -158,5 +158,216 @@ async fn a_task_delivery_whose_response_was_dropped_is_owed_again_and_prepared_a
         })
     );
     host.commit(last.reservation.unwrap()).await;
+    host.shutdown().await;
+}
+
+/// A session host of session `s` kept in `store`, todo configured.
+fn host_in(store: &MemoryStore) -> Arc<SessionHost> {
+    let configs =
+        FamiliesConfig::from_json(&json!({"todo": {"allowParallelInProgress": false}})).unwrap();
+    let options = SessionOptions {
+        dir: PathBuf::new(),
+        session: Some("s".to_owned()),
+        configs,
+        job_task_ttl: None,
+    };
+    SessionHost::open_in(store, &options).unwrap()
+}
+
+/// The texts of a tool result's blocks after its first (the tool's own output).
+fn owed_texts(output: &ToolOutput) -> Vec<String> {
+    output.content[1..]
+        .iter()
+        .map(|block| block.as_text().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_running_jobs_notice_reaches_the_next_result_coalesced_and_a_reopening_neither_loses_nor_repeats_it()
+ {
+    let store = MemoryStore::new(Arc::new(SystemClock));
+    let host = host_in(&store);
+    let (start, job) = turnkit_testkit::FakeProducer::new("watch", "src/")
+        .owner(host.agent_handle())
+        .build();
+    let id = host.job_registry().start(start).unwrap();
+    assert!(job.say("changed", "src/a.rs changed"));
+    assert!(job.say("changed", "src/b.rs changed"));
+    assert!(job.say("failed", "cargo check failed"));
+    let says = |text: &str| format!("background job {id} (watch: src/) says: {text}");
+    // Pull: the next tool result carries them, the first word under "changed" replaced.
+    let listed = host.call_tool("todo_write", json!({"todos": []})).await;
+    assert_eq!(
+        owed_texts(&listed),
+        [says("src/b.rs changed"), says("cargo check failed")]
+    );
+    let again = host.call_tool("todo_write", json!({"todos": []})).await;
+    assert_eq!(owed_texts(&again), Vec::<String>::new());
+    // One more, owed when the host stops.
+    assert!(job.say("changed", "src/c.rs changed"));
+    let inbox: Vec<(String, Value)> = host
+        .log()
+        .events()
+        .iter()
+        .filter(|e| e.r#type.starts_with("mcp/"))
+        .map(|e| (e.r#type.clone(), e.data.clone()))
+        .collect();
+    let kinds: Vec<&str> = inbox.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            QUEUED_EVENT,
+            QUEUED_EVENT,
+            crate::SUPERSEDED_EVENT,
+            QUEUED_EVENT,
+            CLAIMED_EVENT,
+            QUEUED_EVENT,
+        ]
+    );
+    assert_eq!(
+        inbox[1].1["subjects"],
+        json!([{"kind": "jobNotice", "id": id.as_str(), "key": "changed"}])
+    );
+    host.shutdown().await;
+    drop(host);
+    // Reopened: the word owed at the stop arrives once; the ones delivered do not again.
+    let reopened = host_in(&store);
+    let first = reopened.call_tool("todo_write", json!({"todos": []})).await;
+    assert_eq!(owed_texts(&first), [says("src/c.rs changed")]);
+    let second = reopened.call_tool("todo_write", json!({"todos": []})).await;
+    assert_eq!(owed_texts(&second), Vec::<String>::new());
+    reopened.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_jobs_task_lets_its_running_notices_go_to_tool_results_and_completes_with_its_end() {
+    let host = host();
+    let (start, job) = turnkit_testkit::FakeProducer::new("watch", "src/")
+        .owner(host.agent_handle())
+        .build();
+    let id = host.job_registry().start(start).unwrap();
+    let started = ToolOutput::success(json!({"kind": "background", "jobId": id.as_str()}), "ok");
+    let entry = host.open_task("watch_start", &started).await.unwrap();
+    assert!(job.say("changed", "src/a.rs changed"));
+    // The task, polled, keeps waiting: the running notice is not the job's end ...
+    let view = host.get_task(&entry.id).await.unwrap();
+    assert_eq!(view.state, crate::tasks::TaskState::Working);
+    // ... and it is not held for the task: the next tool result carries it.
+    let listed = host.call_tool("todo_write", json!({"todos": []})).await;
+    assert_eq!(
+        owed_texts(&listed),
+        [format!(
+            "background job {id} (watch: src/) says: src/a.rs changed"
+        )]
+    );
+    job.settle(turnkit_jobs::JobOutcome::completed());
+    until(|| !host.owed().pending().is_empty()).await;
+    let done = host.get_task(&entry.id).await.unwrap();
+    let crate::tasks::TaskState::Completed(completion) = done.state else {
+        panic!("{:?}", done.state);
+    };
+    assert_eq!(
+        completion.content[0],
+        format!(
+            "background job {id} (watch: src/) finished [status: completed]. Read its output \
+             with job_output."
+        )
+    );
+    assert_eq!(completion.content.len(), 2);
+    assert!(completion.content[1].ends_with("[status: completed]"));
+    host.commit(done.reservation.unwrap()).await;
+    host.shutdown().await;
+}
+
+/// Where the kill -9 child keeps its JSONL session (set only for the child run).
+const CHILD_DIR_VAR: &str = "HARNESS_MCP_NOTICE_CHILD_DIR";
+
+/// A session host of session `s` in JSONL files under `dir`, todo configured.
+fn jsonl_host(dir: &std::path::Path) -> Arc<SessionHost> {
+    let configs =
+        FamiliesConfig::from_json(&json!({"todo": {"allowParallelInProgress": false}})).unwrap();
+    let options = SessionOptions {
+        dir: dir.to_owned(),
+        session: Some("s".to_owned()),
+        configs,
+        job_task_ttl: None,
+    };
+    SessionHost::open(&options).unwrap()
+}
+
+/// The child of the kill -9 test below (run only by it): a running job says three things
+/// under one key; the first reaches a tool result, the third supersedes the second; the log
+/// is flushed, `child: ready` printed, and the child waits to be killed.
+#[tokio::test]
+#[ignore = "run by a_running_notice_owed_at_a_kill_9_arrives_once_after_the_restart"]
+async fn notice_child() {
+    let Some(dir) = std::env::var_os(CHILD_DIR_VAR) else {
+        return;
+    };
+    let host = jsonl_host(std::path::Path::new(&dir));
+    let (start, job) = turnkit_testkit::FakeProducer::new("watch", "src/")
+        .owner(host.agent_handle())
+        .build();
+    host.job_registry().start(start).unwrap();
+    assert!(job.say("changed", "src/a.rs changed"));
+    let listed = host.call_tool("todo_write", json!({"todos": []})).await;
+    assert_eq!(listed.content.len(), 2);
+    assert!(job.say("changed", "src/b.rs changed"));
+    assert!(job.say("changed", "src/c.rs changed"));
+    host.log().flush().await.unwrap();
+    #[expect(clippy::print_stdout, reason = "the parent test reads this line")]
+    {
+        println!("child: ready");
+    }
+    std::future::pending::<()>().await;
+}
+
+#[tokio::test]
+async fn a_running_notice_owed_at_a_kill_9_arrives_once_after_the_restart() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "session::tests::notice_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_DIR_VAR, dir.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut seen = Vec::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            stdout.read_line(&mut line).unwrap() > 0,
+            "the child ended first: {seen:?}"
+        );
+        if line.contains("child: ready") {
+            break;
+        }
+        seen.push(line);
+    }
+    child.kill().unwrap();
+    assert!(!child.wait().unwrap().success());
+    // Restarted: the word owed at the kill arrives once (the superseded one never, the one
+    // a result carried not again), and the job, which died with its host, is reported lost.
+    let host = jsonl_host(dir.path());
+    let first = host.call_tool("todo_write", json!({"todos": []})).await;
+    assert_eq!(
+        owed_texts(&first),
+        [
+            "background job watch-1 (watch: src/) says: src/c.rs changed".to_owned(),
+            "background job watch-1 (watch: src/) was lost [status: failed, the host stopped \
+             while it ran]. Its output went with the stopped host."
+                .to_owned(),
+        ]
+    );
+    let second = host.call_tool("todo_write", json!({"todos": []})).await;
+    assert_eq!(owed_texts(&second), Vec::<String>::new());
     host.shutdown().await;
 }

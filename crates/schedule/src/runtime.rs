@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use turnkit_core::{
-    Agent, Clock, Harness, MessageSource, Session, UserMessage, epoch_millis, same_agent,
+    Agent, Clock, Harness, MessageSource, Session, Subject, UserMessage, epoch_millis, same_agent,
 };
 
 use crate::PLUGIN_NAME;
@@ -390,6 +390,10 @@ impl Shared {
                 _ => Delivery::NotDelivered,
             };
         };
+        let subjects = delivered(&decision)
+            .into_iter()
+            .map(|(id, occurrence)| Subject::reminder(id, occurrence.millis()))
+            .collect();
         let message = UserMessage::text(
             text,
             MessageSource::Plugin {
@@ -397,7 +401,8 @@ impl Shared {
                 form: None,
                 summary: None,
             },
-        );
+        )
+        .about(subjects);
         if let Err(error) = self.agent.followup(message) {
             if self.is_live() {
                 tracing::warn!(agent = %self.agent.id(), "schedule: follow-up refused: {error}");
@@ -418,16 +423,7 @@ impl Shared {
     /// docs/observability.md: `reminder.id`, `reminder.occurrence` (the canonical instant of
     /// the occurrence delivered) and `session`.
     fn trace_delivery(&self, decision: &Decision) {
-        let delivered: Vec<(&str, Timestamp)> = match decision {
-            Decision::OneShot(record) => vec![(record.id(), record.scheduled_at())],
-            Decision::EveryBatch(batch) => batch
-                .items
-                .iter()
-                .map(|item| (item.record.id(), item.occurrence_at))
-                .collect(),
-            Decision::Wait { .. } => Vec::new(),
-        };
-        for (id, occurrence) in delivered {
+        for (id, occurrence) in delivered(decision) {
             let span = tracing::info_span!(
                 "harness.reminder",
                 reminder.id = id,
@@ -437,5 +433,19 @@ impl Shared {
             let _entered = span.enter();
             tracing::info!("reminder delivered");
         }
+    }
+}
+
+/// The reminder occurrences `decision` delivers, in its order: each schedule id with the
+/// instant its occurrence was due (the message's subjects, the spans' fields).
+fn delivered(decision: &Decision) -> Vec<(&str, Timestamp)> {
+    match decision {
+        Decision::OneShot(record) => vec![(record.id(), record.scheduled_at())],
+        Decision::EveryBatch(batch) => batch
+            .items
+            .iter()
+            .map(|item| (item.record.id(), item.occurrence_at))
+            .collect(),
+        Decision::Wait { .. } => Vec::new(),
     }
 }

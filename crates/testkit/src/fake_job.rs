@@ -141,6 +141,7 @@ impl FakeProducer {
                 read_error: None,
             })),
             progress: JobProgress::new(),
+            voice: turnkit_jobs::JobVoice::new(),
         };
         let runner = job.clone();
         let stream = self.stream;
@@ -167,7 +168,7 @@ impl FakeProducer {
             if progress {
                 hooks = hooks.with_progress(runner.progress.clone());
             }
-            Ok(hooks)
+            Ok(hooks.with_voice(runner.voice.clone()))
         };
         let mut start = JobStart::new(self.kind, self.label, run).with_owner_opt(self.owner);
         start.output_limit_bytes = self.output_limit_bytes;
@@ -180,6 +181,7 @@ impl FakeProducer {
 pub struct FakeJob {
     state: Arc<Mutex<FakeState>>,
     progress: JobProgress,
+    voice: turnkit_jobs::JobVoice,
 }
 
 impl std::fmt::Debug for FakeJob {
@@ -265,6 +267,12 @@ impl FakeJob {
     /// Makes later reads fail with `message` (`None`: reads succeed again).
     pub fn fail_reads(&self, message: Option<String>) {
         self.lock().read_error = message;
+    }
+
+    /// Raises a running notice (see [`turnkit_jobs::JobVoice::say`]); `false` once the job
+    /// settled.
+    pub fn say(&self, key: &str, text: &str) -> bool {
+        self.voice.say(key, text)
     }
 
     /// Publishes `line` as the live progress line (shown only with

@@ -9,9 +9,13 @@
 use std::sync::{Arc, Mutex, Weak};
 
 use turnkit_core::{
-    Agent, AgentEvent, AgentStatus, MessageSource, Registration, UserMessage, lock, same_agent,
+    Agent, AgentEvent, AgentStatus, MessageSource, Registration, Subject, UserMessage, lock,
+    same_agent,
 };
-use turnkit_jobs::{BoxError, JobDoneListener, JobSnapshot, JobsLostListener, ListenerFuture};
+use turnkit_jobs::{
+    BoxError, JobDoneListener, JobNotice, JobNoticeListener, JobSnapshot, JobsLostListener,
+    ListenerFuture,
+};
 
 use crate::config::CompletionDelivery;
 use crate::fit::{NoticeParts, fit_notice};
@@ -40,6 +44,7 @@ pub fn notice_message(snapshot: &JobSnapshot) -> UserMessage {
             summary: Some(summary),
         },
     )
+    .about(vec![Subject::job(snapshot.id.as_str())])
 }
 
 /// The lost-jobs notice for `lost` (the job journal, todo-jobs §5.9): one user-role message
@@ -74,6 +79,42 @@ pub fn lost_notice_message(lost: &[JobSnapshot]) -> UserMessage {
             )),
         },
     )
+    .about(
+        lost.iter()
+            .map(|snapshot| Subject::job(snapshot.id.as_str()))
+            .collect(),
+    )
+}
+
+/// The message for `notice`, raised by the running job of `snapshot`: one text block
+/// `background job <id> (<kind>: <label>) says: <text>` and the source
+/// `{plugin:"tool-jobs", form:"update", summary}` (the summary `<kind> <label>: <text>`, cut to
+/// 120 characters), about [`Subject::JobNotice`] (the job id and the notice's key).
+pub fn running_notice_message(snapshot: &JobSnapshot, notice: &JobNotice) -> UserMessage {
+    let job = PublicJob::from_snapshot(snapshot);
+    let text = format!(
+        "background job {} ({}: {}) says: {}",
+        job.id,
+        job.kind,
+        job.label.as_str(),
+        notice.text
+    );
+    let summary = format!("{} {}: {}", job.kind, job.label.as_str(), notice.text);
+    UserMessage::text(
+        text,
+        MessageSource::Plugin {
+            plugin: PLUGIN_NAME.to_owned(),
+            form: Some("update".to_owned()),
+            summary: Some(turnkit_core::summarize_chars(
+                &summary,
+                crate::text::SUMMARY_MAX_CHARS,
+            )),
+        },
+    )
+    .about(vec![Subject::job_notice(
+        snapshot.id.as_str(),
+        notice.key.as_str(),
+    )])
 }
 
 /// Per-owner state of one mount.
@@ -150,6 +191,26 @@ impl Reporter {
                         Ok(reporter.deliver(owner, message)?.then_some(id))
                     }
                     _ => Ok(None),
+                }
+            },
+        )
+    }
+
+    /// The `on_job_notice` listener of this mount: a running job's notice, delivered like a
+    /// completion notice (lane, wake budget, quiet mode) to the job's owner.
+    pub(crate) fn notice_listener(self: &Arc<Self>) -> JobNoticeListener {
+        let me = Arc::downgrade(self);
+        Arc::new(
+            move |snapshot: &JobSnapshot,
+                  owner: Option<&Arc<dyn Agent>>,
+                  notice: &JobNotice|
+                  -> Result<(), BoxError> {
+                match (me.upgrade(), owner) {
+                    (Some(reporter), Some(owner)) => {
+                        reporter.deliver(owner, running_notice_message(snapshot, notice))?;
+                        Ok(())
+                    }
+                    _ => Ok(()),
                 }
             },
         )

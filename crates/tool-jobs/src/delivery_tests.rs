@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use pretty_assertions::assert_eq;
-use turnkit_core::{Agent, SessionHeader};
+use turnkit_core::{Agent, SessionHeader, Subject};
 use turnkit_jobs::{JobSnapshot, JobStatus};
 use turnkit_testkit::{HostRecord, ManualClock, MemoryAgent, MemoryHarness, settle};
 
@@ -96,6 +96,7 @@ fn notice_message_shape() {
             summary: Some("bash pnpm test [status: completed, exit code: 0]".to_owned()),
         }
     );
+    assert_eq!(message.subjects, vec![Subject::job("bash-1")]);
 }
 
 #[test]
@@ -447,6 +448,10 @@ fn lost_notice_message_names_every_job_in_one_message() {
             form: Some("notice".to_owned()),
             summary: Some(summary.to_owned()),
         }
+    );
+    assert_eq!(
+        message.subjects,
+        vec![Subject::job("bash-2"), Subject::job("subagent-1")]
     );
 }
 

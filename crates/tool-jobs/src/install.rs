@@ -126,6 +126,9 @@ pub fn install_scoped(
     installed
         .registrations
         .push(registry.on_jobs_lost(installed.scope.clone(), reporter.lost_listener()));
+    installed
+        .registrations
+        .push(registry.on_job_notice(installed.scope.clone(), reporter.notice_listener()));
     let tools: [Arc<dyn turnkit_core::Tool>; 3] = [
         Arc::new(JobOutputTool::new(registry.clone(), &config)),
         Arc::new(JobListTool::new(

@@ -106,18 +106,28 @@ impl JobOutputTool {
                 return ToolOutput::error(error);
             }
         }
-        match self.registry.read(id, caller.as_ref()) {
-            Ok(read) => {
-                let job = PublicJob::from_snapshot(&read.snapshot);
-                let text = if self.registry.is_from_earlier_run(id, caller.as_ref()) {
-                    render_earlier_output(&read.text, &job.status_line())
-                } else {
-                    render_output(&read.text, &job.status_line())
-                };
-                ToolOutput::success(json!({ "text": read.text, "job": job.to_value() }), text)
-            }
-            Err(error) => ToolOutput::error(error),
+        read_output(self.registry.as_ref(), id, caller.as_ref())
+    }
+}
+
+/// The consuming read that ends `job_output` (uncapped): `{ text, job }` rendered as
+/// `<body>\n[status: …]`, or the registry's error as an `Error: …` result.
+pub(crate) fn read_output(
+    registry: &dyn JobRegistry,
+    id: &JobId,
+    caller: Option<&AgentId>,
+) -> ToolOutput {
+    match registry.read(id, caller) {
+        Ok(read) => {
+            let job = PublicJob::from_snapshot(&read.snapshot);
+            let text = if registry.is_from_earlier_run(id, caller) {
+                render_earlier_output(&read.text, &job.status_line())
+            } else {
+                render_output(&read.text, &job.status_line())
+            };
+            ToolOutput::success(json!({ "text": read.text, "job": job.to_value() }), text)
         }
+        Err(error) => ToolOutput::error(error),
     }
 }
 
@@ -252,30 +262,36 @@ impl JobKillTool {
             registry,
         }
     }
+}
 
-    fn run(&self, id: &JobId, reason: Option<&str>, caller: Option<&AgentId>) -> ToolOutput {
-        let outcome = match self.registry.kill(id, caller, reason) {
-            Ok(outcome) => outcome,
-            Err(error) => return ToolOutput::error(error),
-        };
-        let snapshot = match self.registry.get(id, caller) {
-            Ok(snapshot) => snapshot,
-            Err(error) => return ToolOutput::error(error),
-        };
-        let job = PublicJob::from_snapshot(&snapshot);
-        let (outcome, text) = match outcome {
-            KillOutcome::Requested => ("cancellation-requested", render_kill_requested(&job.id)),
-            KillOutcome::AlreadyFinished if self.registry.is_from_earlier_run(id, caller) => (
-                "already-finished",
-                render_kill_earlier(&job.id, &job.status_line()),
-            ),
-            KillOutcome::AlreadyFinished => (
-                "already-finished",
-                render_kill_finished(&job.id, &job.status_line()),
-            ),
-        };
-        ToolOutput::success(json!({ "outcome": outcome, "job": job.to_value() }), text)
-    }
+/// The body of `job_kill` (uncapped): cancel first, then a non-consuming `get`.
+pub(crate) fn kill(
+    registry: &dyn JobRegistry,
+    id: &JobId,
+    reason: Option<&str>,
+    caller: Option<&AgentId>,
+) -> ToolOutput {
+    let outcome = match registry.kill(id, caller, reason) {
+        Ok(outcome) => outcome,
+        Err(error) => return ToolOutput::error(error),
+    };
+    let snapshot = match registry.get(id, caller) {
+        Ok(snapshot) => snapshot,
+        Err(error) => return ToolOutput::error(error),
+    };
+    let job = PublicJob::from_snapshot(&snapshot);
+    let (outcome, text) = match outcome {
+        KillOutcome::Requested => ("cancellation-requested", render_kill_requested(&job.id)),
+        KillOutcome::AlreadyFinished if registry.is_from_earlier_run(id, caller) => (
+            "already-finished",
+            render_kill_earlier(&job.id, &job.status_line()),
+        ),
+        KillOutcome::AlreadyFinished => (
+            "already-finished",
+            render_kill_finished(&job.id, &job.status_line()),
+        ),
+    };
+    ToolOutput::success(json!({ "outcome": outcome, "job": job.to_value() }), text)
 }
 
 #[async_trait]
@@ -299,7 +315,12 @@ impl Tool for JobKillTool {
         let id = JobId::new(args.job_id.as_str());
         let caller = caller_id(&call);
         let limit = limit_of(self.registry.as_ref(), &id, caller.as_ref());
-        let output = self.run(&id, args.reason.as_deref(), caller.as_ref());
+        let output = kill(
+            self.registry.as_ref(),
+            &id,
+            args.reason.as_deref(),
+            caller.as_ref(),
+        );
         Ok(cap_result(JOB_KILL, output, limit))
     }
 }

@@ -218,8 +218,10 @@ impl Shared {
             read_output,
             progress,
             trace,
+            voice,
         } = hooks;
         let progress_handle = progress.clone();
+        let voice_handle = voice.clone();
         let started_at = sh.now_millis();
         let stream = read_output.map(|read| {
             Arc::new(Mutex::new(Stream {
@@ -261,6 +263,7 @@ impl Shared {
                 cancel: Some(Cancel::Owned(cancel)),
                 stream,
                 progress,
+                voice,
                 status: JobStatus::Running,
                 detail: None,
                 output: None,
@@ -311,6 +314,16 @@ impl Shared {
                     shared.progress_changed(&job);
                 }
             }))));
+        }
+        // The job's notices go to the notice listeners, from here on (earlier ones first).
+        if let Some(voice) = voice_handle {
+            let weak = sh.me.clone();
+            let job = id.clone();
+            voice.set_sink(Arc::new(move |notice| {
+                if let Some(shared) = weak.upgrade() {
+                    shared.job_noticed(&job, &notice);
+                }
+            }));
         }
         // Why a job whose start was not saved could not be stopped either.
         let mut not_stopped = None;

@@ -7,8 +7,8 @@ use async_trait::async_trait;
 use tokio_util::sync::CancellationToken;
 use turnkit_core::{AgentId, Registration, RegistrationScope, lock};
 use turnkit_jobs::{
-    JobDoneListener, JobError, JobId, JobKind, JobRead, JobReadAt, JobRegistry, JobSnapshot,
-    JobStart, JobsChangedListener, JobsLostListener, KillOutcome, LeftoverStopper,
+    JobDoneListener, JobError, JobId, JobKind, JobNoticeListener, JobRead, JobReadAt, JobRegistry,
+    JobSnapshot, JobStart, JobsChangedListener, JobsLostListener, KillOutcome, LeftoverStopper,
 };
 
 use super::{LocalJobRegistry, Shared};
@@ -74,6 +74,10 @@ impl JobRegistry for LocalJobRegistry {
 
     fn attach_controller(&self, scope: RegistrationScope, name: &str) -> Registration {
         register(&self.shared, scope, Arc::from(name), |s| &mut s.controllers)
+    }
+
+    fn on_job_notice(&self, scope: RegistrationScope, listener: JobNoticeListener) -> Registration {
+        register(&self.shared, scope, listener, |s| &mut s.notice_listeners)
     }
 
     fn on_jobs_lost(&self, scope: RegistrationScope, listener: JobsLostListener) -> Registration {

@@ -204,6 +204,7 @@ impl Shared {
 
 mod admission;
 mod face;
+mod notices;
 mod reads;
 mod reopen;
 mod settlement;

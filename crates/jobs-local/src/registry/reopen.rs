@@ -67,6 +67,7 @@ impl Shared {
                             cancel: None,
                             stream: None,
                             progress: None,
+                            voice: None,
                             status: earlier.status,
                             detail: earlier.detail.as_deref().map(Arc::from),
                             output: earlier.output.as_deref().map(Box::from),

@@ -42,6 +42,7 @@ impl Shared {
         let now = self.now_millis();
         let released_hooks;
         let released_progress;
+        let released_voice;
         let span;
         let (snapshot, target, observers, listeners, journaled) = {
             let mut state = lock(&self.state);
@@ -63,6 +64,7 @@ impl Shared {
             // Released after the lock: dropping producer code never runs under it.
             released_hooks = record.cancel.take();
             released_progress = record.progress.take();
+            released_voice = record.voice.take();
             span = record.span.take();
             let mut counted = false;
             let waiters = record.waiters.take().map_or_else(Vec::new, |w| *w);
@@ -108,6 +110,10 @@ impl Shared {
         // The progress line stops notifying; its observer is dropped here, after the lock.
         if let Some(progress) = released_progress {
             drop(progress.replace_observer(None));
+        }
+        // The settlement notice is the job's last word: its voice says nothing more.
+        if let Some(voice) = released_voice {
+            voice.close();
         }
         let payload = journaled.map(|journaled| {
             let output = match &journaled.stream {

@@ -3,7 +3,9 @@
 use std::sync::Arc;
 
 use turnkit_core::AgentId;
-use turnkit_jobs::{JobDoneListener, JobError, JobId, JobsChangedListener, JobsLostListener};
+use turnkit_jobs::{
+    JobDoneListener, JobError, JobId, JobNoticeListener, JobsChangedListener, JobsLostListener,
+};
 
 use crate::state::map::FastMap;
 use crate::state::record::{OwnerEntry, OwnerKey, Record};
@@ -22,6 +24,7 @@ pub(crate) struct State {
     pub(crate) done_listeners: Layers<JobDoneListener>,
     pub(crate) observers: Layers<JobsChangedListener>,
     pub(crate) lost_listeners: Layers<JobsLostListener>,
+    pub(crate) notice_listeners: Layers<JobNoticeListener>,
     pub(crate) disposed: bool,
 }
 

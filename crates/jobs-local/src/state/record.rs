@@ -59,6 +59,8 @@ pub(crate) struct Record {
     pub(crate) cancel: Option<Cancel>,
     pub(crate) stream: Option<Arc<Mutex<Stream>>>,
     pub(crate) progress: Option<JobProgress>,
+    /// How the running job raises notices; closed at settlement.
+    pub(crate) voice: Option<turnkit_jobs::JobVoice>,
     pub(crate) status: JobStatus,
     pub(crate) detail: Option<Arc<str>>,
     pub(crate) output: Option<Box<str>>,

@@ -18,6 +18,7 @@ fn record(seq: u64, id: JobId, kind: JobKind) -> Record {
         cancel: None,
         stream: None,
         progress: None,
+        voice: None,
         status: JobStatus::Running,
         detail: None,
         output: None,

@@ -159,6 +159,17 @@ impl Tokens {
         Self::parse(&text)
     }
 
+    /// The tokens limited to no session prefix (those that reach every session), in the
+    /// file's order.
+    #[must_use]
+    pub fn unlimited(&self) -> Vec<String> {
+        self.tokens
+            .iter()
+            .filter(|token| token.prefixes.is_empty())
+            .map(|token| String::from_utf8_lossy(&token.secret).into_owned())
+            .collect()
+    }
+
     /// The index of the token `presented` equals, comparing against every token in constant
     /// time per token (only the lengths are compared early).
     fn find(&self, presented: &[u8]) -> Option<usize> {

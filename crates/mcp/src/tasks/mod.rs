@@ -1,19 +1,20 @@
 //! Tasks (the MCP tasks extension, `io.modelcontextprotocol/tasks`) for background work and
 //! reminders, kept in the session log so they outlive the server process.
 //!
-//! A tool call that declared the extension in its own `_meta` and started background work (a
-//! result whose value is `{"kind": "background", "jobId": …}`: `bash` or `terminal_send` with
-//! `run_in_background`), created a reminder (`schedule_create`), or waited on a job
-//! (`job_output` with `wait`) for longer than [`WAIT_BOUND`] opens a task. The task
-//! completes with the delivery it waits for: the job's completion notice (or the notice that
-//! it was lost with its host), followed by the text of a final `job_output`; or the reminder
-//! the schedule queues first after the task opened. While the client keeps polling, that
+//! A tool call that declared the extension in its own `_meta` opens a task when the families
+//! say its result does ([`turnkit_families::task_target`]: it started a background job, or
+//! created a reminder), or when it waits on a job in a way the families let move to a task
+//! ([`turnkit_families::waited_target`]) for longer than [`WAIT_BOUND`]. The task waits for
+//! a [`turnkit_core::Subject`] and completes with the delivery about it: the job's completion
+//! notice (or the notice that it was lost with its host), followed by the job's final output
+//! ([`turnkit_families::final_output`]); or the reminder the schedule queues first after the
+//! task opened. While the client keeps polling, that
 //! delivery is kept from tool results (see the inbox's holds); the `tasks/get` response that
 //! carries it claims it (`mcp/taskDelivered`) once written, so it never reaches a later tool
 //! result too. A task nobody polls for a while (three poll intervals, at least ten seconds)
 //! or whose TTL passed lets its delivery go to the next tool result, as without tasks.
 //!
-//! A completed task's result is a tool result: `isError: true` when the `job_output` that
+//! A completed task's result is a tool result: `isError: true` when the final output that
 //! ends it is an error (the job is unknown to the registry, say), `false` otherwise; a task
 //! is never `failed`, which the extension keeps for protocol errors. A task whose TTL passed
 //! is forgotten with its hold: `tasks/get`, `tasks/update` and `tasks/cancel` answer
@@ -28,9 +29,7 @@
 pub(crate) mod protocol;
 pub(crate) mod state;
 
-use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
-use turnkit_core::{Agent, ToolOutput, format_instant};
+use turnkit_core::{ToolOutput, format_instant};
 
 pub(crate) use state::{Completion, Entry, Target, Tasks};
 pub use state::{JOB_TASK_TTL, TASK_CANCELLED_EVENT, TASK_EVENT};
@@ -49,17 +48,9 @@ const REMINDER_POLL_MAX_MS: u64 = 30_000;
 /// result) completes its task with its final output alone.
 const NOTICE_GRACE_MS: i64 = 2_000;
 
-/// How long a `job_output` wait that declared the tasks extension runs before it is answered
+/// How long a wait on a job that declared the tasks extension runs before it is answered
 /// with a task for the job instead.
 pub(crate) const WAIT_BOUND: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// The text shown to the model at once when a `job_output` wait became a task.
-pub(crate) fn wait_moved(job: &str) -> String {
-    format!(
-        "job {job} is still running; its final output will be delivered to you when it finishes \
-         (or read it with job_output)"
-    )
-}
 
 /// Where a task stands, as `tasks/get` answers it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -104,27 +95,9 @@ fn without_taken(delivery: TaskDelivered) -> Option<TaskDelivered> {
     })
 }
 
-/// What the answer of tool `name` asks a task to wait for, if anything.
+/// What the answer of tool `name` asks a task to wait for, if anything (the families say).
 fn target_of(name: &str, output: &ToolOutput) -> Option<Target> {
-    if output.is_error {
-        return None;
-    }
-    let value = &output.value;
-    if value.get("kind").and_then(Value::as_str) == Some("background") {
-        return value
-            .get("jobId")
-            .and_then(Value::as_str)
-            .map(|job| Target::Job(job.to_owned()));
-    }
-    if name == turnkit_families::REMINDER_CREATE_TOOL && value.get("code").is_none() {
-        let schedule = value.get("id").and_then(Value::as_str)?;
-        let due = value.get("scheduledAt").and_then(Value::as_str)?;
-        return Some(Target::Reminder {
-            schedule: schedule.to_owned(),
-            due: turnkit_core::parse_canonical_millis(due)?,
-        });
-    }
-    None
+    turnkit_families::task_target(name, output).and_then(|target| Target::of(&target.subject))
 }
 
 impl SessionHost {
@@ -137,10 +110,41 @@ impl SessionHost {
         self.open_target(target).await
     }
 
-    /// Opens a task that waits for job `job` (a `job_output` wait that outlasted
-    /// [`WAIT_BOUND`]), as [`SessionHost::open_task`] does.
-    pub(crate) async fn open_job_task(&self, job: &str) -> Option<Entry> {
-        self.open_target(Target::Job(job.to_owned())).await
+    /// Runs the call `answer`. When it waits on `waited` (a wait the families let move to a
+    /// task: [`turnkit_families::waited_target`]) and outlasts [`WAIT_BOUND`], the call is
+    /// cancelled through `call_ct` (the wait is aborted before it consumed anything) and, if
+    /// its answer is that abort (`aborted` says an answer is an error), a task for the job is
+    /// opened: `Err` with the task and the text the model is shown at once. A settlement
+    /// that released the wait first answers as usual, as does a task that could not be
+    /// opened.
+    pub(crate) async fn bound_wait<A>(
+        &self,
+        answer: impl Future<Output = A>,
+        waited: Option<(turnkit_families::TaskTarget, String)>,
+        call_ct: &tokio_util::sync::CancellationToken,
+        aborted: impl Fn(&A) -> bool,
+    ) -> Result<A, (Entry, String)> {
+        let Some((target, moved)) = waited else {
+            return Ok(answer.await);
+        };
+        tokio::pin!(answer);
+        tokio::select! {
+            answer = &mut answer => Ok(answer),
+            () = self.clock().sleep(WAIT_BOUND) => {
+                call_ct.cancel();
+                let answer = answer.await;
+                if !aborted(&answer) {
+                    return Ok(answer);
+                }
+                match Target::of(&target.subject) {
+                    Some(target) => match self.open_target(target).await {
+                        Some(entry) => Err((entry, moved)),
+                        None => Ok(answer),
+                    },
+                    None => Ok(answer),
+                }
+            }
+        }
     }
 
     async fn open_target(&self, target: Target) -> Option<Entry> {
@@ -287,7 +291,7 @@ impl SessionHost {
 
     /// The completed result of `entry`, if what it waits for has happened.
     async fn prepare(&self, entry: &Entry, now: i64) -> Option<TaskDelivered> {
-        let found = self.owed().find(&entry.target.needle(), entry.seq);
+        let found = self.owed().find(&entry.target.subject(), entry.seq);
         let delivery = |seqs: Vec<u64>, (content, is_error): (Vec<String>, bool)| TaskDelivered {
             task_id: entry.id.clone(),
             seqs,
@@ -302,8 +306,8 @@ impl SessionHost {
                 (vec![pending.message.joined_text()], false),
             )),
             (Target::Reminder { .. }, None) => None,
-            (Target::Job(job), Some((pending, false))) => {
-                let (output, is_error) = self.final_output(job).await;
+            (Target::Job(_), Some((pending, false))) => {
+                let (output, is_error) = self.final_output(&entry.target).await;
                 let mut content = vec![pending.message.joined_text()];
                 content.extend(output);
                 Some(delivery(vec![pending.seq], (content, is_error)))
@@ -321,7 +325,7 @@ impl SessionHost {
                         if !quiet {
                             return None;
                         }
-                        Some(delivery(Vec::new(), self.final_output(job).await))
+                        Some(delivery(Vec::new(), self.final_output(&entry.target).await))
                     }
                     Ok(_) => None,
                     // The registry does not know the job (a restart without the journal):
@@ -332,21 +336,20 @@ impl SessionHost {
         }
     }
 
-    /// The text blocks of `job_output` for `job`, as the model would get them, and whether
-    /// that result is an error.
-    async fn final_output(&self, job: &str) -> (Vec<String>, bool) {
-        let agent: std::sync::Arc<dyn Agent> = self.agent_handle();
-        let output = self
-            .tools_registry()
-            .execute(
-                turnkit_families::JOB_OUTPUT_TOOL,
-                json!({"job_id": job}),
-                Some(agent),
-                CancellationToken::new(),
-            )
-            .await;
+    /// The text blocks of the final output that ends a task for `target`, as the model would
+    /// get them, and whether that result is an error (the families render it; a target with
+    /// no final output gives no block).
+    async fn final_output(&self, target: &Target) -> (Vec<String>, bool) {
+        let registry = self.job_registry();
+        let Some(output) = turnkit_families::final_output(
+            registry.as_ref(),
+            &target.subject(),
+            Some(self.agent_id()),
+        ) else {
+            return (Vec::new(), false);
+        };
         if let Err(error) = self.log().flush().await {
-            tracing::warn!("mcp: could not flush a task's job_output: {error}");
+            tracing::warn!("mcp: could not flush a task's final output: {error}");
         }
         let texts = output
             .content
@@ -356,8 +359,8 @@ impl SessionHost {
         (texts, output.is_error)
     }
 
-    /// `tasks/cancel` of task `id`: a job's task kills the job (as `job_kill`); a reminder's
-    /// task stops waiting (the reminder stays scheduled and arrives with a later tool
+    /// `tasks/cancel` of task `id`: a job's task stops the job (the families'
+    /// [`turnkit_families::cancel_target`]: the job is killed); a reminder's task stops waiting (the reminder stays scheduled and arrives with a later tool
     /// result). Records `mcp/taskCancelled`; a task already completed or cancelled is left
     /// as it is. A task whose TTL passed is unknown: its job is left running.
     ///
@@ -371,20 +374,15 @@ impl SessionHost {
         if entry.delivered.is_some() || entry.cancelled {
             return Ok(());
         }
-        if let Target::Job(job) = &entry.target {
-            let agent: std::sync::Arc<dyn Agent> = self.agent_handle();
-            let killed = self
-                .tools_registry()
-                .execute(
-                    turnkit_families::JOB_KILL_TOOL,
-                    json!({"job_id": job}),
-                    Some(agent),
-                    CancellationToken::new(),
-                )
-                .await;
-            if killed.is_error {
-                tracing::warn!("mcp: tasks/cancel {id}: {}", killed.content[0].as_text());
-            }
+        let registry = self.job_registry();
+        let stopped = turnkit_families::cancel_target(
+            registry.as_ref(),
+            &entry.target.subject(),
+            Some(self.agent_id()),
+        );
+        if let Some(stopped) = stopped.filter(|output| output.is_error) {
+            let text = turnkit_core::join_text(&stopped.content);
+            tracing::warn!("mcp: tasks/cancel {id}: {text}");
         }
         self.log()
             .append(TASK_CANCELLED_EVENT, Tasks::cancelled_data(id))

@@ -9,7 +9,7 @@
 //! and `tasks/cancel` then answer as for an id never issued.
 
 use serde::{Deserialize, Serialize};
-use turnkit_core::{SessionEvent, lock};
+use turnkit_core::{SessionEvent, Subject, lock};
 
 use std::sync::Mutex;
 
@@ -56,14 +56,25 @@ pub(crate) enum Target {
 }
 
 impl Target {
-    /// The text that names this target in an owed message.
-    pub(crate) fn needle(&self) -> String {
+    /// The target waiting for `subject`: a job's, or a reminder's first due at its
+    /// occurrence; `None` for a kind of subject tasks do not wait for.
+    pub(crate) fn of(subject: &Subject) -> Option<Self> {
+        match subject {
+            Subject::Job { id } => Some(Target::Job(id.clone())),
+            Subject::Reminder { id, occurrence } => Some(Target::Reminder {
+                schedule: id.clone(),
+                due: *occurrence,
+            }),
+            _ => None,
+        }
+    }
+
+    /// The subject of the owed messages this target waits for: the job's, or the schedule's
+    /// (any occurrence: the first one queued after the task opened completes it).
+    pub(crate) fn subject(&self) -> Subject {
         match self {
-            Target::Job(job) => format!("background job {job} ("),
-            Target::Reminder { schedule, .. } => {
-                let id = serde_json::Value::String(schedule.clone());
-                format!("schedule_id_json: {id}\n")
-            }
+            Target::Job(job) => Subject::job(job.as_str()),
+            Target::Reminder { schedule, due } => Subject::reminder(schedule.as_str(), *due),
         }
     }
 }
@@ -129,7 +140,7 @@ impl Entry {
             .min(self.created_ms.saturating_add(ms(self.ttl_ms)));
         Some(Hold {
             task: self.id.clone(),
-            needle: self.target.needle(),
+            subject: self.target.subject(),
             after: self.seq,
             until,
         })

@@ -67,7 +67,7 @@ fn an_open_task_holds_its_delivery_for_three_polls_at_least_ten_seconds() {
         tasks.holds(),
         vec![Hold {
             task: "task-1".to_owned(),
-            needle: "background job bash-1 (".to_owned(),
+            subject: Subject::job("bash-1"),
             after: 1,
             until: 1_785_931_210_000,
         }]
@@ -76,7 +76,7 @@ fn an_open_task_holds_its_delivery_for_three_polls_at_least_ten_seconds() {
         schedule: "schedule-1".to_owned(),
         due: 0,
     };
-    assert_eq!(reminder.needle(), "schedule_id_json: \"schedule-1\"\n");
+    assert_eq!(reminder.subject(), Subject::reminder("schedule-1", 0));
 }
 
 #[test]

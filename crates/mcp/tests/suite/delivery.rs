@@ -108,6 +108,7 @@ async fn a_completion_notice_arrives_once_with_the_next_result_and_is_announced(
                         "summary": SUMMARY,
                     },
                     "text": NOTICE,
+                    "subjects": [{"kind": "job", "id": "bash-1"}],
                 })
             ),
             // Seqs 1 and 2 are the job journal's `job/start` and `job/settle`.

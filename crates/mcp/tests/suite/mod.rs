@@ -19,6 +19,7 @@ mod support;
 mod tasks;
 mod tasks_exact;
 mod tasks_http;
+mod tasks_subjects;
 mod tools;
 mod torture;
 mod unavailable;

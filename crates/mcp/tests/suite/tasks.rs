@@ -532,6 +532,18 @@ async fn a_reminder_created_with_tasks_completes_its_task_at_its_time() {
     let list = raw.call("schedule_list", json!({}), true).await;
     assert_eq!(texts(&list["result"]), ["[]"]);
     raw.stop().await;
+    // The reminder is recorded with its subject: the schedule and the occurrence's instant.
+    let subjects: Vec<Value> = mcp_events(dir.path(), "s1")
+        .into_iter()
+        .filter(|(t, _)| t == "mcp/queued")
+        .map(|(_, data)| data["subjects"].clone())
+        .collect();
+    assert_eq!(
+        subjects,
+        [
+            json!([{"kind": "reminder", "id": "schedule-1", "occurrence": millis(&record["scheduledAt"])}])
+        ]
+    );
 }
 
 #[tokio::test]

@@ -42,6 +42,26 @@ pub(crate) const ERR_AT_TYPE: &str =
 pub(crate) const ERR_ZONE: &str = "time_zone must be UTC or a valid IANA Area/Location name.";
 /// `invalid_time_zone` message for a non-string zone (§8.5).
 pub(crate) const ERR_ZONE_STRING: &str = "time_zone must be a string.";
+/// `invalid_rule` message for a `cron` that is not five fields (the calendar rule).
+pub(crate) const ERR_CRON_SHAPE: &str =
+    "cron must be five space-separated fields: minute hour day-of-month month day-of-week.";
+/// `invalid_rule` message for a bad `cron` minute field.
+pub(crate) const ERR_CRON_MINUTE: &str = "The cron minute field must be *, a number 0-59, a range a-b, a step */n or a-b/n, or a comma-separated list of them.";
+/// `invalid_rule` message for a bad `cron` hour field.
+pub(crate) const ERR_CRON_HOUR: &str = "The cron hour field must be *, a number 0-23, a range a-b, a step */n or a-b/n, or a comma-separated list of them.";
+/// `invalid_rule` message for a bad `cron` day-of-month field.
+pub(crate) const ERR_CRON_DAY: &str = "The cron day-of-month field must be *, a number 1-31, a range a-b, a step */n or a-b/n, or a comma-separated list of them.";
+/// `invalid_rule` message for a bad `cron` month field.
+pub(crate) const ERR_CRON_MONTH: &str = "The cron month field must be *, a number 1-12, a range a-b, a step */n or a-b/n, or a comma-separated list of them.";
+/// `invalid_rule` message for a bad `cron` day-of-week field.
+pub(crate) const ERR_CRON_WEEKDAY: &str = "The cron day-of-week field must be *, a number 0-7 (0 and 7 are Sunday), a range a-b, a step */n or a-b/n, or a comma-separated list of them.";
+/// `invalid_rule` message for a `cron` range whose start is after its end.
+pub(crate) const ERR_CRON_RANGE: &str = "A cron range a-b must have a no greater than b.";
+/// `invalid_rule` message for a `cron` step of 0.
+pub(crate) const ERR_CRON_STEP: &str = "A cron step /n must be at least 1.";
+/// `no_future_occurrence` message (the calendar rule).
+pub(crate) const ERR_NO_OCCURRENCE: &str =
+    "The cron expression matches no date before 9999-12-31 (such as February 30).";
 /// `not_future` message (§8.1).
 pub(crate) const ERR_NOT_FUTURE: &str = "The scheduled time must be strictly in the future.";
 /// `time_out_of_range` message (§8.1).
@@ -86,6 +106,8 @@ pub enum ErrorCode {
     PersistenceUncertain,
     /// `timezone_confirmation_required` (decision 6)
     TimezoneConfirmationRequired,
+    /// `no_future_occurrence` (the calendar rule: a `cron` that never matches)
+    NoFutureOccurrence,
 }
 
 impl ErrorCode {
@@ -116,6 +138,7 @@ impl ErrorCode {
             ErrorCode::InternalError => "internal_error",
             ErrorCode::PersistenceUncertain => "persistence_uncertain",
             ErrorCode::TimezoneConfirmationRequired => "timezone_confirmation_required",
+            ErrorCode::NoFutureOccurrence => "no_future_occurrence",
         }
     }
 
@@ -133,6 +156,7 @@ impl ErrorCode {
             ErrorCode::InternalError => Some(ERR_INTERNAL),
             ErrorCode::PersistenceUncertain => Some(ERR_UNCERTAIN),
             ErrorCode::TimezoneConfirmationRequired => Some(ERR_CONFIRM_ZONE),
+            ErrorCode::NoFutureOccurrence => Some(ERR_NO_OCCURRENCE),
         }
     }
 
@@ -172,6 +196,22 @@ pub enum RuleViolation {
     LocalNotReal,
     /// "The local at time does not exist in the selected time zone."
     DstGap,
+    /// A `cron` that is not five space-separated fields.
+    CronShape,
+    /// A bad `cron` minute field.
+    CronMinute,
+    /// A bad `cron` hour field.
+    CronHour,
+    /// A bad `cron` day-of-month field.
+    CronDayOfMonth,
+    /// A bad `cron` month field.
+    CronMonth,
+    /// A bad `cron` day-of-week field.
+    CronDayOfWeek,
+    /// A `cron` range `a-b` with `a > b`.
+    CronRange,
+    /// A `cron` step `/0`.
+    CronStep,
 }
 
 impl RuleViolation {
@@ -190,6 +230,14 @@ impl RuleViolation {
             RuleViolation::LocalShape => ERR_LOCAL_SHAPE,
             RuleViolation::LocalNotReal => ERR_LOCAL_REAL,
             RuleViolation::DstGap => ERR_GAP,
+            RuleViolation::CronShape => ERR_CRON_SHAPE,
+            RuleViolation::CronMinute => ERR_CRON_MINUTE,
+            RuleViolation::CronHour => ERR_CRON_HOUR,
+            RuleViolation::CronDayOfMonth => ERR_CRON_DAY,
+            RuleViolation::CronMonth => ERR_CRON_MONTH,
+            RuleViolation::CronDayOfWeek => ERR_CRON_WEEKDAY,
+            RuleViolation::CronRange => ERR_CRON_RANGE,
+            RuleViolation::CronStep => ERR_CRON_STEP,
         }
     }
 }
@@ -239,6 +287,9 @@ pub enum InputError {
     /// breaks the record rules). Never caused by model input.
     #[error("{ERR_INTERNAL}")]
     Internal,
+    /// `no_future_occurrence`: a `cron` that matches no date up to 9999-12-31.
+    #[error("{ERR_NO_OCCURRENCE}")]
+    NoFutureOccurrence,
 }
 
 impl InputError {
@@ -256,6 +307,7 @@ impl InputError {
                 ErrorCode::TimezoneConfirmationRequired
             }
             InputError::Internal => ErrorCode::InternalError,
+            InputError::NoFutureOccurrence => ErrorCode::NoFutureOccurrence,
         }
     }
 
@@ -272,6 +324,7 @@ impl InputError {
             InputError::FrequencyTooHigh => ERR_EVERY_MIN,
             InputError::TimezoneConfirmationRequired { .. } => ERR_CONFIRM_ZONE,
             InputError::Internal => ERR_INTERNAL,
+            InputError::NoFutureOccurrence => ERR_NO_OCCURRENCE,
         }
     }
 

@@ -15,6 +15,8 @@
 //!   due decision (§12.3, [`Decision`], [`EveryBatch`]) and [`ScheduleFold::check_change`].
 //! - [`create_after`], [`create_every`], [`create_at`]: records from model input with the
 //!   spec's error codes and messages ([`InputError`], [`ErrorCode`]) (§8).
+//! - [`CronRule`]: the calendar rule (a five-field cron expression) and its next occurrence
+//!   in an IANA zone, with its DST rules.
 //! - [`resolve_local_at`], [`resolve_time_zone`], [`ZoneContext`]: local wall-clock times and
 //!   the zone fallback of decision 6 (§9.2).
 //! - [`schedule_reminder_presentation`]: the UI helper (decision 7).
@@ -39,6 +41,7 @@
 mod at;
 mod change;
 mod create;
+mod cron;
 mod error;
 mod every;
 mod fold;
@@ -55,6 +58,7 @@ pub use change::{
     RecordKind, ReminderState, Rule, SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord, decode_change,
 };
 pub use create::{create_after, create_at, create_every};
+pub use cron::CronRule;
 pub use error::{ErrorCode, InputError, ResolveError, RuleViolation, ScheduleLogError};
 pub(crate) use every::resolve_every;
 pub use fold::{Decision, EveryBatch, FoldSnapshot, ScheduleFold, SeenIds};
