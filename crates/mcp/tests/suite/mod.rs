@@ -1,5 +1,6 @@
 mod delivery;
 mod durability;
+mod error_results;
 mod http;
 mod http_auth;
 mod http_bounds;
