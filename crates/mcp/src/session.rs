@@ -368,8 +368,9 @@ impl SessionHost {
     /// Runs tool `name` for the session's agent and makes its effects durable before the
     /// answer is given ([`turnkit_core::acknowledge`]: a failed flush answers `Error: the
     /// change may not be saved: …`, the events staying pending). Owed messages are appended
-    /// to the result (one text block each, in order) and reserved; unless `cancel` fired, in
-    /// which case nothing is attached (the result will not be sent). `cancel` and `progress`
+    /// to a successful result (one text block each, in order) and reserved; nothing is
+    /// attached when `cancel` fired (the result will not be sent) or the result is an error
+    /// (they wait for the next successful one). `cancel` and `progress`
     /// travel on the call ([`turnkit_core::ToolCall`]): a tool that waits reports through
     /// `progress` and stops waiting when `cancel` fires.
     ///
@@ -423,7 +424,10 @@ impl SessionHost {
         if output.is_error && !failed {
             tracing::warn!("mcp: {name}: {}", output.content[0].as_text());
         }
-        if cancel.is_cancelled() {
+        // A cancelled call's result will not be sent; an error result carries no messages
+        // (clients fold them into the error text the model reads as a failure): they wait for
+        // the next successful result.
+        if cancel.is_cancelled() || output.is_error {
             return Answer {
                 output,
                 owed: Vec::new(),

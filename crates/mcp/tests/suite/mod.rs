@@ -1,10 +1,12 @@
 mod delivery;
 mod durability;
+mod error_results;
 mod http;
 mod http_auth;
 mod http_bounds;
 mod http_instances;
 mod http_load;
+mod http_refusals;
 mod http_served;
 mod http_support;
 mod jobs_restart;
@@ -21,4 +23,5 @@ mod tasks_http;
 mod tasks_subjects;
 mod tools;
 mod torture;
+mod unavailable;
 mod walls_served;
