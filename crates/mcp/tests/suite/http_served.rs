@@ -7,7 +7,7 @@
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::http_support::{Connection, client, start_http_with, texts};
+use super::http_support::{Connection, INITIALIZE, client, send, start_http_with, texts};
 use super::support::BOUND;
 
 /// Waits until the server no longer holds session file `log` (it is locked while the session
@@ -91,4 +91,37 @@ async fn idle_release_keeps_a_session_whose_terminal_runs() {
         .unwrap();
     assert_eq!(killed["isError"], Value::Bool(false), "{killed}");
     until_released(&sessions.join("repl.jsonl")).await;
+}
+
+/// Over HTTP nothing is sent between calls (no `notifications/resources/updated`, no
+/// `notifications/message`), so neither `resources.subscribe` nor `logging` is advertised;
+/// stdio advertises both (`suite::protocol`).
+#[tokio::test]
+async fn http_advertises_no_subscriptions_and_no_logging() {
+    let dir = tempfile::tempdir().unwrap();
+    let sessions = dir.path().join("sessions");
+    let config = json!({"todo": {"allowParallelInProgress": false}});
+    let server = start_http_with(
+        dir.path(),
+        &config,
+        &["--dir", sessions.to_str().unwrap()],
+        &[],
+    )
+    .await;
+    let http = client();
+    let bearer = server.bearer();
+    let reply = send(
+        &http,
+        "POST",
+        &server.url("caps"),
+        &[("authorization", bearer.as_str())],
+        INITIALIZE,
+    )
+    .await
+    .unwrap();
+    assert_eq!(reply.status, 200, "{}", reply.body);
+    assert_eq!(
+        reply.messages()[0]["result"]["capabilities"],
+        json!({"tools": {}, "resources": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}})
+    );
 }
