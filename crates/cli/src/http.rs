@@ -141,7 +141,11 @@ impl SessionSource for JsonlSource {
             session: Some(id.to_owned()),
             ..self.options.clone()
         };
-        SessionHost::open(&options)
+        // Reading and replaying a large log takes a while: not on a thread that serves
+        // requests.
+        tokio::task::spawn_blocking(move || SessionHost::open(&options))
+            .await
+            .map_err(|error| ServeError::Unusable(format!("opening the session failed: {error}")))?
     }
 }
 
@@ -159,24 +163,48 @@ struct PgSource {
 }
 
 impl PgSource {
-    fn host(&self, session: Arc<PgSession>) -> Result<Arc<SessionHost>, ServeError> {
+    /// The host of `session`, opened (its log replayed, its jobs' leftovers stopped) on a
+    /// blocking thread, not on one that serves requests; its lease watched: a lost lease, or
+    /// one that must stop its work, fences the host (its jobs are stopped).
+    async fn host(&self, session: Arc<PgSession>) -> Result<Arc<SessionHost>, ServeError> {
         let id = session.id().clone();
         let options = SessionOptions {
             session: Some(id.as_str().to_owned()),
             ..self.options.clone()
         };
         let mut lost = session.lease().lost_signal();
-        let host = SessionHost::open_in(&Opened(session), &options)?;
+        let mut must_stop = session.lease().stop_signal();
+        let stop_after = session.lease().stop_after();
+        let ttl = session.lease().ttl();
+        let host =
+            tokio::task::spawn_blocking(move || SessionHost::open_in(&Opened(session), &options))
+                .await
+                .map_err(|error| {
+                    ServeError::Unusable(format!("opening the session failed: {error}"))
+                })??;
         let fenced = Arc::downgrade(&host);
         let done = self.done.clone();
         self.tasks.spawn(async move {
-            let taken = tokio::select! {
+            let reason = tokio::select! {
                 () = done.cancelled() => return,
-                taken = lost.wait_for(|lost| *lost) => taken.is_ok(),
+                taken = lost.wait_for(|lost| *lost) => match taken {
+                    Ok(_) => PersistenceError::Fenced(id.clone()).to_string(),
+                    // The session was dropped, its lease released.
+                    Err(_) => return,
+                },
+                stop = must_stop.wait_for(|stop| *stop) => match stop {
+                    Ok(_) => format!(
+                        "session {id}: the session store confirmed no lease renewal for \
+                         {stop_after:?}, so this host stopped the session's jobs and \
+                         terminals before its lease ({ttl:?}) could lapse and another host \
+                         take the session; retry: the next request opens it again once the \
+                         store answers"
+                    ),
+                    Err(_) => return,
+                },
             };
-            // Not taken: the session was dropped, its lease released.
-            if taken && let Some(host) = fenced.upgrade() {
-                host.fence(&PersistenceError::Fenced(id)).await;
+            if let Some(host) = fenced.upgrade() {
+                host.fence_because(reason).await;
             }
         });
         Ok(host)
@@ -201,7 +229,7 @@ impl SessionSource for PgSource {
             }
             other => other?,
         };
-        self.host(session)
+        self.host(session).await
     }
 }
 
@@ -218,7 +246,7 @@ impl Resume for Adopt {
         // Joined on shutdown: a session handed over after the server stopped is shut down.
         self.source.tasks.spawn(async move {
             let id = session.id().clone();
-            match source.host(session) {
+            match source.host(session).await {
                 Ok(host) => server.adopt(host).await,
                 Err(error) => tracing::warn!("mcp http: resuming session {id}: {error}"),
             }

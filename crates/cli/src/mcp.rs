@@ -238,8 +238,8 @@ pub(crate) fn run(
     let done = CancellationToken::new();
     runtime.block_on(async move {
         let outcome = async {
-            let host = match store {
-                Store::Jsonl(_) => SessionHost::open(&options)?,
+            let opened = match store {
+                Store::Jsonl(_) => SessionHost::open(&options),
                 Store::Postgres(target) => {
                     // The scanner of any host finds this session's due reminders by the index rows
                     // the families' batches imply (turnkit-families names them).
@@ -252,7 +252,10 @@ pub(crate) fn run(
                         tasks: tasks.clone(),
                         done: done.clone(),
                     };
-                    let host = SessionHost::open_in(&leased, &options)?;
+                    let host = match SessionHost::open_in(&leased, &options) {
+                        Ok(host) => host,
+                        Err(error) => return unavailable(error, &options, serve).await,
+                    };
                     // Another host took the session: stop its agent and jobs; tool calls now
                     // answer with the fenced error.
                     let fenced = host.clone();
@@ -265,8 +268,12 @@ pub(crate) fn run(
                             }
                         }
                     });
-                    host
+                    Ok(host)
                 }
+            };
+            let host = match opened {
+                Ok(host) => host,
+                Err(error) => return unavailable(error, &options, serve).await,
             };
             if host.created() {
                 eprintln!("harness mcp: session {}", host.session_id());
@@ -283,4 +290,23 @@ pub(crate) fn run(
         tasks.wait().await;
         outcome
     })
+}
+
+/// Serves a session that could not be opened because another server holds it: the reason
+/// goes to standard error at once and to the client (instructions, every tool call) until it
+/// disconnects; then the command fails. Any other error stops the command at once.
+async fn unavailable(
+    error: turnkit_mcp::ServeError,
+    options: &SessionOptions,
+    serve: ServeOptions,
+) -> anyhow::Result<ExitCode> {
+    let session = options.session.as_deref().unwrap_or("(new)");
+    let Some(reason) = turnkit_mcp::unavailable_reason(session, &error) else {
+        return Err(error.into());
+    };
+    eprintln!("harness: {error}");
+    let definitions =
+        turnkit_families::catalog(&options.configs, turnkit_families::ChildrenMode::Without)?;
+    turnkit_mcp::serve_unavailable_stdio(reason, &definitions, serve).await?;
+    Ok(ExitCode::FAILURE)
 }

@@ -128,4 +128,8 @@ impl<H: SessionHooks> Session for HookedSession<H> {
         self.hooks.before_flush().await?;
         self.inner.flush().await
     }
+
+    async fn release(&self) {
+        self.inner.release().await;
+    }
 }

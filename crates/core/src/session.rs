@@ -130,4 +130,11 @@ pub trait Session: Send + Sync {
     /// # Errors
     /// [`PersistenceError`] when durability could not be confirmed.
     async fn flush(&self) -> Result<(), PersistenceError>;
+
+    /// Gives up what the store holds for this handle (a PostgreSQL lease) without blocking
+    /// the caller's executor thread: what dropping the handle does, for a host done with the
+    /// session that cannot afford a blocking drop (an HTTP server's request thread). Later
+    /// flushes of the handle fail. The default does nothing (the handle's drop gives up what
+    /// it holds, without waiting on I/O).
+    async fn release(&self) {}
 }

@@ -10,6 +10,7 @@ mod server;
 mod session;
 mod tasks;
 mod transport;
+mod unavailable;
 
 pub use error::ServeError;
 pub use inbox::{
@@ -20,3 +21,4 @@ pub use server::{OWED_FIELD, ResultShape, mcp_tool};
 pub use session::{INBOX_URI, MCP_DELIVERY, MCP_NOTICES, SessionHost, SessionOptions};
 pub use tasks::{JOB_TASK_TTL, TASK_CANCELLED_EVENT, TASK_EVENT};
 pub use turnkit_families::FamiliesConfig;
+pub use unavailable::{serve_unavailable, serve_unavailable_stdio, unavailable_reason};

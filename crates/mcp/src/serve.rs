@@ -58,7 +58,7 @@ where
 {
     let reservations = Reservations::default();
     let server = Server::new(host.clone(), options.shape).with_reservations(reservations.clone());
-    let transport = Gate::new(Lines::new(read, write), host.clone(), reservations);
+    let transport = Gate::new(Lines::new(read, write), Some(host.clone()), reservations);
     let changes = host.take_changes();
     let result = match server.clone().serve(transport).await {
         Ok(running) => {

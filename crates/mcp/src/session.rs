@@ -368,8 +368,9 @@ impl SessionHost {
     /// Runs tool `name` for the session's agent and makes its effects durable before the
     /// answer is given ([`turnkit_core::acknowledge`]: a failed flush answers `Error: the
     /// change may not be saved: …`, the events staying pending). Owed messages are appended
-    /// to the result (one text block each, in order) and reserved; unless `cancel` fired, in
-    /// which case nothing is attached (the result will not be sent). `cancel` and `progress`
+    /// to a successful result (one text block each, in order) and reserved; nothing is
+    /// attached when `cancel` fired (the result will not be sent) or the result is an error
+    /// (they wait for the next successful one). `cancel` and `progress`
     /// travel on the call ([`turnkit_core::ToolCall`]): a tool that waits reports through
     /// `progress` and stops waiting when `cancel` fires.
     ///
@@ -423,7 +424,10 @@ impl SessionHost {
         if output.is_error && !failed {
             tracing::warn!("mcp: {name}: {}", output.content[0].as_text());
         }
-        if cancel.is_cancelled() {
+        // A cancelled call's result will not be sent; an error result carries no messages
+        // (clients fold them into the error text the model reads as a failure): they wait for
+        // the next successful result.
+        if cancel.is_cancelled() || output.is_error {
             return Answer {
                 output,
                 owed: Vec::new(),
@@ -536,7 +540,17 @@ impl SessionHost {
     /// (`PersistenceError::Fenced`: "session s: this host no longer owns the session; stop
     /// its agents and jobs"). Nothing more is flushed; resources show the last state.
     pub async fn fence(&self, reason: &PersistenceError) {
-        if self.fenced.set(reason.to_string()).is_err() {
+        self.fence_because(reason.to_string()).await;
+    }
+
+    /// [`SessionHost::fence`] with `reason` as the text every later tool call answers with:
+    /// for a host that must stop the session's work for a reason of its own (its lease is
+    /// about to lapse: another host may take the session soon). Returns once the agent and
+    /// every family are disposed (the jobs and terminals stopped).
+    pub async fn fence_because(&self, reason: String) {
+        if self.fenced.set(reason.clone()).is_err() {
+            // Fenced already: wait for the disposal under way.
+            self.dispose().await;
             return;
         }
         tracing::warn!("mcp: {reason}");
@@ -598,19 +612,22 @@ impl SessionHost {
     }
 
     /// Disposes the agent and every family (bash jobs are killed), waits for the session's
-    /// own tasks (claims and flushes under way), then flushes the log (unless the session is
-    /// fenced).
+    /// own tasks (claims and flushes under way), flushes the log (unless the session is
+    /// fenced), then releases the session in its store ([`Session::release`]: a PostgreSQL
+    /// lease, given up without blocking the thread).
     pub async fn shutdown(&self) {
         self.dispose().await;
         self.stopping.cancel();
         self.background.close();
         self.background.wait().await;
-        if self.is_fenced() {
-            return;
-        }
-        if let Err(error) = self.session.flush().await {
+        if !self.is_fenced()
+            && let Err(error) = self.session.flush().await
+        {
             tracing::warn!("mcp: could not flush the session at shutdown: {error}");
         }
+        // The store's hold (a lease) is given up here, awaited, rather than by a blocking
+        // drop wherever the last handle goes.
+        self.session.release().await;
     }
 
     /// Disposes the agent and every family, once; a caller that comes while the disposal runs

@@ -25,12 +25,18 @@ use crate::session::SessionHost;
 pub(crate) struct Gate<T> {
     inner: T,
     initialized: bool,
-    host: Arc<SessionHost>,
+    /// The session whose owed messages responses carry; `None` for a server that serves no
+    /// session (it never reserves any).
+    host: Option<Arc<SessionHost>>,
     reservations: Reservations,
 }
 
 impl<T> Gate<T> {
-    pub(crate) fn new(inner: T, host: Arc<SessionHost>, reservations: Reservations) -> Self {
+    pub(crate) fn new(
+        inner: T,
+        host: Option<Arc<SessionHost>>,
+        reservations: Reservations,
+    ) -> Self {
         Self {
             inner,
             initialized: false,
@@ -57,8 +63,9 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Gate<T> {
                     .id
                     .as_ref()
                     .and_then(|id| self.reservations.take(&id_key(id)))
+                    && let Some(host) = &self.host
                 {
-                    self.host.release(reservation);
+                    host.release(reservation);
                 }
                 None
             }
@@ -68,7 +75,7 @@ impl<T: Transport<RoleServer>> Transport<RoleServer> for Gate<T> {
         let host = self.host.clone();
         async move {
             let sent = send.await;
-            if let Some(reservation) = reservation {
+            if let (Some(reservation), Some(host)) = (reservation, host) {
                 match &sent {
                     Ok(()) => host.commit(reservation).await,
                     Err(_) => host.release(reservation),

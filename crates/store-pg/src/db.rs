@@ -246,6 +246,23 @@ impl Db {
         Ok(rows == 1)
     }
 
+    /// The session's owner and epoch now (`None`: no such session; an owner of `None`: no
+    /// holder).
+    pub(crate) async fn owner(
+        &self,
+        id: &str,
+    ) -> Result<Option<(Option<String>, i64)>, StoreError> {
+        let client = self.pool.get().await.map_err(pool_error)?;
+        let row = client
+            .query_opt(
+                &self.sql("SELECT owner, epoch FROM {s}.sessions WHERE id = $1"),
+                &[&id],
+            )
+            .await
+            .map_err(backend)?;
+        Ok(row.map(|row| (row.get(0), row.get(1))))
+    }
+
     /// Gives a lease up (if it is still this holder's).
     pub(crate) async fn release(&self, id: &str, host: &str, epoch: i64) -> Result<(), StoreError> {
         let client = self.pool.get().await.map_err(pool_error)?;

@@ -16,7 +16,7 @@ mod shared;
 mod store;
 
 pub use follow::{FollowOptions, Follower};
-pub use lease::Lease;
+pub use lease::{Lease, STOP_AFTER};
 pub use options::PgOptions;
 pub use password::{PassFile, PassKey, PgPassword, url_has_password, url_socket_folders};
 pub use rows::SessionRow;

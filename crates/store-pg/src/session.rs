@@ -150,6 +150,11 @@ impl Session for PgSession {
     /// [`PersistenceError::Fenced`] when another host took the session (the lease is marked
     /// lost); [`PersistenceError::Io`] when the transaction did not commit (nothing of the
     /// batch is in the database; a later flush sends it again).
+    /// [`Lease::release`]: the lease is given up without blocking the caller's thread.
+    async fn release(&self) {
+        self.lease.release().await;
+    }
+
     async fn flush(&self) -> Result<(), PersistenceError> {
         let guard = self.flushing.clone().lock_owned().await;
         let durable = *self.durable.borrow();
@@ -159,6 +164,9 @@ impl Session for PgSession {
         }
         if self.lease.is_lost() {
             return Err(PersistenceError::Fenced(self.header.id.clone()));
+        }
+        if self.lease.is_released() {
+            return Err(PersistenceError::Detached(self.header.id.clone()));
         }
         // The index rows the batch implies, and the index once it is durable (flushes of one
         // handle run one at a time, so the index is the durable events').
@@ -173,22 +181,48 @@ impl Session for PgSession {
         let host = self.lease.host().to_owned();
         let epoch = self.lease.epoch();
         let durable_cell = self.durable.clone();
-        let outcome = self
-            .inner
-            .bridge
-            .run(async move {
-                let _guard = guard;
-                let count = batch.len() as u64;
-                let outcome = writer.flush(&id, &host, epoch, durable, batch, rows).await;
-                if let Ok(FlushOutcome::Written) = outcome {
-                    if let Some(next) = next {
-                        *lock(&index_cell) = Some(next);
-                    }
-                    durable_cell.send_replace(durable + count);
+        // Seen as it is now: only a lease that must stop while this flush waits ends the wait.
+        let mut must_stop = self.lease.stop_signal();
+        must_stop.borrow_and_update();
+        let stopped = async move {
+            loop {
+                if must_stop.changed().await.is_err() {
+                    // The renewal ended (the lease was lost or released): no stop to come.
+                    std::future::pending::<()>().await;
                 }
-                Ok(outcome)
-            })
-            .await;
+                if *must_stop.borrow() {
+                    return;
+                }
+            }
+        };
+        let run = self.inner.bridge.run(async move {
+            let _guard = guard;
+            let count = batch.len() as u64;
+            let outcome = writer.flush(&id, &host, epoch, durable, batch, rows).await;
+            if let Ok(FlushOutcome::Written) = outcome {
+                if let Some(next) = next {
+                    *lock(&index_cell) = Some(next);
+                }
+                durable_cell.send_replace(durable + count);
+            }
+            Ok(outcome)
+        });
+        // A store that stopped answering (a partition) must not hold the caller past the
+        // point where the session's work has to stop: the flush goes on in the background (its
+        // outcome counts), the caller hears that durability is not confirmed.
+        let outcome = tokio::select! {
+            outcome = run => outcome,
+            () = stopped => {
+                return Err(PersistenceError::Io {
+                    session: self.header.id.clone(),
+                    message: format!(
+                        "postgres: no answer before the lease had to stop the session's work \
+                         ({:?} without a confirmed renewal)",
+                        self.lease.stop_after()
+                    ),
+                });
+            }
+        };
         match outcome {
             Ok(Ok(FlushOutcome::Written)) => Ok(()),
             Ok(Ok(FlushOutcome::Fenced)) => {

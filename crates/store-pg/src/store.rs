@@ -221,7 +221,9 @@ impl PgStore {
     ///
     /// # Errors
     /// [`StoreError::NotFound`]; [`StoreError::Owned`] while another live lease exists (this
-    /// host's own included: one writing handle per session); [`StoreError::Backend`].
+    /// host's own included: one writing handle per session); [`StoreError::Backend`], also
+    /// when the store gives no answer within `ttl` (`the store did not answer within the
+    /// lease's TTL (30s)`).
     pub async fn acquire(
         &self,
         session: &SessionId,
@@ -231,11 +233,18 @@ impl PgStore {
         let db = self.inner.db.clone();
         let id = session.clone();
         let holder = host.to_owned();
-        let epoch = self
+        let taking = self
             .inner
             .bridge
-            .run(async move { db.acquire(&id, &holder, ttl).await })
-            .await?;
+            .run(async move { db.acquire(&id, &holder, ttl).await });
+        // A store that does not answer (a partition: no error, no reply) is given the lease's
+        // own TTL, not forever.
+        let epoch = tokio::time::timeout(ttl, taking).await.map_err(|_| {
+            StoreError::Backend(BackendError::new(
+                BackendKind::Store,
+                format!("the store did not answer within the lease's TTL ({ttl:?})"),
+            ))
+        })??;
         Ok(self.lease(session.clone(), host.to_owned(), epoch, ttl))
     }
 

@@ -260,6 +260,42 @@ fn bearer(value: &[u8]) -> Option<&[u8]> {
     Some(&rest[start..])
 }
 
+/// How to send the token, in every 401 message (worded so that clients that redact
+/// `Authorization: …` from their logs still show it).
+const SEND_IT: &str = "Send the token the server printed (a line of its token file) as the \
+                       Bearer token of the Authorization header";
+
+/// The 401 message of a request with no Bearer token.
+const NO_TOKEN: &str = "no token was sent: send the token the server printed (a \
+                                   line of its token file) as the Bearer token of the \
+                                   Authorization header";
+
+fn unauthorized(message: String) -> Refusal {
+    Refusal::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+}
+
+/// The 401 message of a Bearer token that is not one of the server's: a client that sent a
+/// placeholder it did not expand (Claude Code sends `${HARNESS_TOKEN}` as is when the
+/// variable is unset) is told to set that variable; any other token is not echoed.
+fn wrong_token(presented: &[u8]) -> String {
+    let placeholder = presented
+        .strip_prefix(b"${")
+        .and_then(|rest| rest.strip_suffix(b"}"))
+        .filter(|name| {
+            (1..=64).contains(&name.len())
+                && !name[0].is_ascii_digit()
+                && name.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_')
+        })
+        .and_then(|name| std::str::from_utf8(name).ok());
+    match placeholder {
+        Some(name) => format!(
+            "the token sent is the unexpanded text ${{{name}}}: set {name} to the token the \
+             server printed in the environment the client starts in, then restart the client"
+        ),
+        None => format!("the token sent is not one of this server's tokens. {SEND_IT}"),
+    }
+}
+
 /// With `tokens`, refuses a request without `Authorization: Bearer <token>` naming one of
 /// them (401), or whose token is limited to prefixes `session` starts with none of (403);
 /// what passes is the index of its token in the file. Without tokens (`--no-auth`, loopback
@@ -272,18 +308,15 @@ pub(crate) fn check_token(
     let Some(tokens) = tokens else {
         return Ok(0);
     };
-    let unauthorized = || {
-        Refusal::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            "a valid Authorization: Bearer token is required",
-        )
-    };
     let presented = headers
         .get(header::AUTHORIZATION)
-        .and_then(|value| bearer(value.as_bytes()))
-        .ok_or_else(unauthorized)?;
-    let index = tokens.find(presented).ok_or_else(unauthorized)?;
+        .and_then(|value| bearer(value.as_bytes()));
+    let Some(presented) = presented else {
+        return Err(unauthorized(NO_TOKEN.to_owned()));
+    };
+    let Some(index) = tokens.find(presented) else {
+        return Err(unauthorized(wrong_token(presented)));
+    };
     let prefixes = &tokens.tokens[index].prefixes;
     if prefixes.is_empty() || prefixes.iter().any(|p| session.starts_with(p.as_str())) {
         return Ok(index);

@@ -27,6 +27,7 @@ mod auth;
 mod conn;
 mod generated;
 mod held;
+mod plain;
 mod request;
 mod sessions;
 

@@ -132,6 +132,7 @@ async fn serve_request(
     let counted = sessions::InFlight::new(live.clone(), request.method() == Method::POST);
     let on_drop = Box::new(move || drop(counted));
     let response = live.service.handle(request).await;
+    let response = super::plain::json_refusal(response.map(Body::new)).await;
     let (parts, body) = response.into_parts();
     let body = Committing::new(body, held, on_drop);
     Ok(Response::from_parts(parts, Body::new(body)))

@@ -396,9 +396,12 @@ impl Sessions {
             .iter()
             .map(|(id, slot)| (id.clone(), slot.clone()))
             .collect();
-        let mut released = 0;
+        // Each session to release keeps its slot locked until its release is done (a request
+        // for it waits, then opens it again); the releases run together, so one that waits
+        // on a stalled store does not hold the others back.
+        let mut releasing = Vec::new();
         for (id, slot) in slots {
-            let Ok(mut guard) = slot.try_lock() else {
+            let Ok(mut guard) = slot.clone().try_lock_owned() else {
                 continue;
             };
             let idle_enough = guard
@@ -406,20 +409,30 @@ impl Sessions {
                 .and_then(|live| live.idle_for(now))
                 .is_some_and(|for_| for_ >= idle);
             let fenced = guard.as_ref().is_some_and(|live| live.host.is_fenced());
-            if idle_enough || fenced {
-                if let Some(live) = guard.take() {
-                    self.forget(&live);
-                    live.release().await;
-                    released += 1;
-                }
+            if !(idle_enough || fenced) {
+                continue;
+            }
+            if let Some(live) = guard.take() {
+                self.forget(&live);
+                releasing.push((id, slot, guard, live));
+            }
+        }
+        let released = releasing.len();
+        let done = futures::future::join_all(releasing.into_iter().map(
+            |(id, slot, guard, live)| async move {
+                live.release().await;
                 drop(guard);
-                let mut slots = lock(&self.slots);
-                if slots
-                    .get(&id)
-                    .is_some_and(|s| Arc::ptr_eq(s, &slot) && Arc::strong_count(s) <= 2)
-                {
-                    slots.remove(&id);
-                }
+                (id, slot)
+            },
+        ))
+        .await;
+        let mut slots = lock(&self.slots);
+        for (id, slot) in done {
+            if slots
+                .get(&id)
+                .is_some_and(|s| Arc::ptr_eq(s, &slot) && Arc::strong_count(s) <= 2)
+            {
+                slots.remove(&id);
             }
         }
         released

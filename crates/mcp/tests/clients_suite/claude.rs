@@ -27,6 +27,9 @@ pub(crate) const PACKAGE: &str = "@anthropic-ai/claude-code@2.1.332";
 pub(crate) enum Tasks {
     On,
     Off,
+    /// `CLAUDE_AUTO_BACKGROUND_TASKS=1` set, the remote flag off: what a user who set only the
+    /// variable gets.
+    EnvOnly,
 }
 
 /// A streaming Claude Code session (`claude -p --input-format stream-json --output-format
@@ -54,7 +57,7 @@ pub(crate) fn command(
     // The background-task feature's remote flag, as a cached value (nothing is fetched).
     let seed = match tasks {
         Tasks::On => json!({"cachedGrowthBookFeatures": {"tengu_glowing_lark": true}}),
-        Tasks::Off => json!({}),
+        Tasks::Off | Tasks::EnvOnly => json!({}),
     };
     std::fs::write(ws.home().join(".claude.json"), seed.to_string()).unwrap();
     let mut cmd = tokio::process::Command::new(bin);
@@ -77,7 +80,7 @@ pub(crate) fn command(
     if let Some(token) = ws.token() {
         cmd.env("HARNESS_TOKEN", token);
     }
-    if tasks == Tasks::On {
+    if tasks != Tasks::Off {
         cmd.env("CLAUDE_AUTO_BACKGROUND_TASKS", "1")
             .env("CLAUDE_CODE_GB_DISK_CACHE_WHEN_TELEMETRY_OFF", "1");
     }
@@ -261,7 +264,7 @@ fn assert_opened_with_discover(sent: &[Value], answered: Option<&[Value]>, tasks
     let capabilities = match tasks {
         Tasks::On => json!({"roots": {"listChanged": true}, "elicitation": {"form": {}, "url": {}},
             "extensions": {"io.modelcontextprotocol/tasks": {}}}),
-        Tasks::Off => {
+        Tasks::Off | Tasks::EnvOnly => {
             json!({"roots": {"listChanged": true}, "elicitation": {"form": {}, "url": {}}})
         }
     };
@@ -315,6 +318,35 @@ async fn with_the_task_feature_off_a_job_notice_and_a_reminder_ride_the_next_too
         Tasks::Off,
     );
     assert_eq!(methods(&ws.client_messages())[3..], ["tools/call"; 4]);
+}
+
+/// `CLAUDE_AUTO_BACKGROUND_TASKS=1` without the remote flag for background tasks: Claude Code
+/// declares no tasks, so nothing wakes the model; the notice and the reminder ride the next
+/// tool result, exactly as with the feature off.
+#[tokio::test]
+async fn with_the_variable_but_without_the_remote_flag_nothing_wakes_and_notices_ride_the_next_result()
+ {
+    let Some(bin) = client_bin(CLAUDE, PACKAGE) else {
+        return;
+    };
+    let ws = Workspace::new();
+    let api = FakeApi::start(Dialect::Messages, pull_script(&ws, "env-only")).await;
+    let mut claude = Streaming::start(
+        &bin,
+        &ws,
+        &api,
+        Tasks::EnvOnly,
+        &stdio_entry(&ws, "env-only"),
+    );
+    claude.send("Run the job.").await;
+    assert_eq!(claude.result().await["result"], "All done.");
+    claude.finish().await;
+    assert_pulled(&api);
+    assert_opened_with_discover(
+        &ws.client_messages(),
+        Some(&ws.server_messages()),
+        Tasks::EnvOnly,
+    );
 }
 
 /// How long after `from` the request `at` arrived.

@@ -307,3 +307,78 @@ async fn over_http_with_mcp_2026_07_28_a_job_notice_and_a_reminder_ride_the_next
     assert_eq!(methods[..2], ["server/discover", "tools/list"]);
     assert_eq!(methods[2..], CALLS);
 }
+
+/// A second Codex on a session another server holds: Codex connects (the handshake is
+/// answered), offers the harness tools, and the model reads why the call failed and what to do,
+/// and the server's instructions say the same.
+#[tokio::test]
+async fn on_a_session_another_server_holds_the_model_reads_why_and_what_to_do() {
+    let Some(bin) = client_bin(CODEX, PACKAGE) else {
+        return;
+    };
+    let ws = Workspace::new();
+    let (program, args) = ws.server_command("held");
+    let mut first = tokio::process::Command::new(program)
+        .args(&args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines =
+        tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(first.stderr.take().unwrap()));
+    let opened = tokio::time::timeout(BOUND, lines.next_line())
+        .await
+        .expect("the first server opens its session")
+        .unwrap();
+    assert_eq!(opened.as_deref(), Some("harness mcp: session held"));
+    let script = vec![
+        Turn::new(vec![Block::Call {
+            id: "call_1",
+            tool: "todo_write",
+            input: json!({"todos": [{"content": "Ship it", "status": "in_progress"}]}),
+        }]),
+        Turn::new(vec![Block::Text("Told the user.")]),
+    ];
+    let api = FakeApi::start(Dialect::Responses, script).await;
+    let events = run(
+        &bin,
+        &ws,
+        &api,
+        &stdio_server(&ws, "held"),
+        &[],
+        "Plan the work.",
+    )
+    .await;
+    assert!(events.iter().any(|e| e["item"]["text"] == "Told the user."));
+    let why = format!(
+        "harness cannot serve session held: its session file {} is locked by another open \
+         handle: another harness server (another client, or another window of this one) is \
+         serving it. Give each project and each client window a session of its own (start \
+         `harness mcp` with its own --session, for example one per working folder), or close \
+         the other client; then reconnect this MCP server (Claude Code: /mcp, then reconnect; \
+         Codex: start a new session).",
+        ws.path().join("sessions/held.jsonl").display()
+    );
+    let requests = api.agent_requests();
+    let outputs: Vec<(String, Vec<String>)> = codex_call_outputs(&requests[1].body)
+        .into_iter()
+        .map(|(id, texts)| (id, tool_blocks(&texts)))
+        .collect();
+    assert_eq!(
+        outputs,
+        [("call_1".to_owned(), vec![format!("Error: {why}")])]
+    );
+    // The handshake was answered with the reason as the instructions.
+    let answered = ws.server_messages();
+    assert!(
+        answered[0]["result"]["instructions"]
+            .as_str()
+            .unwrap()
+            .starts_with(&why),
+        "{}",
+        answered[0]
+    );
+    first.kill().await.unwrap();
+}

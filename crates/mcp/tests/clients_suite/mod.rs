@@ -1,4 +1,5 @@
 mod claude;
+mod claude_setup;
 mod claude_structured;
 mod codex;
 mod fake_api;

@@ -12,7 +12,10 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
 
-use super::http_support::{Connection, INITIALIZE, client, meta, send, start_http, texts};
+use super::http_support::{
+    Connection, INITIALIZE, NO_TOKEN, UNEXPANDED_TOKEN, WRONG_TOKEN, client, meta, send,
+    start_http, texts,
+};
 use super::support::BOUND;
 
 const TOKEN: &str = "0123456789abcdef-team";
@@ -421,7 +424,7 @@ async fn refusals_have_stable_statuses_and_bodies() {
             vec![],
             INITIALIZE.to_owned(),
             401,
-            json!({"error": "unauthorized", "message": "a valid Authorization: Bearer token is required"}),
+            json!({"error": "unauthorized", "message": NO_TOKEN}),
         ),
         (
             "a wrong token",
@@ -429,7 +432,15 @@ async fn refusals_have_stable_statuses_and_bodies() {
             vec![("authorization", format!("Bearer {TOKEN}x"))],
             INITIALIZE.to_owned(),
             401,
-            json!({"error": "unauthorized", "message": "a valid Authorization: Bearer token is required"}),
+            json!({"error": "unauthorized", "message": WRONG_TOKEN}),
+        ),
+        (
+            "a placeholder the client did not expand",
+            url.clone(),
+            vec![("authorization", "Bearer ${HARNESS_TOKEN}".to_owned())],
+            INITIALIZE.to_owned(),
+            401,
+            json!({"error": "unauthorized", "message": UNEXPANDED_TOKEN}),
         ),
         (
             "not a bearer token",
@@ -437,7 +448,7 @@ async fn refusals_have_stable_statuses_and_bodies() {
             vec![("authorization", format!("Basic {TOKEN}"))],
             INITIALIZE.to_owned(),
             401,
-            json!({"error": "unauthorized", "message": "a valid Authorization: Bearer token is required"}),
+            json!({"error": "unauthorized", "message": NO_TOKEN}),
         ),
         (
             "a token limited to other prefixes",

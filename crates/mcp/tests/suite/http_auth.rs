@@ -9,11 +9,15 @@ use std::os::unix::process::CommandExt as _;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use super::http_support::{client, send, session_files, start_http, stateless, texts};
+use super::http_support::{
+    NO_TOKEN, WRONG_TOKEN, client, send, session_files, start_http, stateless, texts,
+};
 use super::support::{BOUND, harness_bin, kill};
 
-const UNAUTHORIZED: &str =
-    r#"{"error":"unauthorized","message":"a valid Authorization: Bearer token is required"}"#;
+/// The 401 body of a request with `message`.
+fn unauthorized(message: &str) -> String {
+    json!({"error": "unauthorized", "message": message}).to_string()
+}
 
 fn todo_call() -> Value {
     json!({"name": "todo_write", "arguments":
@@ -64,7 +68,11 @@ async fn a_server_without_a_token_file_generates_one_and_refuses_calls_without_i
     let wrong = format!("Bearer {}", "0".repeat(64));
     let basic = format!("Basic {token}");
     let mut through = 0;
-    for auth in [None, Some(wrong.as_str()), Some(basic.as_str())] {
+    for (auth, message) in [
+        (None, NO_TOKEN),
+        (Some(wrong.as_str()), WRONG_TOKEN),
+        (Some(basic.as_str()), NO_TOKEN),
+    ] {
         let reply = stateless(
             &http,
             &url,
@@ -75,7 +83,10 @@ async fn a_server_without_a_token_file_generates_one_and_refuses_calls_without_i
             false,
         )
         .await;
-        assert_eq!((reply.status, reply.body.as_str()), (401, UNAUTHORIZED));
+        assert_eq!(
+            (reply.status, reply.body.as_str()),
+            (401, unauthorized(message).as_str())
+        );
         assert_eq!(reply.headers.get("www-authenticate").unwrap(), "Bearer");
         if reply.status == 200 {
             through += 1;

@@ -436,3 +436,19 @@ pub(crate) async fn stateless(
         .await
         .unwrap()
 }
+
+/// The 401 message of a request without a Bearer token.
+pub(crate) const NO_TOKEN: &str = "no token was sent: send the token the server printed (a line \
+                                   of its token file) as the Bearer token of the Authorization \
+                                   header";
+
+/// The 401 message of a Bearer token that is not the server's.
+pub(crate) const WRONG_TOKEN: &str = "the token sent is not one of this server's tokens. Send \
+                                      the token the server printed (a line of its token file) \
+                                      as the Bearer token of the Authorization header";
+
+/// The 401 message of Claude Code's `${HARNESS_TOKEN}` sent as is (the variable was unset).
+pub(crate) const UNEXPANDED_TOKEN: &str = "the token sent is the unexpanded text \
+                                           ${HARNESS_TOKEN}: set HARNESS_TOKEN to the token the \
+                                           server printed in the environment the client starts \
+                                           in, then restart the client";

@@ -105,6 +105,42 @@ async fn two_servers_on_one_session_exactly_one_writes() {
         format!("harness: session s is owned by host {owner}; retry after its lease expires\n")
     );
 
+    // A client of that second server still gets its handshake answered, and every call says
+    // which host serves the session and what to do.
+    let why = format!(
+        "harness cannot serve session s: host {owner} serves it and its lease is live. Give \
+         this client a session of its own (start `harness mcp` with its own --session), or \
+         wait until that host stops and its lease expires; then reconnect this MCP server \
+         (Claude Code: /mcp, then reconnect; Codex: start a new session)."
+    );
+    let mut second = super::tasks::Raw::spawn(command(dir.path(), &store), None);
+    let init = second
+        .request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                "clientInfo": {"name": "second", "version": "1"}}),
+        )
+        .await;
+    assert!(
+        init["result"]["instructions"]
+            .as_str()
+            .unwrap()
+            .starts_with(&why),
+        "{init}"
+    );
+    second.notify("notifications/initialized").await;
+    let refused = second
+        .request(
+            "tools/call",
+            json!({"name": "todo_write", "arguments": todos("from the second")}),
+        )
+        .await;
+    assert_eq!(
+        refused["result"],
+        json!({"content": [{"type": "text", "text": format!("Error: {why}")}], "isError": true})
+    );
+    second.kill().await;
+
     // The first server stops (a paused VM) past its lease; a second server takes the session.
     kill("STOP", a_pid);
     sql.execute(
