@@ -77,6 +77,10 @@ pub(crate) struct Server {
     pub(crate) log_level: Arc<AtomicU8>,
     /// Per tool with an output schema, whether its structured values are wrapped ([`wraps`]).
     wrapped: Arc<HashMap<String, bool>>,
+    /// Whether the connection hears about changes between calls (`resources/subscribe`
+    /// updates, `notifications/message` logging), and so advertises them: over stdio; over
+    /// HTTP nothing is sent between calls, so neither is advertised.
+    notifies: bool,
 }
 
 fn decode<T: DeserializeOwned>(value: Value) -> Result<T, ErrorData> {
@@ -192,7 +196,15 @@ impl Server {
             reservations: Reservations::default(),
             subscribed: Arc::new(Mutex::new(Default::default())),
             log_level: Arc::default(),
+            notifies: true,
         }
+    }
+
+    /// This server for a connection that is sent nothing between calls (HTTP): it does not
+    /// advertise `resources.subscribe` or `logging`.
+    pub(crate) fn without_notifications(mut self) -> Self {
+        self.notifies = false;
+        self
     }
 
     /// This server sharing `reservations` with its transport.
@@ -461,14 +473,21 @@ async fn notify_progress(
 )]
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
+        let mut capabilities = json!({
+            "tools": {},
+            "resources": {"subscribe": true},
+            "logging": {},
+            "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}},
+        });
+        if !self.notifies {
+            capabilities["resources"] = json!({});
+            if let Some(capabilities) = capabilities.as_object_mut() {
+                capabilities.remove("logging");
+            }
+        }
         let info = json!({
             "protocolVersion": ProtocolVersion::LATEST_WITH_INITIALIZE,
-            "capabilities": {
-                "tools": {},
-                "resources": {"subscribe": true},
-                "logging": {},
-                "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}},
-            },
+            "capabilities": capabilities,
             "serverInfo": {"name": "harness", "version": env!("CARGO_PKG_VERSION")},
             "instructions": self.host.instructions(),
         });

@@ -26,7 +26,14 @@ pub(crate) async fn route(
     conn: Arc<Conn>,
     request: http::Request<hyper::body::Incoming>,
 ) -> Response {
-    match serve_request(&server, &conn, request).await {
+    // A browser's origin that passes the origin check gets the CORS headers on every answer
+    // (refusals included, so a page can read why); any other origin is refused by the check.
+    let cors = request
+        .headers()
+        .get(header::ORIGIN)
+        .filter(|_| auth::check_origin(request.headers(), &server.options.allowed_origins).is_ok())
+        .cloned();
+    let mut response = match serve_request(&server, &conn, request).await {
         Ok(response) => response,
         Err(refused) => {
             let close = refused.close;
@@ -38,7 +45,49 @@ pub(crate) async fn route(
             }
             response
         }
+    };
+    if let Some(origin) = cors {
+        let headers = response.headers_mut();
+        headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+        headers.append(header::VARY, HeaderValue::from_static("origin"));
+        headers.insert(
+            header::ACCESS_CONTROL_EXPOSE_HEADERS,
+            HeaderValue::from_static(CORS_EXPOSED),
+        );
     }
+    response
+}
+
+/// The request headers a browser may send to a session's URL (the MCP ones and the token).
+const CORS_ALLOWED: &str = "authorization, content-type, accept, mcp-session-id, \
+    mcp-protocol-version, mcp-method, mcp-name, last-event-id";
+
+/// The response headers a page may read.
+const CORS_EXPOSED: &str = "mcp-session-id, mcp-protocol-version, www-authenticate";
+
+/// How long a browser may keep a preflight's answer, in seconds.
+const CORS_MAX_AGE: &str = "600";
+
+/// The answer to a browser's preflight (`OPTIONS` with `Origin` and
+/// `Access-Control-Request-Method`) of an origin the origin check admitted: `204`, the methods
+/// and headers a session's URL takes. It carries no token (browsers send none), and says
+/// nothing a page could not read from the documentation.
+fn preflight() -> Response {
+    let mut response = StatusCode::NO_CONTENT.into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST, DELETE"),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static(CORS_ALLOWED),
+    );
+    headers.insert(
+        header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static(CORS_MAX_AGE),
+    );
+    response
 }
 
 /// A refusal, and whether its connection is closed after it (the rest of the body will never
@@ -88,6 +137,14 @@ async fn serve_request(
         )
         .into());
     };
+    if request.method() == Method::OPTIONS
+        && request.headers().contains_key(header::ORIGIN)
+        && request
+            .headers()
+            .contains_key(header::ACCESS_CONTROL_REQUEST_METHOD)
+    {
+        return Ok(preflight());
+    }
     let token = auth::check_token(request.headers(), options.tokens.as_ref(), id)?;
     auth::check_session_id(id)?;
     conn.claim(token).map_err(|TooManyConnections(max)| {

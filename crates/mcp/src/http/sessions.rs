@@ -281,7 +281,7 @@ impl Sessions {
         let shape = self.shape;
         let factory_host = host.clone();
         let service = StreamableHttpService::new(
-            move || Ok(Server::new(factory_host.clone(), shape)),
+            move || Ok(Server::new(factory_host.clone(), shape).without_notifications()),
             Arc::new(LocalSessionManager::default()),
             config,
         );
