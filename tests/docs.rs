@@ -4,8 +4,11 @@
 //! 1. a path into the workspace: every `crates/…` path anywhere in the text (from the
 //!    workspace root), every code span starting with `src/`, `tests/`, `benches/` or
 //!    `examples/` (in a crate README from its crate or else the root, elsewhere from the root)
-//!    or with `docs/` or `.ci/` (from the root), and every relative Markdown link target outside
-//!    code spans (from the file's folder).
+//!    or with `docs/` or `.ci/` (from the root), every relative Markdown link target outside
+//!    code spans (from the file's folder), every code span that is a bare document name
+//!    (`observability.md`: in the file's folder, `docs/`, `docs/spec/` or the root) and every
+//!    one that is a bare Rust file name (`inbox.rs`, `process/spill.rs`: the end of some `.rs`
+//!    file's path in the workspace, its folder left to the prose's context).
 //!    A path ending in `/`, or cut short by a glob or `{a,b}` list, names a folder;
 //! 2. a Rust item named in a code span as a path into our crates: `turnkit_x::a::B` (the crate
 //!    `turnkit-x`, or the facade for `turnkit::…`), where every segment after the crate must be
@@ -304,6 +307,38 @@ fn unresolved_item(crates: &[Crate], segments: &[String]) -> Option<String> {
     ))
 }
 
+/// Why a code span that is a bare file name does not resolve, if it does not: a Markdown
+/// name (`observability.md`, `spec/README.md`) must be in the document's folder, `docs/`,
+/// `docs/spec/` or the root; a Rust file (`inbox.rs`, `process/spill.rs`) must end the path of
+/// some `.rs` file of the workspace (its folder is the prose's context, not checked).
+fn unknown_file_name(root: &Path, folder: &Path, span: &str) -> Option<String> {
+    let plain = !span.is_empty()
+        && span.chars().all(is_path_char)
+        && !span.starts_with('.')
+        && !span.starts_with('/');
+    if !plain {
+        return None;
+    }
+    if span.ends_with(".md") {
+        let found = [folder, &root.join("docs"), &root.join("docs/spec"), root]
+            .iter()
+            .any(|base| base.join(span).is_file());
+        return (!found).then(|| "no such document".to_owned());
+    }
+    if span.ends_with(".rs") {
+        let mut files = Vec::new();
+        for dir in ["crates", "tests", "benches", "examples", "src"] {
+            rust_files(&root.join(dir), &mut files);
+        }
+        let suffix = format!("/{span}");
+        let found = files
+            .iter()
+            .any(|file| file.to_string_lossy().ends_with(&suffix));
+        return (!found).then(|| "no Rust file of that name".to_owned());
+    }
+    None
+}
+
 /// Every false reference of one document, as `file:line: what: why`.
 fn check(root: &Path, crates: &[Crate], file: &Path) -> Vec<String> {
     let text = std::fs::read_to_string(file).unwrap();
@@ -346,6 +381,8 @@ fn check(root: &Path, crates: &[Crate], file: &Path) -> Vec<String> {
             if !in_crate && !exists(root, &path) {
                 problems.push(format!("{name}:{line}: `{span}`: no such file or folder"));
             }
+        } else if let Some(why) = unknown_file_name(root, folder, span) {
+            problems.push(format!("{name}:{line}: `{span}`: {why}"));
         }
         if let Some(segments) = rust_path(span)
             && let Some(why) = unresolved_item(crates, &segments)
@@ -389,6 +426,7 @@ fn the_rules_catch_each_kind_of_false_reference() {
          `ToolRegistry::execute` and `ToolRegistry::no_such_method`, `Arc::clone`.\n\
          [ok](probe.md), [gone](gone.md), [web](https://example.invalid/x.md).\n\
          `docs/testing.md`, `docs/no-such.md`.\n\
+         `observability.md`, `nope.md`, `jsonl/tests.rs`, `jsonl_tests.rs`.\n\
          ```\ncrates/inside/a/fence.rs is prose too\n`turnkit_core::Fenced`\n```\n",
     )
     .unwrap();
@@ -405,6 +443,8 @@ fn the_rules_catch_each_kind_of_false_reference() {
             "`turnkit_core::NoSuchThing`: turnkit-core defines no NoSuchThing",
             "`ToolRegistry::no_such_method`: ToolRegistry (the type of turnkit-core) defines no no_such_method",
             "`docs/no-such.md`: no such file or folder",
+            "`nope.md`: no such document",
+            "`jsonl_tests.rs`: no Rust file of that name",
         ]
     );
 }
