@@ -66,6 +66,7 @@ mod exported {
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
     use opentelemetry_proto::tonic::common::v1::any_value::Value;
     use opentelemetry_proto::tonic::trace::v1::Span;
+    use opentelemetry_proto::tonic::trace::v1::span::SpanKind;
     use pretty_assertions::assert_eq;
     use prost::Message;
 
@@ -219,6 +220,34 @@ mod exported {
                 Some("execute_tool".to_owned()),
                 Some("todo_write".to_owned())
             )
+        );
+        // The successful write's body is a `plan` span inside its `execute_tool` span; the
+        // refused call never reached the body.
+        let plans: Vec<(String, i32, Option<String>, Option<String>, String)> = spans
+            .iter()
+            .filter(|s| s.name.starts_with("plan"))
+            .map(|s| {
+                let parent = by_id
+                    .get(&s.parent_span_id)
+                    .map_or_else(|| "no parent".to_owned(), |p| p.name.clone());
+                (
+                    s.name.clone(),
+                    s.kind,
+                    attribute(s, "gen_ai.operation.name"),
+                    attribute(s, "gen_ai.agent.name"),
+                    parent,
+                )
+            })
+            .collect();
+        assert_eq!(
+            plans,
+            vec![(
+                "plan s1".to_owned(),
+                SpanKind::Internal as i32,
+                Some("plan".to_owned()),
+                Some("s1".to_owned()),
+                "execute_tool todo_write".to_owned(),
+            )]
         );
         let mut requests: Vec<Option<String>> = spans
             .iter()

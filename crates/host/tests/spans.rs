@@ -61,7 +61,7 @@ async fn a_turn_is_an_invoke_agent_span_that_its_steps_nest_under() {
     let span = |turn: u64| {
         format!(
             "invoke_agent{{otel.name=invoke_agent s1 gen_ai.operation.name=\"invoke_agent\" \
-             gen_ai.agent.name=\"s1\" gen_ai.agent.id=\"s1\" gen_ai.conversation.id=s1 \
+             gen_ai.agent.name=\"s1\" gen_ai.conversation.id=s1 \
              harness.turn={turn}}}:"
         )
     };

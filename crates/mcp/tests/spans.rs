@@ -116,6 +116,14 @@ async fn the_request_id_is_the_tool_call_id() {
     assert_eq!(
         closes,
         [
+            // The body of `todo_write` is the agent's `plan` span (docs/observability.md).
+            "tools/call{otel.name=tools/call todo_write mcp.method.name=\"tools/call\" \
+             jsonrpc.request.id=call-41 gen_ai.operation.name=\"execute_tool\" \
+             gen_ai.tool.name=todo_write}:execute_tool{otel.name=execute_tool todo_write \
+             gen_ai.operation.name=\"execute_tool\" gen_ai.tool.name=\"todo_write\" \
+             gen_ai.tool.call.id=\"call-41\" gen_ai.conversation.id=\"s1\" tool=\"todo_write\" \
+             session=\"s1\"}:plan{otel.name=plan s1 gen_ai.operation.name=\"plan\" \
+             gen_ai.agent.name=\"s1\"}",
             "tools/call{otel.name=tools/call todo_write mcp.method.name=\"tools/call\" \
              jsonrpc.request.id=call-41 gen_ai.operation.name=\"execute_tool\" \
              gen_ai.tool.name=todo_write}:execute_tool{otel.name=execute_tool todo_write \

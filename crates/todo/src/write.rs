@@ -170,11 +170,27 @@ impl Tool for TodoWriteTool {
         &self.definition
     }
 
+    /// Runs [`TodoWriteTool::execute`] inside a `plan` span (OpenTelemetry GenAI conventions,
+    /// exported as `plan {gen_ai.agent.name}`, or `plan` for a call without an agent):
+    /// `gen_ai.operation.name` (`plan`), `gen_ai.agent.name` (the calling agent's id, absent
+    /// without one) and, when the write is refused, `error.type` (`tool_error`). It nests
+    /// under the call's `execute_tool` span (docs/observability.md).
     async fn call(&self, call: ToolCall) -> Result<ToolOutput, ToolError> {
+        let agent = call.caller.as_ref().map(|agent| agent.id().as_str());
+        let span = tracing::info_span!(
+            "plan",
+            "otel.name" = %agent.map_or_else(|| "plan".to_owned(), |id| format!("plan {id}")),
+            "gen_ai.operation.name" = "plan",
+            "gen_ai.agent.name" = agent,
+            "error.type" = tracing::field::Empty,
+        );
         let session: Option<Arc<dyn Session>> = call.caller.as_ref().map(|agent| agent.session());
-        self.execute(&call.arguments, session.as_deref())
+        span.in_scope(|| self.execute(&call.arguments, session.as_deref()))
             .map(|value| success_output(&value))
-            .map_err(|error| ToolError::msg(error.to_string()))
+            .map_err(|error| {
+                span.record("error.type", "tool_error");
+                ToolError::msg(error.to_string())
+            })
     }
 
     fn present_call(&self, arguments: &Value) -> Option<Value> {

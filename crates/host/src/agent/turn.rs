@@ -107,7 +107,6 @@ impl LoopAgent {
             "otel.name" = %format_args!("invoke_agent {id}"),
             "gen_ai.operation.name" = "invoke_agent",
             "gen_ai.agent.name" = id,
-            "gen_ai.agent.id" = id,
             "gen_ai.conversation.id" = %self.session.id(),
             "harness.turn" = number,
         );
@@ -184,8 +183,9 @@ impl Turn {
 
     /// The turn's `tracing` span, `invoke_agent` in the OpenTelemetry GenAI conventions
     /// (exported as `invoke_agent {gen_ai.agent.name}`): `gen_ai.operation.name`
-    /// (`invoke_agent`), `gen_ai.agent.name` and `gen_ai.agent.id` (the agent's id),
-    /// `gen_ai.conversation.id` (the session id) and `harness.turn` (the turn number). It
+    /// (`invoke_agent`), `gen_ai.agent.name` (the agent's id; an internal agent span carries
+    /// no `gen_ai.agent.id`), `gen_ai.conversation.id` (the session id) and `harness.turn`
+    /// (the turn number). It
     /// lasts as long as the turn; run the turn's model steps and tool calls in it
     /// (`tracing::Instrument::instrument(step, turn.span().clone())`) so their
     /// `execute_tool` spans nest under it (docs/observability.md).

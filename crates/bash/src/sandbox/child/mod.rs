@@ -1,5 +1,6 @@
-//! The confinement steps run in the child between `fork` and `exec` (`pre_exec`): the one
-//! place of the workspace that may use `unsafe`. One topic per file: this one (the steps and
+//! The confinement steps run in the child between `fork` and `exec` (`pre_exec`): with
+//! `mounts` and `init`, the one place of the library code that may use `unsafe` (the
+//! workspace's other is test support, turnkit-testkit's skip summary). One topic per file: this one (the steps and
 //! their order), `mounts` (the hidden paths and the job's own `/proc`), `init` (the PID
 //! namespace's two extra processes).
 //!
