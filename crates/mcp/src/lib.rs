@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod capabilities;
 mod error;
 mod host;
 pub mod http;

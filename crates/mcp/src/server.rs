@@ -77,9 +77,7 @@ pub(crate) struct Server {
     pub(crate) log_level: Arc<AtomicU8>,
     /// Per tool with an output schema, whether its structured values are wrapped ([`wraps`]).
     wrapped: Arc<HashMap<String, bool>>,
-    /// Whether the connection hears about changes between calls (`resources/subscribe`
-    /// updates, `notifications/message` logging), and so advertises them: over stdio; over
-    /// HTTP nothing is sent between calls, so neither is advertised.
+    /// Whether changes are sent between calls (stdio), see [`crate::capabilities`].
     notifies: bool,
 }
 
@@ -200,8 +198,7 @@ impl Server {
         }
     }
 
-    /// This server for a connection that is sent nothing between calls (HTTP): it does not
-    /// advertise `resources.subscribe` or `logging`.
+    /// This server for a connection sent nothing between calls (HTTP).
     pub(crate) fn without_notifications(mut self) -> Self {
         self.notifies = false;
         self
@@ -473,21 +470,9 @@ async fn notify_progress(
 )]
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
-        let mut capabilities = json!({
-            "tools": {},
-            "resources": {"subscribe": true},
-            "logging": {},
-            "extensions": {rmcp::model::TASKS_EXTENSION_ID: {}},
-        });
-        if !self.notifies {
-            capabilities["resources"] = json!({});
-            if let Some(capabilities) = capabilities.as_object_mut() {
-                capabilities.remove("logging");
-            }
-        }
         let info = json!({
             "protocolVersion": ProtocolVersion::LATEST_WITH_INITIALIZE,
-            "capabilities": capabilities,
+            "capabilities": crate::capabilities::advertised(self.notifies),
             "serverInfo": {"name": "harness", "version": env!("CARGO_PKG_VERSION")},
             "instructions": self.host.instructions(),
         });
