@@ -58,6 +58,11 @@ fn without_the_feature_the_flag_is_refused_with_the_way_to_get_it() {
     );
 }
 
+/// One exported `plan` span as the test compares it: its name, kind, operation name, agent
+/// name and the name of its parent span.
+#[cfg(feature = "otlp")]
+type PlanSpan = (String, i32, Option<String>, Option<String>, String);
+
 #[cfg(feature = "otlp")]
 mod exported {
     use std::collections::BTreeMap;
@@ -223,7 +228,7 @@ mod exported {
         );
         // The successful write's body is a `plan` span inside its `execute_tool` span; the
         // refused call never reached the body.
-        let plans: Vec<(String, i32, Option<String>, Option<String>, String)> = spans
+        let plans: Vec<super::PlanSpan> = spans
             .iter()
             .filter(|s| s.name.starts_with("plan"))
             .map(|s| {
