@@ -16,7 +16,12 @@ async fn close_waits_until_every_lease_and_follower_of_the_store_has_ended() {
     let schema = super::fresh_schema("close");
     let store = super::store(&url, &schema, "host-a", TTL);
     let session = store.create_session(SessionHeader::new("s")).await.unwrap();
-    // The lease's renewal.
+    // The lease's renewal. The create call's own task counts until its future is dropped,
+    // which can follow its answer on a loaded runtime: wait for that, bounded.
+    let settled = std::time::Instant::now() + Duration::from_secs(5);
+    while store.running_tasks() > 1 && std::time::Instant::now() < settled {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
     assert_eq!(store.running_tasks(), 1);
     let follower = store.subscribe(&SessionId::from("s"), 0).await.unwrap();
 
