@@ -8,6 +8,7 @@ mod contain;
 mod install;
 mod job;
 mod keys;
+mod net;
 mod process;
 mod render;
 mod sandbox;
@@ -19,6 +20,7 @@ pub use contain::{Containment, Group, JobTree, MARKER_VAR, Mechanism, TTY_GATE};
 pub use install::{Installed, install};
 pub use job::{bash_hooks, bash_job_start, bash_outcome, bash_outcome_with};
 pub use keys::{DEFAULT_KILL_GRACE_MS, ProcessKeys, ProcessKeysMut};
+pub use net::{HostPattern, NetworkPolicy, Refusals, Verdict};
 pub use process::{
     BashError, BashProcess, DEFAULT_KILL_GRACE, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SPILL_BYTES,
     EndStatus, ProcessEnd, ProcessOptions, SpillOptions, SpillRetention, StreamStats,

@@ -1,0 +1,124 @@
+use pretty_assertions::assert_eq;
+
+use super::*;
+
+fn policy(value: serde_json::Value) -> NetworkPolicy {
+    serde_json::from_value(value).unwrap()
+}
+
+#[test]
+fn an_exact_name_matches_itself_only_without_case_or_trailing_dot() {
+    let policy = NetworkPolicy::allowing(["localhost"]);
+    assert_eq!(policy.check("localhost", 8080), Verdict::Allowed);
+    assert_eq!(policy.check("LocalHost.", 1), Verdict::Allowed);
+    assert_eq!(policy.check("127.0.0.1", 8080), Verdict::NotAllowed);
+    assert_eq!(policy.check("a.localhost", 8080), Verdict::NotAllowed);
+    assert_eq!(policy.check("localhost.evil.org", 80), Verdict::NotAllowed);
+}
+
+#[test]
+fn a_wildcard_matches_names_below_it_not_itself_nor_lookalikes() {
+    let policy = NetworkPolicy::allowing(["*.example.org"]);
+    assert_eq!(policy.check("a.example.org", 443), Verdict::Allowed);
+    assert_eq!(policy.check("a.b.EXAMPLE.org", 443), Verdict::Allowed);
+    assert_eq!(policy.check("example.org", 443), Verdict::NotAllowed);
+    assert_eq!(policy.check("badexample.org", 443), Verdict::NotAllowed);
+    assert_eq!(policy.check(".example.org", 443), Verdict::NotAllowed);
+}
+
+#[test]
+fn deny_wins_over_a_wildcard_and_ports_bind_allowed_names() {
+    let policy = policy(serde_json::json!({
+        "allow": ["*.example.org", "localhost"],
+        "deny": ["*.secret.example.org", "leak.example.org"],
+        "ports": [443, 8080]
+    }));
+    assert_eq!(policy.validate(), Ok(()));
+    assert_eq!(policy.check("docs.example.org", 443), Verdict::Allowed);
+    assert_eq!(policy.check("leak.example.org", 443), Verdict::Denied);
+    assert_eq!(policy.check("x.secret.example.org", 443), Verdict::Denied);
+    assert_eq!(policy.check("localhost", 22), Verdict::PortNotAllowed);
+    // A denied name is reported as denied whatever the port.
+    assert_eq!(policy.check("leak.example.org", 22), Verdict::Denied);
+}
+
+#[test]
+fn addresses_match_only_as_listed_with_or_without_brackets() {
+    let policy = NetworkPolicy::allowing(["127.0.0.1", "::1"]);
+    assert_eq!(policy.validate(), Ok(()));
+    assert_eq!(policy.check("127.0.0.1", 80), Verdict::Allowed);
+    assert_eq!(policy.check("[::1]", 80), Verdict::Allowed);
+    assert_eq!(policy.check("::1", 80), Verdict::Allowed);
+    assert_eq!(policy.check("127.0.0.2", 80), Verdict::NotAllowed);
+}
+
+#[test]
+fn configuration_errors_name_the_key_and_the_entry() {
+    let cases = [
+        (
+            serde_json::json!({}),
+            "sandbox.network.allow: no host names (use \"network\": false for no network)",
+        ),
+        (
+            serde_json::json!({"allow": ["exa mple.org"]}),
+            "sandbox.network.allow: \"exa mple.org\" is not a host name, an address or *.name",
+        ),
+        (
+            serde_json::json!({"allow": ["*"]}),
+            "sandbox.network.allow: \"*\" is not a host name, an address or *.name",
+        ),
+        (
+            serde_json::json!({"allow": ["ok.org"], "deny": ["a.*.org"]}),
+            "sandbox.network.deny: \"a.*.org\" is not a host name, an address or *.name",
+        ),
+        (
+            serde_json::json!({"allow": ["ok.org"], "ports": [0]}),
+            "sandbox.network.ports: 0 is not a port (1-65535)",
+        ),
+    ];
+    for (value, message) in cases {
+        assert_eq!(policy(value).validate(), Err(message.to_owned()));
+    }
+    let unknown = serde_json::from_value::<NetworkPolicy>(serde_json::json!({"hosts": []}));
+    assert_eq!(
+        unknown.unwrap_err().to_string(),
+        "unknown field `hosts`, expected one of `allow`, `deny`, `ports`"
+    );
+}
+
+#[test]
+fn the_summary_counts_by_target_most_refused_first() {
+    let refusals = Refusals::new();
+    assert_eq!(refusals.summary(), None);
+    refusals.refuse("127.0.0.1", 8080);
+    assert_eq!(
+        refusals.summary().as_deref(),
+        Some("network: 1 connection refused (127.0.0.1:8080)")
+    );
+    for _ in 0..3 {
+        refusals.refuse("example.com", 443);
+    }
+    refusals.refuse("::1", 22);
+    assert_eq!(refusals.total(), 5);
+    assert_eq!(
+        refusals.summary().as_deref(),
+        Some("network: 5 connections refused (example.com:443 ×3, 127.0.0.1:8080, [::1]:22)")
+    );
+    refusals.refuse("b.org", 80);
+    assert_eq!(
+        refusals.summary().as_deref(),
+        Some("network: 6 connections refused (example.com:443 ×3, 127.0.0.1:8080, [::1]:22, …)")
+    );
+}
+
+#[test]
+fn the_issue_example_line_is_exact() {
+    let refusals = Refusals::new();
+    for _ in 0..3 {
+        refusals.refuse("example.com", 443);
+    }
+    assert_eq!(
+        refusals.summary().as_deref(),
+        Some("network: 3 connections refused (example.com:443 ×3)")
+    );
+}
