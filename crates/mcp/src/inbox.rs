@@ -114,6 +114,8 @@ pub(crate) enum TaskRefused {
 pub(crate) struct Committed {
     /// The messages claimed, in order.
     pub(crate) messages: Vec<UserMessage>,
+    /// Their `mcp/queued` seqs, in the same order.
+    pub(crate) seqs: Vec<u64>,
     /// The task delivery recorded, if the reservation was a task's.
     pub(crate) task: Option<TaskDelivered>,
 }
@@ -350,15 +352,21 @@ impl Inbox {
             state.holds.retain(|h| h.task != task.task_id);
         }
         let mut messages = Vec::new();
+        let mut claimed = Vec::new();
         state.pending.retain(|p| {
             if seqs.contains(&p.seq) {
                 messages.push(p.message.clone());
+                claimed.push(p.seq);
                 false
             } else {
                 true
             }
         });
-        Committed { messages, task }
+        Committed {
+            messages,
+            seqs: claimed,
+            task,
+        }
     }
 
     /// The response carrying reservation `key` was not written (the request was cancelled,
