@@ -50,6 +50,9 @@ async fn a_bash_call_whose_start_cannot_be_saved_runs_nothing() {
     let result = host
         .call(Some("s1"), "bash", json!({"command": command}))
         .await;
-    assert_eq!(result.text(), "(no output)\n[status: completed, exit code: 0]");
+    assert_eq!(
+        result.text(),
+        "(no output)\n[status: completed, exit code: 0]"
+    );
     assert_eq!(std::fs::read_to_string(&ran).unwrap(), "ran\n");
 }
