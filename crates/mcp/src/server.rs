@@ -390,21 +390,19 @@ impl Server {
                 return Err(error);
             }
         };
-        if let Some(reservation) = answer.reservation {
-            self.keep(context, reservation);
+        // Owed messages ride a task's answer only for a client that reads its `_meta`.
+        let carried = task.is_none()
+            || crate::tasks::protocol::reads_agent_task_meta(context.client_info().as_ref());
+        match answer.reservation {
+            Some(reservation) if carried => self.keep(context, reservation),
+            Some(reservation) => self.host.release(reservation),
+            None => {}
         }
         Ok(match task {
             Some(entry) => {
-                let immediate: Vec<&str> = answer
-                    .output
-                    .content
-                    .iter()
-                    .map(|block| block.as_text())
-                    .collect();
-                CallToolResponse::Task(crate::tasks::protocol::created(
-                    &entry,
-                    &immediate.join("\n\n"),
-                ))
+                let owed = if carried { 0 } else { answer.owed.len() };
+                let immediate = crate::tasks::protocol::immediate(&answer.output, owed);
+                CallToolResponse::Task(crate::tasks::protocol::created(&entry, &immediate))
             }
             None => CallToolResponse::Complete(result),
         })

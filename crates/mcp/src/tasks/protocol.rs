@@ -12,6 +12,30 @@ use super::{Entry, TaskState, TaskView};
 /// The `_meta` key under which Claude Code reads the text it shows the model at once.
 pub(crate) const AGENT_TASK_META: &str = "com.anthropic/agent-task";
 
+/// The `clientInfo.name` of Claude Code, the one client known to read
+/// [`AGENT_TASK_META`].
+pub(crate) const AGENT_TASK_CLIENT: &str = "claude-code";
+
+/// Whether the client `info` (the request's `clientInfo`, or the handshake's) reads
+/// [`AGENT_TASK_META`] and shows it to the model: Claude Code only. Messages owed to the
+/// model ride a `CreateTaskResult` only for such a client; for any other they stay owed to
+/// the next tool result or poll, since nothing in the extension tells a client to show a
+/// task's `_meta` to anyone.
+pub(crate) fn reads_agent_task_meta(info: Option<&rmcp::model::Implementation>) -> bool {
+    info.is_some_and(|info| info.name == AGENT_TASK_CLIENT)
+}
+
+/// The text a `CreateTaskResult` shows the model at once: the blocks of `output` joined by
+/// blank lines, without its last `owed` blocks (owed messages it does not carry).
+pub(crate) fn immediate(output: &turnkit_core::ToolOutput, owed: usize) -> String {
+    let shown = output.content.len().saturating_sub(owed);
+    let texts: Vec<&str> = output.content[..shown]
+        .iter()
+        .map(|block| block.as_text())
+        .collect();
+    texts.join("\n\n")
+}
+
 fn task(entry: &Entry, status: TaskStatus, updated_at: &str, poll_ms: u64) -> Task {
     Task::new(
         entry.id.clone(),

@@ -22,6 +22,7 @@ mod support;
 mod tasks;
 mod tasks_exact;
 mod tasks_http;
+mod tasks_owed;
 mod tasks_subjects;
 mod tools;
 mod torture;
