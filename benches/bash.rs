@@ -163,7 +163,7 @@ async fn spawn_overhead() {
         plain.push(started.elapsed());
         let started = Instant::now();
         for _ in 0..SPAWNS {
-            let id = launcher.start_background(None, "true", None).unwrap();
+            let id = launcher.start_saved(None, "true", None).await.unwrap();
             let snapshot = registry
                 .wait(&id, std::time::Duration::from_millis(30_000), None, None)
                 .await

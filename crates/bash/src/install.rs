@@ -38,8 +38,8 @@ impl std::fmt::Debug for Installed {
 }
 
 impl Installed {
-    /// The launcher behind the tool: start a background bash job for a session with
-    /// [`BashJobs::start_background`].
+    /// The launcher behind the tool: start a bash job for a session with
+    /// [`BashJobs::start_saved`].
     pub fn jobs(&self) -> &BashJobs {
         &self.jobs
     }

@@ -1,10 +1,7 @@
 //! The [`JobHooks`] producer: a [`BashProcess`] as a background job of kind `bash`
 //! (todo-jobs §6).
 
-use std::sync::Arc;
-
-use turnkit_core::Agent;
-use turnkit_jobs::{JobHooks, JobKind, JobOutcome, JobStart};
+use turnkit_jobs::{JobHooks, JobKind, JobOutcome, JobStart, StartGate};
 
 use crate::render::signal_name;
 use crate::{BashProcess, EndStatus, LimitHits, ProcessEnd, ProcessOptions};
@@ -71,7 +68,7 @@ pub fn bash_outcome_with(end: &ProcessEnd, hits: LimitHits) -> JobOutcome {
 ///
 /// The hooks keep the process handle: when the registry drops them (the record is removed),
 /// the spill files are deleted, and a still-running process is cancelled.
-pub fn bash_hooks(process: BashProcess) -> JobHooks {
+pub(crate) fn bash_hooks(process: BashProcess) -> JobHooks {
     let done = process.wait();
     let reader = process.clone();
     let trace = process.marker().to_owned();
@@ -87,35 +84,34 @@ pub fn bash_hooks(process: BashProcess) -> JobHooks {
     .with_trace(trace)
 }
 
-/// The start request of a background bash job (todo-jobs §6): kind `bash`, the command as
-/// label, the given owner, no output limit unless `output_limit_bytes` is set (the scenario
-/// runner's `bash` step may set one); `run` spawns the process (a spawn failure propagates
-/// from `start` as `failed to start bash: …` and nothing is registered).
-pub fn bash_job_start(
-    options: ProcessOptions,
-    owner: Option<Arc<dyn Agent>>,
+/// The start request of a bash job (todo-jobs §6): kind `bash`, the command as label, no
+/// output limit unless `output_limit_bytes` is set (the scenario runner's `bash` step may set
+/// one); `run` spawns the process (a spawn failure propagates from `start` as `failed to
+/// start bash: …` and nothing is registered). The shell waits at its start gate
+/// ([`ProcessOptions::hold_start`](crate::ProcessOptions::hold_start)) until `gate` opens:
+/// once [`turnkit_jobs::start_saved`] saved the start the command runs; when the gate closes
+/// instead (the start could not be saved) the held shell is stopped before it ran anything.
+pub(crate) fn bash_job_start_gated(
+    mut options: ProcessOptions,
     output_limit_bytes: Option<u64>,
+    gate: StartGate,
 ) -> JobStart {
-    bash_job_start_kept(options, owner, output_limit_bytes, None)
-}
-
-/// [`bash_job_start`] whose `run` also leaves a handle of the spawned process in `kept`
-/// (for a start held at its gate, which the caller releases).
-pub(crate) fn bash_job_start_kept(
-    options: ProcessOptions,
-    owner: Option<Arc<dyn Agent>>,
-    output_limit_bytes: Option<u64>,
-    kept: Option<Arc<std::sync::Mutex<Option<BashProcess>>>>,
-) -> JobStart {
+    options.hold_start = true;
     let label = options.command.clone();
     let mut start = JobStart::new(JobKind::bash(), label, move || {
         let process = BashProcess::spawn(options)?;
-        if let Some(kept) = &kept {
-            *turnkit_core::lock(kept) = Some(process.clone());
-        }
-        Ok(bash_hooks(process))
-    })
-    .with_owner_opt(owner);
+        let mut hooks = bash_hooks(process.clone());
+        let done = hooks.done;
+        hooks.done = Box::pin(async move {
+            if gate.opened().await {
+                process.release();
+            } else {
+                process.cancel();
+            }
+            done.await
+        });
+        Ok(hooks)
+    });
     start.output_limit_bytes = output_limit_bytes;
     start
 }

@@ -54,13 +54,3 @@ fn outcome_mapping() {
         assert_eq!(bash_outcome(&end), outcome, "{end:?}");
     }
 }
-
-#[test]
-fn start_request_shape() {
-    let options = ProcessOptions::new("pnpm test", Arc::new(turnkit_core::SystemClock));
-    let start = bash_job_start(options, None, Some(64));
-    assert_eq!(start.kind, JobKind::bash());
-    assert_eq!(start.label, "pnpm test");
-    assert_eq!(start.output_limit_bytes, Some(64));
-    assert!(start.owner.is_none());
-}

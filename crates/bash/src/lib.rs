@@ -18,7 +18,7 @@ mod tool;
 pub use config::{BashConfig, PLUGIN_NAME};
 pub use contain::{Containment, Group, JobTree, MARKER_VAR, Mechanism, TTY_GATE};
 pub use install::{Installed, install};
-pub use job::{bash_hooks, bash_job_start, bash_outcome, bash_outcome_with};
+pub use job::{bash_outcome, bash_outcome_with};
 pub use keys::{DEFAULT_KILL_GRACE_MS, ProcessKeys, ProcessKeysMut};
 pub use net::{HostPattern, NetworkPolicy, Refusals, Verdict};
 pub use process::{

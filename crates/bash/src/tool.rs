@@ -14,7 +14,7 @@ use turnkit_jobs::{
     wait_foreground,
 };
 
-use crate::{BashConfig, BashProcess, TaskSet, bash_job_start, job::bash_job_start_kept};
+use crate::{BashConfig, TaskSet, job::bash_job_start_gated};
 
 /// The tool name.
 pub const TOOL_NAME: &str = "bash";
@@ -166,14 +166,23 @@ impl BashJobs {
         self.jobs.as_ref()
     }
 
-    /// Starts `command` as a background job of kind `bash` owned by `owner` (`None`: an
-    /// unowned job), with an optional output limit, and returns its id (`bash-<N>`).
+    /// Starts `command` as a job of kind `bash` owned by `owner` (`None`: an unowned job),
+    /// with an optional output limit, and returns its id (`bash-<N>`), through the jobs
+    /// layer's saved start ([`turnkit_jobs::start_saved`]): the shell waits at its start gate
+    /// while the registry records the job (with the job journal on, its `job/start`) and the
+    /// owner's session is flushed, and only after that flush the command runs. So no process
+    /// of a job runs without a durable record of it: a host killed before the flush leaves a
+    /// shell that exits at its gate. Both the `bash` tool (foreground and background) and
+    /// hosts (the scenario runner's `bash` step) start here.
     ///
     /// # Errors
     /// [`StartError::Unavailable`] without a registry; [`StartError::Job`] for every
     /// registry refusal (controller fence, owner checks, admission, `failed to start bash:
-    /// …` from the spawn). On error no job exists and no process runs.
-    pub fn start_background(
+    /// …` from the spawn; then no job exists and no process runs);
+    /// [`StartError::NotSaved`] when the job journal could not append its `job/start` or the
+    /// flush failed: the held shell is stopped before it ran anything (the job settles
+    /// `killed`, without a notice).
+    pub async fn start_saved(
         &self,
         owner: Option<Arc<dyn Agent>>,
         command: &str,
@@ -181,66 +190,19 @@ impl BashJobs {
     ) -> Result<JobId, StartError> {
         let jobs = self.jobs.as_ref().ok_or(StartError::Unavailable)?;
         let options = self.options(command);
-        Ok(jobs.start(bash_job_start(options, owner, output_limit_bytes))?)
-    }
-
-    /// [`BashJobs::start_background`] for a job whose command may run only once its start is
-    /// saved (what the `bash` tool uses): the shell waits at its start gate
-    /// ([`ProcessOptions::hold_start`](crate::ProcessOptions::hold_start)) while the
-    /// registry records the job (with the job journal on, its `job/start`), then the owner's
-    /// session is flushed, and only after that flush the command runs. So no process of a
-    /// job runs without a durable record of it: a host killed before the flush leaves a
-    /// shell that exits at its gate. Without an owner it is `start_background`.
-    ///
-    /// # Errors
-    /// As [`BashJobs::start_background`]; [`StartError::NotSaved`] when the job journal
-    /// could not append its `job/start` or the flush failed: the held shell is stopped
-    /// before it ran anything (the job settles `killed`).
-    pub async fn start_saved(
-        &self,
-        owner: Option<Arc<dyn Agent>>,
-        command: &str,
-        output_limit_bytes: Option<u64>,
-    ) -> Result<JobId, StartError> {
-        let Some(agent) = owner.clone() else {
-            return self.start_background(owner, command, output_limit_bytes);
-        };
-        let jobs = self.jobs.as_ref().ok_or(StartError::Unavailable)?;
-        let mut options = self.options(command);
-        options.hold_start = true;
-        let kept = Arc::new(std::sync::Mutex::new(None::<BashProcess>));
-        let start = bash_job_start_kept(options, owner, output_limit_bytes, Some(kept.clone()));
-        let id = match jobs.start(start) {
-            Ok(id) => id,
-            // The journal could not record the start: the registry stopped the job, and
-            // its shell, still at its gate, ran nothing.
-            Err(JobError::StartNotSaved { id, reason }) => {
-                return Err(StartError::NotSaved { id, reason });
-            }
-            Err(error) => return Err(error.into()),
-        };
-        let process = turnkit_core::lock(&kept).take();
-        match agent.session().flush().await {
-            Ok(()) => {
-                if let Some(process) = &process {
-                    process.release();
-                }
-                Ok(id)
-            }
-            Err(error) => {
-                if let Some(process) = &process {
-                    process.cancel();
-                }
-                Err(StartError::NotSaved {
-                    id,
-                    reason: error.to_string(),
-                })
-            }
+        let started = turnkit_jobs::start_saved(jobs.as_ref(), owner, |gate| {
+            bash_job_start_gated(options, output_limit_bytes, gate)
+        })
+        .await;
+        match started {
+            Ok(id) => Ok(id),
+            Err(JobError::StartNotSaved { id, reason }) => Err(StartError::NotSaved { id, reason }),
+            Err(error) => Err(error.into()),
         }
     }
 }
 
-/// Why [`BashJobs::start_background`] failed. `Display` is the model-facing message.
+/// Why [`BashJobs::start_saved`] failed. `Display` is the model-facing message.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StartError {

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use turnkit_core::{BatchIndex, ConfigError, Harness, SessionStore};
+use turnkit_core::{BatchIndex, ConfigError, Harness, SessionStore, async_trait};
 use turnkit_host::HostKit;
 use turnkit_jobs::JobRegistry;
 use turnkit_subagent::ChildModel;
@@ -28,23 +28,92 @@ impl std::fmt::Debug for Children {
     }
 }
 
+/// One installed family as [`Families`] disposes it: every family has this shape, so the
+/// disposal is one loop over an ordered list and adding a family is one entry there.
+#[async_trait]
+trait Member: Send + Sync {
+    /// Undoes the installation: its tools, prompt sections and projections leave the host,
+    /// and its running jobs are stopped (a registry awaits their settlements).
+    async fn dispose(&self);
+
+    /// Joins what the family's work left running once every family was disposed (the process
+    /// tasks of bash and terminal: what their stopped processes left is killed at once).
+    async fn shutdown(&self) {}
+}
+
+#[async_trait]
+impl Member for turnkit_todo::Installed {
+    async fn dispose(&self) {
+        turnkit_todo::Installed::dispose(self);
+    }
+}
+
+#[async_trait]
+impl Member for turnkit_jobs_local::Installed {
+    async fn dispose(&self) {
+        turnkit_jobs_local::Installed::dispose(self).await;
+    }
+}
+
+#[async_trait]
+impl Member for turnkit_tool_jobs::Installed {
+    async fn dispose(&self) {
+        turnkit_tool_jobs::Installed::dispose(self);
+    }
+}
+
+#[async_trait]
+impl Member for turnkit_schedule::Installed {
+    async fn dispose(&self) {
+        turnkit_schedule::Installed::dispose(self).await;
+    }
+}
+
+#[async_trait]
+impl Member for turnkit_bash::Installed {
+    async fn dispose(&self) {
+        turnkit_bash::Installed::dispose(self);
+    }
+
+    async fn shutdown(&self) {
+        turnkit_bash::Installed::shutdown(self).await;
+    }
+}
+
+#[async_trait]
+impl Member for turnkit_terminal::Installed {
+    async fn dispose(&self) {
+        turnkit_terminal::Installed::dispose(self);
+    }
+
+    async fn shutdown(&self) {
+        turnkit_terminal::Installed::shutdown(self).await;
+    }
+}
+
+#[async_trait]
+impl Member for turnkit_subagent::Installed {
+    async fn dispose(&self) {
+        turnkit_subagent::Installed::dispose(self);
+    }
+}
+
 /// Every family installed into one host: todo, jobs-local (the job registry), tool-jobs,
 /// schedule and bash always; terminal when the configuration has a `terminal` object;
 /// subagent when the host runs children ([`Children`]).
 ///
 /// The tools are registered in that order (todo, jobs-local, tool-jobs, schedule, bash,
 /// terminal, subagent), which is the order hosts list them in. [`Families::dispose`] undoes
-/// the installation in one fixed order: terminal, subagent, bash, schedule, tool-jobs,
-/// jobs-local, todo (the job producers first, so their jobs settle while the registry and
-/// its notices are still installed).
+/// the installation in one fixed order, the families' list: terminal, subagent, bash,
+/// schedule, tool-jobs, jobs-local, todo (the job producers first, so their jobs settle while
+/// the registry and its notices are still installed).
 pub struct Families {
-    todo: turnkit_todo::Installed,
-    jobs: turnkit_jobs_local::Installed,
-    tool_jobs: turnkit_tool_jobs::Installed,
-    schedule: turnkit_schedule::Installed,
-    bash: turnkit_bash::Installed,
-    terminal: Option<turnkit_terminal::Installed>,
-    subagent: Option<turnkit_subagent::Installed>,
+    jobs: Arc<turnkit_jobs_local::Installed>,
+    bash: Arc<turnkit_bash::Installed>,
+    terminal: Option<Arc<turnkit_terminal::Installed>>,
+    subagent: Option<Arc<turnkit_subagent::Installed>>,
+    /// Every installed family, in disposal order.
+    members: Vec<Arc<dyn Member>>,
 }
 
 impl std::fmt::Debug for Families {
@@ -108,14 +177,33 @@ impl Families {
                     })?,
             ),
         };
+        let (todo, jobs, tool_jobs, schedule, bash) = (
+            Arc::new(todo),
+            Arc::new(jobs),
+            Arc::new(tool_jobs),
+            Arc::new(schedule),
+            Arc::new(bash),
+        );
+        let terminal = terminal.map(Arc::new);
+        let subagent = subagent.map(Arc::new);
+        let mut members: Vec<Arc<dyn Member>> = Vec::new();
+        if let Some(terminal) = &terminal {
+            members.push(terminal.clone());
+        }
+        if let Some(subagent) = &subagent {
+            members.push(subagent.clone());
+        }
+        members.push(bash.clone());
+        members.push(schedule);
+        members.push(tool_jobs);
+        members.push(jobs.clone());
+        members.push(todo);
         Ok(Self {
-            todo,
             jobs,
-            tool_jobs,
-            schedule,
             bash,
             terminal,
             subagent,
+            members,
         })
     }
 
@@ -140,36 +228,28 @@ impl Families {
 
     /// The terminal family, when the configuration had a `terminal` object.
     pub fn terminal(&self) -> Option<&turnkit_terminal::Installed> {
-        self.terminal.as_ref()
+        self.terminal.as_deref()
     }
 
     /// The subagent family, when the host runs children.
     pub fn subagent(&self) -> Option<&turnkit_subagent::Installed> {
-        self.subagent.as_ref()
+        self.subagent.as_deref()
     }
 
     /// Disposes every family in the order of [`Families`]: terminal, subagent, bash,
     /// schedule, tool-jobs, jobs-local, todo. Their tools, prompt sections and projections
-    /// leave the host; running jobs are stopped. Once the job registry's disposal has
-    /// awaited every settlement, the process tasks of terminal and bash are joined (what
-    /// their stopped processes left is killed at once instead of after the grace), so no
-    /// task of a family outlives this call. Idempotent (every family's disposal is): a
-    /// second call finds nothing left to undo.
+    /// leave the host; running jobs are stopped. Once every family was disposed (the job
+    /// registry's disposal awaited every settlement), each family's shutdown runs in the same
+    /// order: the process tasks of terminal and bash are joined (what their stopped processes
+    /// left is killed at once instead of after the grace), so no task of a family outlives
+    /// this call. Idempotent (every family's disposal is): a second call finds nothing left
+    /// to undo.
     pub async fn dispose(&self) {
-        if let Some(terminal) = &self.terminal {
-            terminal.dispose();
+        for member in &self.members {
+            member.dispose().await;
         }
-        if let Some(subagent) = &self.subagent {
-            subagent.dispose();
+        for member in &self.members {
+            member.shutdown().await;
         }
-        self.bash.dispose();
-        self.schedule.dispose().await;
-        self.tool_jobs.dispose();
-        self.jobs.dispose().await;
-        if let Some(terminal) = &self.terminal {
-            terminal.shutdown().await;
-        }
-        self.bash.shutdown().await;
-        self.todo.dispose();
     }
 }

@@ -44,7 +44,8 @@ async fn dispose_joins_the_bash_tasks_and_kills_a_leftover_at_once() {
     families
         .bash()
         .jobs()
-        .start_background(Some(agent.as_dyn()), &command, None)
+        .start_saved(Some(agent.as_dyn()), &command, None)
+        .await
         .expect("start");
     let pid = tokio::time::timeout(LIMIT, async {
         loop {

@@ -6,6 +6,7 @@ mod invariant;
 mod notes;
 mod producer;
 mod registry;
+mod saved;
 mod snapshot;
 mod types;
 mod voice;
@@ -41,6 +42,7 @@ pub const SHUTDOWN_DETAIL: &str = "stopped by the host's shutdown";
 /// §5.9): such a job reads as `killed` with this detail, `[status: killed, stopped at the
 /// restart]`.
 pub const LEFTOVERS_STOPPED_DETAIL: &str = "stopped at the restart";
+pub use saved::{StartGate, UNSAVED_REASON, start_saved};
 pub use snapshot::{JobRead, JobReadAt, JobSnapshot};
 pub use types::{JobId, JobKind, JobLabel, JobOutcome, JobStatus, KillOutcome, TerminalStatus};
 pub use voice::{JobNotice, JobVoice, NoticeSink};

@@ -451,13 +451,16 @@ impl SessionHost {
     /// for a `tasks/get` result), tells the families the messages were seen, and flushes.
     pub(crate) async fn commit(&self, reservation: u64) {
         let committed = self.inbox.commit(reservation);
-        if let Some(delivered) = committed.task {
-            self.task_delivered(&delivered);
+        if let Some(delivered) = &committed.task {
+            self.task_delivered(delivered);
         } else if committed.messages.is_empty() {
             return;
         }
         if !committed.messages.is_empty() {
             self.agent.report_claimed(&committed.messages);
+        }
+        if committed.task.is_none() {
+            self.complete_reminder_tasks(&committed);
         }
         match self.session.flush().await {
             Ok(()) => {}

@@ -131,7 +131,11 @@ async fn a_task_delivery_whose_response_was_dropped_is_owed_again_and_prepared_a
     let crate::tasks::TaskState::Completed(first) = view.state else {
         panic!("{:?}", view.state);
     };
-    assert_eq!(first.content[0], notice.message.joined_text());
+    // The task's result holds the output: its notice line drops the pointer to job_output.
+    assert_eq!(
+        format!("{} Read its output with job_output.", first.content[0]),
+        notice.message.joined_text()
+    );
     assert!(!first.is_error);
     // The response was dropped: the notice is owed again, to this task's next poll.
     host.release(key);
@@ -268,10 +272,7 @@ async fn a_jobs_task_lets_its_running_notices_go_to_tool_results_and_completes_w
     };
     assert_eq!(
         completion.content[0],
-        format!(
-            "background job {id} (watch: src/) finished [status: completed]. Read its output \
-             with job_output."
-        )
+        format!("background job {id} (watch: src/) finished [status: completed].")
     );
     assert_eq!(completion.content.len(), 2);
     assert!(completion.content[1].ends_with("[status: completed]"));
@@ -370,4 +371,73 @@ async fn a_running_notice_owed_at_a_kill_9_arrives_once_after_the_restart() {
     let second = host.call_tool("todo_write", json!({"todos": []})).await;
     assert_eq!(owed_texts(&second), Vec::<String>::new());
     host.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_reminders_task_completes_once_when_a_tool_result_carries_its_reminder() {
+    let store = MemoryStore::new(Arc::new(SystemClock));
+    let host = host_in(&store);
+    let due = host.clock().now_millis() + 1_000;
+    let scheduled =
+        turnkit_core::format_instant(chrono::DateTime::from_timestamp_millis(due).unwrap());
+    let created = ToolOutput::success(json!({"id": "schedule-1", "scheduledAt": scheduled}), "ok");
+    let entry = host.open_task("schedule_create", &created).await.unwrap();
+    let reminder = |text: &str| {
+        turnkit_core::UserMessage::text(
+            text,
+            turnkit_core::MessageSource::Plugin {
+                plugin: "schedule".to_owned(),
+                form: None,
+                summary: None,
+            },
+        )
+        .about(vec![turnkit_core::Subject::reminder("schedule-1", due)])
+    };
+    host.owed()
+        .queue(crate::inbox::Lane::Inject, reminder("stretch"))
+        .unwrap();
+    // The client stopped polling: past the task's hold a tool result carries the reminder,
+    // and the task completes at once, saying so, with the reminder.
+    let later = host.clock().now_millis() + 60_000;
+    let (key, taken) = host.owed().reserve(later).unwrap();
+    assert_eq!(taken.len(), 1);
+    host.commit(key).await;
+    let expected = crate::tasks::Completion {
+        content: vec![
+            "This reminder already reached the model with an earlier tool result.".to_owned(),
+            "stretch".to_owned(),
+        ],
+        is_error: false,
+    };
+    let view = host.get_task(&entry.id).await.unwrap();
+    assert_eq!(
+        view.state,
+        crate::tasks::TaskState::Completed(expected.clone())
+    );
+    assert_eq!(view.reservation, None);
+    // A later occurrence reaching a tool result leaves the completed task as it is.
+    host.owed()
+        .queue(crate::inbox::Lane::Inject, reminder("stretch again"))
+        .unwrap();
+    let (key, _) = host.owed().reserve(later).unwrap();
+    host.commit(key).await;
+    let delivered: Vec<Value> = host
+        .log()
+        .events()
+        .iter()
+        .filter(|e| e.r#type == crate::inbox::TASK_DELIVERED_EVENT)
+        .map(|e| e.data.clone())
+        .collect();
+    assert_eq!(
+        delivered,
+        [json!({"taskId": entry.id, "seqs": [], "content": expected.content})]
+    );
+    host.shutdown().await;
+    drop(host);
+    // Reopened: the task answers the same completed result, and nothing is owed.
+    let reopened = host_in(&store);
+    let view = reopened.get_task(&entry.id).await.unwrap();
+    assert_eq!(view.state, crate::tasks::TaskState::Completed(expected));
+    assert!(reopened.owed().pending().is_empty());
+    reopened.shutdown().await;
 }

@@ -259,8 +259,8 @@ impl Step {
 }
 
 /// The `config` step: how the scenario host is set up. Its keys are the families' (every key
-/// of [`FamiliesConfig`]: `todo`, `jobs`, `toolJobs`, `schedule`, `bash`, `terminal`,
-/// `subagent`; `todo.allowParallelInProgress` defaults to false here) and the host's own
+/// of [`FamiliesConfig::KEYS`]; `todo.allowParallelInProgress` defaults to false here) and
+/// the host's own
 /// (`clock`, `store`, `autoTurns`); any other key is refused.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Config {
@@ -286,19 +286,22 @@ struct HostKeys {
 }
 
 impl Config {
-    /// Every key of the step, in order: the families' keys, then the host's.
-    const KEYS: [&'static str; 10] = [
-        "todo",
-        "jobs",
-        "toolJobs",
-        "schedule",
-        "bash",
-        "terminal",
-        "subagent",
-        "clock",
-        "store",
-        "autoTurns",
-    ];
+    /// Every key of the step, in order: the families' keys ([`FamiliesConfig::KEYS`], declared
+    /// there once, so a new family's key is accepted here too), then the host's.
+    const KEYS: [&'static str; FamiliesConfig::KEYS.len() + 3] = {
+        let mut keys = [""; FamiliesConfig::KEYS.len() + 3];
+        let mut i = 0;
+        while i < FamiliesConfig::KEYS.len() {
+            keys[i] = FamiliesConfig::KEYS[i];
+            i += 1;
+        }
+        let mut j = 0;
+        while j < Self::HOST_KEYS.len() {
+            keys[i + j] = Self::HOST_KEYS[j];
+            j += 1;
+        }
+        keys
+    };
     const HOST_KEYS: [&'static str; 3] = ["clock", "store", "autoTurns"];
 }
 

@@ -12,7 +12,9 @@ use turnkit_core::{
     lock,
 };
 use turnkit_host::{HostKit, LoopAgent, TurnObserver};
-use turnkit_jobs::{JobError, JobHooks, JobId, JobKind, JobOutcome, JobRegistry, JobStart};
+use turnkit_jobs::{
+    JobError, JobHooks, JobId, JobKind, JobOutcome, JobRegistry, JobStart, StartGate,
+};
 
 use crate::{ChildContext, ChildModel, ChildStep, SubagentConfig};
 
@@ -196,7 +198,7 @@ impl Subagents {
     /// # Errors
     /// [`SpawnError`]; checks run in this order: caller, prompt, `maxDepth`,
     /// `maxConcurrentPerAgent`, `maxSpawnsPerSession`, then the registry's preflight.
-    pub fn spawn(
+    pub async fn spawn(
         &self,
         caller: Option<Arc<dyn Agent>>,
         prompt: &str,
@@ -248,20 +250,24 @@ impl Subagents {
         let run_caller = caller.clone();
         let prompt = prompt.to_owned();
         let description = description.map(str::to_owned);
-        let start = JobStart::new(JobKind::subagent(), label, move || {
-            let child = start_child(
-                &run_shared,
-                &run_caller,
-                Numbered { number, depth },
-                prompt,
-                description,
-                running,
-            )?;
-            *lock(&run_created) = Some(child.0);
-            Ok(child.1)
+        let job = turnkit_jobs::start_saved(shared.jobs.as_ref(), Some(caller), |gate| {
+            JobStart::new(JobKind::subagent(), label, move || {
+                let child = start_child(
+                    &run_shared,
+                    &run_caller,
+                    Numbered { number, depth },
+                    Brief {
+                        prompt,
+                        description,
+                    },
+                    running,
+                    gate,
+                )?;
+                *lock(&run_created) = Some(child.0);
+                Ok(child.1)
+            })
         })
-        .with_owner(caller);
-        let job = shared.jobs.start(start)?;
+        .await?;
         *lock(&shared.counts)
             .spawned
             .entry(parent_session.clone())
@@ -306,14 +312,24 @@ struct Numbered {
     depth: u32,
 }
 
+/// What the child is asked: its prompt and optional description.
+struct Brief {
+    prompt: String,
+    description: Option<String>,
+}
+
 fn start_child(
     shared: &Arc<Shared>,
     caller: &Arc<dyn Agent>,
     numbered: Numbered,
-    prompt: String,
-    description: Option<String>,
+    brief: Brief,
     running: Running,
+    gate: StartGate,
 ) -> Result<Started, turnkit_jobs::BoxError> {
+    let Brief {
+        prompt,
+        description,
+    } = brief;
     let parent = SessionId::from(caller.session().id().as_str());
     let session = create_session(shared.store.as_ref(), &parent, numbered.number)?;
     let mut start = Map::new();
@@ -351,8 +367,15 @@ fn start_child(
     // could not save is cancelled before that, so the child ends before any model step);
     // `done` resolves when the task has ended (so the registry's disposal, which awaits
     // every settlement, joins it), and dropping `done` unsettled aborts it.
+    // The child takes no model step before its start is saved (the jobs layer's saved
+    // start opens `gate` once the parent's session was flushed); when it never is, the
+    // child ends killed without a turn.
     let driver = async move {
-        let result = drive(&context, model.as_ref()).await;
+        let result = if gate.opened().await {
+            drive(&context, model.as_ref()).await
+        } else {
+            JobOutcome::killed()
+        };
         record_end(&context.agent, &result);
         context.agent.dispose().await;
         if let Some(shared) = running.shared.upgrade() {

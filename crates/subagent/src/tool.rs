@@ -162,6 +162,7 @@ impl Tool for AgentTool {
                 &args.prompt,
                 args.description.as_deref(),
             )
+            .await
             .map_err(|e| ToolError::msg(e.to_string()))?;
         if args.run_in_background == Some(true) {
             return Ok(ToolOutput::success(

@@ -4,8 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use turnkit_core::{Agent, Clock};
-use turnkit_jobs::{CancellationToken, JobHooks, JobKind, JobOutcome, JobStart};
+use turnkit_core::Clock;
+use turnkit_jobs::{CancellationToken, JobHooks, JobKind, JobOutcome, JobStart, StartGate};
 
 use crate::terminal::Capture;
 use crate::{Terminal, TerminalId};
@@ -65,17 +65,19 @@ fn millis(duration: Duration) -> u128 {
 
 /// The start request of a send (todo-jobs §6): kind `pty-send`, label
 /// `<terminal id>: <text or (input)>`, `outputLimitBytes` = `limit` (the plugin's
-/// `maxResultBytes`), the given owner. `run` makes this send the terminal's active one
-/// (refused with [`SendError::Busy`] while another is active, and then nothing is
-/// registered) and starts collecting; the job is a stream job whose `read_output` is the
+/// `maxResultBytes`), no owner (the saved start, [`turnkit_jobs::start_saved`], sets it).
+/// `run` makes this send the terminal's active one (refused with [`SendError::Busy`] while
+/// another is active, and then nothing is registered) and starts collecting; nothing is
+/// typed until `gate` opens (the job's start is saved), and when it closes instead the job
+/// ends `killed` with nothing typed. The job is a stream job whose `read_output` is the
 /// consuming delta of the response (see [`SendEnd`] for how it ends).
 pub fn send_job_start(
     terminal: Terminal,
     id: &TerminalId,
     send: Send,
-    owner: Option<Arc<dyn Agent>>,
     limit: u64,
     clock: Arc<dyn Clock>,
+    gate: StartGate,
 ) -> JobStart {
     let label = format!("{id}: {}", send.label_text);
     let id = id.clone();
@@ -89,6 +91,15 @@ pub fn send_job_start(
         let reader = capture.clone();
         let token = cancel.clone();
         let done = async move {
+            let saved = tokio::select! {
+                biased;
+                () = token.cancelled() => false,
+                opened = gate.opened() => opened,
+            };
+            if !saved {
+                terminal.detach(&capture);
+                return Ok(JobOutcome::killed());
+            }
             let outcome = collect(&terminal, &capture, send, &token, clock.as_ref()).await;
             terminal.detach(&capture);
             Ok(outcome)
@@ -102,7 +113,6 @@ pub fn send_job_start(
         )
         .with_read_output(move || Ok(reader.read())))
     })
-    .with_owner_opt(owner)
     .with_output_limit_bytes(limit)
 }
 

@@ -3,6 +3,7 @@ mod contain;
 mod journal_leftovers;
 mod process;
 mod sandbox;
+mod saved_start;
 mod spill;
 mod support;
 mod tasks;

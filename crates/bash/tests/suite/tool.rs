@@ -484,7 +484,8 @@ async fn a_kill_racing_a_natural_exit_settles_exactly_once() {
         let id = host
             .bash
             .jobs()
-            .start_background(None, "true", None)
+            .start_saved(None, "true", None)
+            .await
             .unwrap();
         assert_eq!(id, JobId::from(format!("bash-{round}")));
         registry.kill(&id, None, Some("race")).unwrap();

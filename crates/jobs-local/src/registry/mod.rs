@@ -36,7 +36,7 @@ pub const SERVICE_DISPOSED_REASON: &str = "jobs service disposed";
 
 /// The kill reason given to a job whose `job/start` the journal could not append: the job is
 /// stopped before `start` returns [`JobError::StartNotSaved`](turnkit_jobs::JobError::StartNotSaved).
-pub const UNSAVED_START_REASON: &str = "its start could not be saved";
+pub const UNSAVED_START_REASON: &str = turnkit_jobs::UNSAVED_REASON;
 
 /// The longest wait timer, in milliseconds (2^31−1, the spec's timer maximum; todo-jobs
 /// §4.5, marked ambiguous there). Longer waits are clamped to it: they return the live snapshot then.

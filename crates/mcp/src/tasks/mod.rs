@@ -38,6 +38,11 @@ pub use state::{JOB_TASK_TTL, TASK_CANCELLED_EVENT, TASK_EVENT};
 use crate::inbox::{TaskDelivered, TaskRefused};
 use crate::session::SessionHost;
 
+/// The first block of a reminder's task completed because a tool result carried the
+/// reminder: the model has read it already, and should not act on it twice.
+pub(crate) const DELIVERED_ELSEWHERE: &str =
+    "This reminder already reached the model with an earlier tool result.";
+
 /// How often a client should poll a job's task.
 pub(crate) const JOB_POLL_MS: u64 = 500;
 /// A reminder's task is kept this long past the reminder's due time.
@@ -395,6 +400,48 @@ impl SessionHost {
         self.tasks().update(id, |e| e.cancelled = true);
         self.owed().unhold(id);
         self.log().flush().await.map_err(|e| e.to_string())
+    }
+
+    /// The tool result that claimed `committed` carried the reminder an open reminder's
+    /// task waits for (its hold lapsed, or a result took it first): the task completes at
+    /// once, recorded as `mcp/taskDelivered` with no seqs (the tool result claimed them),
+    /// its result [`DELIVERED_ELSEWHERE`] followed by the reminder. Each task so once: a
+    /// completed task is not touched again. The caller flushes.
+    pub(crate) fn complete_reminder_tasks(&self, committed: &crate::inbox::Committed) {
+        for entry in self.tasks().open_reminders() {
+            let subject = entry.target.subject();
+            let Some(message) = committed
+                .seqs
+                .iter()
+                .zip(&committed.messages)
+                .find(|(seq, message)| **seq > entry.seq && message.is_about(&subject))
+                .map(|(_, message)| message)
+            else {
+                continue;
+            };
+            let delivered = TaskDelivered {
+                task_id: entry.id.clone(),
+                seqs: Vec::new(),
+                content: vec![DELIVERED_ELSEWHERE.to_owned(), message.joined_text()],
+                is_error: false,
+            };
+            let data = match serde_json::to_value(&delivered) {
+                Ok(data) => data,
+                Err(error) => {
+                    tracing::warn!("mcp: could not encode a task's delivery: {error}");
+                    continue;
+                }
+            };
+            match self.log().append(crate::inbox::TASK_DELIVERED_EVENT, data) {
+                Ok(_) => {
+                    self.owed().unhold(&entry.id);
+                    self.task_delivered(&delivered);
+                }
+                // The task stays working; the next claim does not name the reminder again,
+                // so it ends at its TTL, as before.
+                Err(error) => tracing::warn!("mcp: could not record a task's delivery: {error}"),
+            }
+        }
     }
 
     /// A task delivery was written: the task is completed for good.

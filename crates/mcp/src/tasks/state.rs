@@ -348,6 +348,17 @@ impl Tasks {
         inner.entries.push(entry);
     }
 
+    /// The reminders' tasks still waiting: neither completed nor cancelled.
+    pub(crate) fn open_reminders(&self) -> Vec<Entry> {
+        lock(&self.inner)
+            .entries
+            .iter()
+            .filter(|e| matches!(e.target, Target::Reminder { .. }))
+            .filter(|e| e.delivered.is_none() && !e.cancelled)
+            .cloned()
+            .collect()
+    }
+
     /// The open tasks' holds.
     pub(crate) fn holds(&self) -> Vec<Hold> {
         lock(&self.inner)

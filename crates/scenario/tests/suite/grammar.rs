@@ -188,3 +188,19 @@ fn a_decoding_error_stops_the_run_on_its_line() {
         ]
     );
 }
+
+/// The `config` step accepts exactly the families' keys (declared once, by
+/// `turnkit_families::FamiliesConfig::KEYS`) and the host's own, in that order.
+#[test]
+fn the_config_step_takes_the_families_keys_then_the_hosts() {
+    let error = serde_json::from_value::<Step>(json!({"do": "config", "tooljobs": {}}))
+        .unwrap_err()
+        .to_string();
+    let (_, expected) = error.split_once("expected one of").unwrap();
+    let mut keys: Vec<String> = turnkit_families::FamiliesConfig::KEYS
+        .iter()
+        .map(|k| (*k).to_owned())
+        .collect();
+    keys.extend(["clock", "store", "autoTurns"].map(str::to_owned));
+    assert_eq!(backticked(expected), keys, "{error}");
+}

@@ -10,8 +10,8 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use turnkit_core::{
-    Agent, AppendError, Harness, HookedSession, MemoryStore, SessionHeader, SessionHooks,
-    SessionStore, UserMessage, async_trait,
+    Agent, AppendError, Harness, HookedSession, MemoryStore, PersistenceError, SessionHeader,
+    SessionHooks, SessionStore, UserMessage, async_trait,
 };
 use turnkit_host::HostKit;
 use turnkit_jobs::{JobId, JobStatus};
@@ -103,6 +103,71 @@ async fn a_child_whose_start_cannot_be_saved_takes_no_model_step() {
     // No child driver existed while the start was being recorded.
     assert_eq!(*hooks.alive_at_append.lock().unwrap(), Some(alive_before));
     assert_eq!(settled.status, JobStatus::Killed);
+    assert_eq!(model.steps.load(Ordering::SeqCst), 0);
+    jobs.dispose().await;
+}
+
+/// The parent's session refuses every flush.
+struct RefuseFlush;
+
+#[async_trait]
+impl SessionHooks for RefuseFlush {
+    async fn before_flush(&self) -> Result<(), PersistenceError> {
+        Err(PersistenceError::Failed("refused for the test".to_owned()))
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_child_whose_start_cannot_be_flushed_takes_no_model_step() {
+    let clock = Arc::new(ManualClock::at_default());
+    let kit = Arc::new(HostKit::new(clock.clone()));
+    let harness: Arc<dyn Harness> = kit.clone();
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new(clock));
+    let jobs = turnkit_jobs_local::install(
+        &harness,
+        turnkit_jobs_local::JobsConfig::default().with_journal(true),
+    )
+    .unwrap();
+    let _tool_jobs = turnkit_tool_jobs::install(&harness, Default::default()).unwrap();
+    let model = Arc::new(Counting {
+        steps: AtomicUsize::new(0),
+    });
+    kit.services()
+        .insert(ChildHost::new(&kit, store.clone(), model.clone()));
+    let _subagents = turnkit_subagent::install(&harness, SubagentConfig::default()).unwrap();
+    let session = store.create(SessionHeader::new("s1")).unwrap();
+    let parent = kit.start_agent(Arc::new(HookedSession::new(session, RefuseFlush)));
+    settle().await;
+    for background in [true, false] {
+        let result = kit
+            .call(
+                "agent",
+                json!({"prompt": "work", "run_in_background": background}),
+                Some(parent.as_dyn()),
+                CancellationToken::new(),
+            )
+            .await;
+        let n = if background { 1 } else { 2 };
+        assert_eq!(
+            result.text(),
+            format!(
+                "Error: background job subagent-{n} was stopped: its start could not be saved: \
+                 flush failed: refused for the test"
+            )
+        );
+        let settled = jobs
+            .registry()
+            .wait(
+                &JobId::from(format!("subagent-{n}")),
+                Duration::from_secs(30),
+                Some(parent.id()),
+                None,
+            )
+            .await
+            .unwrap();
+        assert_eq!(settled.status, JobStatus::Killed);
+    }
+    settle().await;
     assert_eq!(model.steps.load(Ordering::SeqCst), 0);
     jobs.dispose().await;
 }

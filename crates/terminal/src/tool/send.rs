@@ -188,6 +188,7 @@ impl Tool for SendTool {
         let id = self
             .terminals
             .send(call.caller.clone(), &args.terminal_id, send)
+            .await
             .map_err(tool_error)?;
         if args.run_in_background == Some(true) {
             return Ok(ToolOutput::success(

@@ -217,15 +217,19 @@ impl Terminals {
     }
 
     /// Starts a send to terminal `id` as a `pty-send` job owned by `caller` and returns its
-    /// id (`pty-send-<N>`).
+    /// id (`pty-send-<N>`), through the jobs layer's saved start
+    /// ([`turnkit_jobs::start_saved`]): nothing is typed until the job's start is recorded
+    /// and the owner's session flushed.
     ///
     /// # Errors
     /// [`TerminalsError::Unavailable`] without a registry; `Unknown` / `Foreign` from
     /// [`Terminals::get`]; [`TerminalsError::Exited`] for input to a terminal whose program
     /// has exited (an empty send still collects what it printed last);
-    /// [`TerminalsError::Job`] for every registry refusal and for a terminal busy with
-    /// another send. On error nothing was typed.
-    pub fn send(
+    /// [`TerminalsError::Job`] for every registry refusal, for a terminal busy with another
+    /// send, and for a start that could not be saved (`background job <id> was stopped: its
+    /// start could not be saved: <why>`; that job settles `killed`). On error nothing was
+    /// typed.
+    pub async fn send(
         &self,
         caller: Option<Arc<dyn Agent>>,
         id: &str,
@@ -244,15 +248,13 @@ impl Terminals {
         {
             return Err(TerminalsError::Exited(id, how));
         }
-        let start = send_job_start(
-            terminal,
-            &id,
-            send,
-            caller,
-            self.inner.config.max_result_bytes,
-            self.inner.clock.clone(),
-        );
-        Ok(jobs.start(start)?)
+        let limit = self.inner.config.max_result_bytes;
+        let clock = self.inner.clock.clone();
+        let started = turnkit_jobs::start_saved(jobs.as_ref(), caller, |gate| {
+            send_job_start(terminal, &id, send, limit, clock, gate)
+        })
+        .await;
+        Ok(started?)
     }
 
     /// Stops terminal `id` and removes it from the table, then waits (on the clock, at most

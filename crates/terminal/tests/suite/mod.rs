@@ -1,4 +1,5 @@
 mod catalog;
+mod saved_start;
 mod support;
 mod tasks;
 mod terminal;
