@@ -30,12 +30,13 @@ impl std::fmt::Debug for Children {
 
 /// Every family installed into one host: todo, jobs-local (the job registry), tool-jobs,
 /// schedule and bash always; terminal when the configuration has a `terminal` object;
-/// subagent when the host runs children ([`Children`]).
+/// subagent when the host runs children ([`Children`]); watch when the configuration has a
+/// `watch` object.
 ///
 /// The tools are registered in that order (todo, jobs-local, tool-jobs, schedule, bash,
-/// terminal, subagent), which is the order hosts list them in. [`Families::dispose`] undoes
-/// the installation in one fixed order: terminal, subagent, bash, schedule, tool-jobs,
-/// jobs-local, todo (the job producers first, so their jobs settle while the registry and
+/// terminal, subagent, watch), which is the order hosts list them in. [`Families::dispose`]
+/// undoes the installation in one fixed order: watch, terminal, subagent, bash, schedule,
+/// tool-jobs, jobs-local, todo (the job producers first, so their jobs settle while the registry and
 /// its notices are still installed).
 pub struct Families {
     todo: turnkit_todo::Installed,
@@ -45,6 +46,7 @@ pub struct Families {
     bash: turnkit_bash::Installed,
     terminal: Option<turnkit_terminal::Installed>,
     subagent: Option<turnkit_subagent::Installed>,
+    watch: Option<turnkit_watch::Installed>,
 }
 
 impl std::fmt::Debug for Families {
@@ -52,6 +54,7 @@ impl std::fmt::Debug for Families {
         f.debug_struct("Families")
             .field("terminal", &self.terminal.is_some())
             .field("subagent", &self.subagent.is_some())
+            .field("watch", &self.watch.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -108,6 +111,13 @@ impl Families {
                     })?,
             ),
         };
+        let watch = match &config.watch {
+            None => None,
+            Some(_) => Some(
+                turnkit_watch::WatchConfig::from_json(config.family(Family::Watch))
+                    .and_then(|c| turnkit_watch::install(harness, c))?,
+            ),
+        };
         Ok(Self {
             todo,
             jobs,
@@ -116,6 +126,7 @@ impl Families {
             bash,
             terminal,
             subagent,
+            watch,
         })
     }
 
@@ -143,12 +154,17 @@ impl Families {
         self.terminal.as_ref()
     }
 
+    /// The watch family, when the configuration had a `watch` object.
+    pub fn watch(&self) -> Option<&turnkit_watch::Installed> {
+        self.watch.as_ref()
+    }
+
     /// The subagent family, when the host runs children.
     pub fn subagent(&self) -> Option<&turnkit_subagent::Installed> {
         self.subagent.as_ref()
     }
 
-    /// Disposes every family in the order of [`Families`]: terminal, subagent, bash,
+    /// Disposes every family in the order of [`Families`]: watch, terminal, subagent, bash,
     /// schedule, tool-jobs, jobs-local, todo. Their tools, prompt sections and projections
     /// leave the host; running jobs are stopped. Once the job registry's disposal has
     /// awaited every settlement, the process tasks of terminal and bash are joined (what
@@ -156,6 +172,9 @@ impl Families {
     /// task of a family outlives this call. Idempotent (every family's disposal is): a
     /// second call finds nothing left to undo.
     pub async fn dispose(&self) {
+        if let Some(watch) = &self.watch {
+            watch.dispose();
+        }
         if let Some(terminal) = &self.terminal {
             terminal.dispose();
         }

@@ -287,7 +287,7 @@ struct HostKeys {
 
 impl Config {
     /// Every key of the step, in order: the families' keys, then the host's.
-    const KEYS: [&'static str; 10] = [
+    const KEYS: [&'static str; 11] = [
         "todo",
         "jobs",
         "toolJobs",
@@ -295,6 +295,7 @@ impl Config {
         "bash",
         "terminal",
         "subagent",
+        "watch",
         "clock",
         "store",
         "autoTurns",
