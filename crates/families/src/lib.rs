@@ -17,5 +17,5 @@ pub use markdown::catalog_markdown;
 pub use resources::{ChangedBy, FamilyResource, ResourceContext, ResourceTemplate, resources};
 pub use runtime::{RunFailure, block_on_fresh};
 pub use summary::{FileSummary, LogFileError, summarize_log, summarize_log_file};
-pub use tasks::{TaskTarget, cancel_target, final_output, task_target, waited_target};
+pub use tasks::{TaskTarget, cancel_target, final_output, task_notice, task_target, waited_target};
 pub use walls::{SAFE_ENV, Walls, secret_env_name};

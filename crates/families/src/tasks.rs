@@ -71,6 +71,16 @@ pub fn final_output(
     }
 }
 
+/// Message `text` about `subject` as the result of a task about it carries it: a job's notice
+/// loses its pointer to `job_output`, the result holding the final output already
+/// ([`turnkit_tool_jobs::task_notice`]); any other subject's text is unchanged.
+pub fn task_notice(subject: &Subject, text: &str) -> String {
+    match subject {
+        Subject::Job { id } => turnkit_tool_jobs::task_notice(&JobId::from(id.as_str()), text),
+        _ => text.to_owned(),
+    }
+}
+
 /// Cancels what a task about `subject` started, for `caller`: a job is killed (as `job_kill`
 /// without a reason) and that result returned; `None` when cancelling the task stops nothing
 /// (a reminder stays scheduled).

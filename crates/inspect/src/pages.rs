@@ -451,7 +451,11 @@ fn reminders(log: &SessionLog, zone: Option<&str>, now: DateTime<Utc>) -> Markup
                             td { (zoned(due, zone).unwrap_or_else(|| "—".to_owned())) }
                             td class=(if overdue { "state overdue" } else { "state" }) {
                                 (if overdue { "overdue" } else { "scheduled" }) }
-                            td { @if let Rule::Every { seconds } = record.rule() { "every " (seconds) " s" } @else { "once" } }
+                            td { @match record.rule() {
+                                Rule::Every { seconds } => { "every " (seconds) " s" }
+                                Rule::Cron(cron) => { "cron " code { (cron.text()) } " in " (cron.zone_name()) }
+                                Rule::After { .. } | Rule::At => { "once" }
+                            } }
                         }
                     }
                 }

@@ -3,9 +3,9 @@
 //! it to find sessions with a reminder due while no host has them open).
 //!
 //! One row per live record: due at its `scheduledAt` (schedule.md §3.1). A `create` puts the
-//! row; a `delete` or a one-shot's `dispatch` removes it; a fixed-rate `dispatch` moves it to
-//! the first aligned occurrence after `acceptedAt` by the fold's own arithmetic (§6), or
-//! removes it when that would be past the representable range. Changes are read with the
+//! row; a `delete` or a one-shot's `dispatch` removes it; a recurring (`every` or `cron`)
+//! `dispatch` moves it to the record's next occurrence after `acceptedAt` by the fold's own
+//! arithmetic (§6, Appendix B.4), or removes it when there is none in the representable range. Changes are read with the
 //! strict decoder (§4); one that does not decode is left out (the schedule fold reports the
 //! log as corrupt on replay).
 
@@ -14,8 +14,8 @@ use std::sync::Arc;
 
 use turnkit_core::{BatchIndex, IndexChange, IndexUpdate, RawEvent, SessionIndex};
 
-use crate::domain::{Rule, SCHEDULE_CHANGE, ScheduleChange, Timestamp};
-use crate::domain::{decode_change_text, resolve_every};
+use crate::domain::decode_change_text;
+use crate::domain::{SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord};
 
 /// Schedule's index rules; give it to a store that keeps an index (e.g.
 /// `PgOptions::index` of `turnkit-store-pg`).
@@ -30,16 +30,10 @@ impl BatchIndex for ReminderIndex {
     }
 }
 
-/// The live records of a session: each one's target and, for `every`, its interval.
+/// The live records of a session, each as it stands (target and rule).
 #[derive(Debug, Default, Clone)]
 struct Records {
-    live: HashMap<Arc<str>, Live>,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct Live {
-    scheduled_at: Timestamp,
-    every_seconds: Option<i64>,
+    live: HashMap<Arc<str>, ScheduleRecord>,
 }
 
 impl Records {
@@ -60,22 +54,11 @@ impl Records {
     fn change(&mut self, change: ScheduleChange, changes: &mut Vec<IndexChange>) {
         match change {
             ScheduleChange::Create(record) => {
-                let every_seconds = match record.rule() {
-                    Rule::Every { seconds } => Some(seconds),
-                    Rule::After { .. } | Rule::At => None,
-                };
-                let scheduled_at = record.scheduled_at();
                 changes.push(IndexChange::Put {
                     key: record.id().to_owned(),
-                    due: scheduled_at.to_datetime(),
+                    due: record.scheduled_at().to_datetime(),
                 });
-                self.live.insert(
-                    record.id_arc().clone(),
-                    Live {
-                        scheduled_at,
-                        every_seconds,
-                    },
-                );
+                self.live.insert(record.id_arc().clone(), record);
             }
             ScheduleChange::Delete { id } | ScheduleChange::Dispatch { id } => {
                 self.live.remove(&id);
@@ -84,20 +67,17 @@ impl Records {
                 });
             }
             ScheduleChange::DispatchEvery { id, accepted_at } => {
-                let Some(live) = self.live.get_mut(&id) else {
+                let Some(record) = self.live.get_mut(&id) else {
                     return;
                 };
-                let Some(every) = live.every_seconds else {
-                    return;
-                };
-                // A dispatch the fold refuses (before the target) leaves the row as it is.
-                let Ok(occurrence) = resolve_every(live.scheduled_at, every, accepted_at.millis())
-                else {
+                // A dispatch the fold refuses (a one-shot's, or before the target) leaves
+                // the row as it is.
+                let Ok(occurrence) = record.resolve(accepted_at.millis()) else {
                     return;
                 };
                 match occurrence.next_scheduled_at {
                     Some(next) => {
-                        live.scheduled_at = next;
+                        *record = record.with_scheduled_at(next);
                         changes.push(IndexChange::Put {
                             key: id.to_string(),
                             due: next.to_datetime(),
@@ -199,5 +179,31 @@ mod tests {
             r#"{"version":2,"operation":"delete","id":"schedule-1"}"#,
         )];
         assert_eq!(index.after(&bad).unwrap().changes, []);
+    }
+
+    #[test]
+    fn a_cron_dispatch_moves_the_row_to_the_rules_next_occurrence() {
+        let log = [event(
+            1,
+            r#"{"version":1,"operation":"create","schedule":{"id":"schedule-1","kind":"cron","prompt":"p","cron":"0 9 * * 1-5","timeZone":"Europe/Paris","scheduledAt":"2026-08-06T07:00:00.000Z"}}"#,
+        )];
+        let index = ReminderIndex.start(&log);
+        // Decided on Friday after downtime: the row moves to Monday 09:00 in Paris.
+        let batch = [event(
+            2,
+            r#"{"version":1,"operation":"dispatch","id":"schedule-1","acceptedAt":"2026-08-07T10:00:00.000Z"}"#,
+        )];
+        let update = index.after(&batch).unwrap();
+        assert_eq!(update.changes, [put("schedule-1", "2026-08-10T07:00:00Z")]);
+        let delete = [event(
+            3,
+            r#"{"version":1,"operation":"delete","id":"schedule-1"}"#,
+        )];
+        assert_eq!(
+            update.next.after(&delete).unwrap().changes,
+            [IndexChange::Remove {
+                key: "schedule-1".to_owned()
+            }]
+        );
     }
 }

@@ -16,28 +16,52 @@ use turnkit_core::{
 };
 
 use crate::PLUGIN_NAME;
+use crate::domain::Calendar;
 use crate::ledger::Ledger;
 use crate::runtime::{DeliveryRuntime, Liveness};
 use crate::tools::ScheduleTools;
 
-/// Configuration of the schedule plugin. Schedule has no options; the struct exists so the
-/// scenario runner and hosts pass `{}` like for every family, and unknown keys are rejected.
+/// Configuration of the schedule plugin: `{}` is the default (the spec's three selectors);
+/// `{"cron": true}` adds calendar recurrence, a `cron` selector with an explicit
+/// `time_zone` (docs/spec/schedule.md Appendix B). Unknown keys are rejected.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[non_exhaustive]
-pub struct ScheduleConfig {}
+pub struct ScheduleConfig {
+    /// `cron`: whether `schedule_create` accepts the `cron` selector (default `false`: a
+    /// `cron` key is `invalid_selector`, as without the switch).
+    #[serde(default)]
+    pub cron: bool,
+}
 
 impl ScheduleConfig {
-    /// Decodes the configuration from JSON ([`PluginConfig::decode`]): `{}`.
+    /// Decodes the configuration from JSON ([`PluginConfig::decode`]): `{}` or
+    /// `{"cron": <bool>}`.
     ///
     /// # Errors
-    /// [`ConfigError::Invalid`] `schedule: <serde message>` for any key.
+    /// [`ConfigError::Invalid`] `schedule: <serde message>` for an unknown key or a
+    /// non-boolean `cron`.
     pub fn from_json(value: impl Borrow<Value>) -> Result<Self, ConfigError> {
         Self::decode(value)
     }
+
+    /// The default configuration with calendar recurrence switched on or off.
+    pub const fn with_cron(mut self, cron: bool) -> Self {
+        self.cron = cron;
+        self
+    }
+
+    /// Whether `schedule_create` takes `cron`.
+    pub(crate) const fn calendar(&self) -> Calendar {
+        if self.cron {
+            Calendar::Accepted
+        } else {
+            Calendar::Refused
+        }
+    }
 }
 
-/// Nothing to check beyond the keys (there are none).
+/// Nothing to check beyond the keys.
 impl PluginConfig for ScheduleConfig {
     const PLUGIN: &'static str = PLUGIN_NAME;
 }
@@ -62,6 +86,7 @@ impl Adopted {
 
 struct PluginInner {
     harness: Weak<dyn Harness>,
+    config: ScheduleConfig,
     handle: tokio::runtime::Handle,
     /// Every delivery task this plugin spawned; [`Installed::dispose`] closes it and waits.
     tasks: TaskTracker,
@@ -105,7 +130,7 @@ impl PluginInner {
                 runtime.request_drive();
             }
         });
-        let tools = ScheduleTools::with_ledger(agent.clone(), clock, ledger, notify);
+        let tools = ScheduleTools::with_ledger(agent.clone(), clock, ledger, notify, self.config);
         let tools = match tools.register(harness.as_ref()) {
             Ok(registration) => registration,
             Err(error) => {
@@ -261,6 +286,7 @@ pub fn install(
     })?;
     let inner = Arc::new(PluginInner {
         harness: Arc::downgrade(harness),
+        config,
         handle,
         tasks: TaskTracker::new(),
         stopping: AtomicBool::new(false),

@@ -144,17 +144,17 @@ impl Session for PgSession {
         Ok(event)
     }
 
+    /// [`Lease::release`]: the lease is given up without blocking the caller's thread.
+    async fn release(&self) {
+        self.lease.release().await;
+    }
+
     /// Runs the flush transaction on the store's runtime; the future only waits.
     ///
     /// # Errors
     /// [`PersistenceError::Fenced`] when another host took the session (the lease is marked
     /// lost); [`PersistenceError::Io`] when the transaction did not commit (nothing of the
     /// batch is in the database; a later flush sends it again).
-    /// [`Lease::release`]: the lease is given up without blocking the caller's thread.
-    async fn release(&self) {
-        self.lease.release().await;
-    }
-
     async fn flush(&self) -> Result<(), PersistenceError> {
         let guard = self.flushing.clone().lock_owned().await;
         let durable = *self.durable.borrow();

@@ -46,6 +46,59 @@ pub fn wait_moved(id: &JobId) -> String {
     )
 }
 
+/// The pointer a delivered notice ends with when it sends the model to read the job.
+const READ_POINTER: &str = ". Read its output with job_output.";
+/// The collection instruction that ends a cut notice.
+const CUT_POINTER: &str = "\nDone; job_output.";
+
+/// Notice `text` about job `id` as a task's result carries it: that result holds the job's
+/// final output too, so the pointer to `job_output` at the end of the job's own part is
+/// dropped. A notice is one part per job, each beginning `background job <id>` on a line of
+/// its own (a lost-jobs notice names every job stopped with the host); in job `id`'s part, a
+/// closing `. Read its output with job_output.` becomes `.`, and a cut notice's closing line
+/// `Done; job_output.` becomes `Done.`. The other jobs' parts keep theirs (the result does
+/// not hold their output), and text with no part for job `id` is returned unchanged.
+///
+/// ```
+/// use turnkit_jobs::JobId;
+/// use turnkit_tool_jobs::task_notice;
+/// let notice = "background job bash-1 (bash: make) finished [status: completed, exit code: 0]. Read its output with job_output.";
+/// assert_eq!(
+///     task_notice(&JobId::from("bash-1"), notice),
+///     "background job bash-1 (bash: make) finished [status: completed, exit code: 0]."
+/// );
+/// assert_eq!(task_notice(&JobId::from("bash-10"), notice), notice);
+/// ```
+pub fn task_notice(id: &JobId, text: &str) -> String {
+    const PART: &str = "background job ";
+    let prefix = format!("{PART}{id}");
+    let mut from = 0;
+    let start = loop {
+        let Some(at) = text[from..].find(prefix.as_str()).map(|at| at + from) else {
+            return text.to_owned();
+        };
+        let line_start = at == 0 || text[..at].ends_with('\n');
+        let rest = &text[at + prefix.len()..];
+        if line_start && (rest.is_empty() || rest.starts_with([' ', '\n'])) {
+            break at;
+        }
+        from = at + prefix.len();
+    };
+    let after = start + prefix.len();
+    let end = text[after..]
+        .find(&format!("\n{PART}"))
+        .map_or(text.len(), |at| at + after);
+    let part = &text[start..end];
+    let kept = if let Some(kept) = part.strip_suffix(READ_POINTER) {
+        format!("{kept}.")
+    } else if let Some(kept) = part.strip_suffix(CUT_POINTER) {
+        format!("{kept}\nDone.")
+    } else {
+        return text.to_owned();
+    };
+    format!("{}{kept}{}", &text[..start], &text[end..])
+}
+
 /// Job `id`'s final output for `caller`, exactly as a `job_output` call without `wait` gives
 /// it (a consuming read, capped to the job's `outputLimitBytes`); an unknown or foreign job is
 /// an `Error: …` tool error.
@@ -73,7 +126,7 @@ mod tests {
     use turnkit_core::ToolOutput;
     use turnkit_jobs::JobId;
 
-    use super::{started_job, waited_job};
+    use super::{started_job, task_notice, waited_job};
 
     #[test]
     fn a_background_start_names_its_job_and_a_wait_names_the_job_it_waits_on() {
@@ -88,5 +141,41 @@ mod tests {
         assert_eq!(waited_job("job_output", &wait), Some(JobId::from("bash-2")));
         assert_eq!(waited_job("job_output", &json!({"job_id": "bash-2"})), None);
         assert_eq!(waited_job("job_kill", &wait), None);
+    }
+
+    #[test]
+    fn a_task_notice_drops_only_its_own_jobs_pointer() {
+        let bash1 = JobId::from("bash-1");
+        let lost = "background job bash-1 (bash: sleep 9) was still running when its host shut down [status: killed, stopped by the host's shutdown]. Read its output with job_output.";
+        assert_eq!(
+            task_notice(&bash1, lost),
+            "background job bash-1 (bash: sleep 9) was still running when its host shut down [status: killed, stopped by the host's shutdown]."
+        );
+        let cut = "background job bash-1 (bash\n[notice truncated]\nDone; job_output.";
+        assert_eq!(
+            task_notice(&bash1, cut),
+            "background job bash-1 (bash\n[notice truncated]\nDone."
+        );
+        assert_eq!(
+            task_notice(&bash1, "background job bash-1\nDone; job_output."),
+            "background job bash-1\nDone."
+        );
+        let gone = "background job bash-1 (bash: x) was lost [status: lost]. Its output went with the stopped host.";
+        assert_eq!(task_notice(&bash1, gone), gone);
+        let other = "background job bash-2 (bash: x) finished [status: completed, exit code: 0]. Read its output with job_output.";
+        assert_eq!(task_notice(&bash1, other), other);
+        let both = format!("{lost}\n{other}");
+        assert_eq!(
+            task_notice(&JobId::from("bash-2"), &both),
+            format!(
+                "{lost}\nbackground job bash-2 (bash: x) finished [status: completed, exit code: 0]."
+            )
+        );
+        assert_eq!(
+            task_notice(&bash1, &both),
+            format!("{}\n{other}", task_notice(&bash1, lost))
+        );
+        let said = "background job bash-1 (bash: x) says: Read its output with job_output.";
+        assert_eq!(task_notice(&bash1, said), said);
     }
 }

@@ -21,8 +21,7 @@ pub const PLUGIN_NAME: &str = "tool-jobs";
 pub const JOB_OUTPUT_DESCRIPTION: &str = "Read a background job. Stream jobs return only output since the previous read; final-output jobs return their result after settlement. Every response ends with `[status: ...]`. Reads are non-blocking unless `wait: true`, which waits up to the configured cap.";
 
 /// `job_list` description (todo-jobs §5.4, exact).
-pub const JOB_LIST_DESCRIPTION: &str =
-    "List your background jobs (running and finished) with their ids, kinds, and statuses.";
+pub const JOB_LIST_DESCRIPTION: &str = "List your jobs (running and finished) with their ids, kinds, and statuses. A tool call run in the foreground is a job too: it is listed like one started in the background.";
 
 /// `job_kill` description (todo-jobs §5.4, exact).
 pub const JOB_KILL_DESCRIPTION: &str = "Request cancellation of a running background job by job id. Returns immediately; the job settles as killed once its work actually stops.";

@@ -118,7 +118,7 @@ fn descriptions_and_prompt_are_exact() {
     );
     assert_eq!(
         JOB_LIST_DESCRIPTION,
-        "List your background jobs (running and finished) with their ids, kinds, and statuses."
+        "List your jobs (running and finished) with their ids, kinds, and statuses. A tool call run in the foreground is a job too: it is listed like one started in the background."
     );
     assert_eq!(
         JOB_KILL_DESCRIPTION,

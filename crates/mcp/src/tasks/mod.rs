@@ -6,7 +6,8 @@
 //! created a reminder), or when it waits on a job in a way the families let move to a task
 //! ([`turnkit_families::waited_target`]) for longer than [`WAIT_BOUND`]. The task waits for
 //! a [`turnkit_core::Subject`] and completes with the delivery about it: the job's completion
-//! notice (or the notice that it was lost with its host), followed by the job's final output
+//! notice (or the notice that it was lost with its host) without its pointer to the output
+//! ([`turnkit_families::task_notice`]), followed by the job's final output
 //! ([`turnkit_families::final_output`]); or the reminder the schedule queues first after the
 //! task opened. While the client keeps polling, that
 //! delivery is kept from tool results (see the inbox's holds); the `tasks/get` response that
@@ -308,7 +309,11 @@ impl SessionHost {
             (Target::Reminder { .. }, None) => None,
             (Target::Job(_), Some((pending, false))) => {
                 let (output, is_error) = self.final_output(&entry.target).await;
-                let mut content = vec![pending.message.joined_text()];
+                let notice = turnkit_families::task_notice(
+                    &entry.target.subject(),
+                    &pending.message.joined_text(),
+                );
+                let mut content = vec![notice];
                 content.extend(output);
                 Some(delivery(vec![pending.seq], (content, is_error)))
             }

@@ -14,8 +14,8 @@ use crate::clients_suite::fake_api::{
 };
 use crate::clients_suite::proxy::Proxy;
 use crate::clients_suite::support::{
-    BOUND, GATED, GATED_NOTICE, REMINDER_PROMPT, Workspace, client_bin, methods, reminder_text,
-    wait_for_events, without_walls,
+    BOUND, GATED, GATED_NOTICE, GATED_TASK_NOTICE, REMINDER_PROMPT, Workspace, client_bin, methods,
+    reminder_text, wait_for_events, without_walls,
 };
 
 /// The environment variable naming the `claude` binary.
@@ -451,7 +451,7 @@ const GATED_TASK_NOTE: &str = "started background job bash-1";
 /// The completed result of the gated job's task: the completion notice, then what a final
 /// `job_output` gives (its output, then its status line).
 fn gated_task_result() -> String {
-    format!("{GATED_NOTICE}\ndone\n[status: completed, exit code: 0]")
+    format!("{GATED_TASK_NOTICE}\ndone\n[status: completed, exit code: 0]")
 }
 
 /// With the task feature on and `server` as the harness server: a background job and a 5 s
@@ -542,7 +542,7 @@ async fn assert_wakes(
         )]
     );
     // Exactly once each, and never again in a later tool result.
-    assert_eq!(mentioning(&api, GATED_NOTICE), vec![2]);
+    assert_eq!(mentioning(&api, GATED_TASK_NOTICE), vec![2]);
     assert_eq!(mentioning(&api, "[SCHEDULE REMINDER]"), vec![4]);
     assert_eq!(
         only_result(&requests[5].body),

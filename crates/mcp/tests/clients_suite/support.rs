@@ -195,6 +195,10 @@ pub(crate) const GATED: &str = "until [ -e go ]; do sleep 0.01; done; printf don
 /// The completion notice of [`GATED`] as job `bash-1`.
 pub(crate) const GATED_NOTICE: &str = "background job bash-1 (bash: until [ -e go ]; do sleep 0.01; done; printf done) finished [status: completed, exit code: 0]. Read its output with job_output.";
 
+/// [`GATED_NOTICE`] as a task's result carries it (with the output, so without the pointer to
+/// `job_output`); a prefix of [`GATED_NOTICE`], so a count of this text counts both routes.
+pub(crate) const GATED_TASK_NOTICE: &str = "background job bash-1 (bash: until [ -e go ]; do sleep 0.01; done; printf done) finished [status: completed, exit code: 0].";
+
 /// The prompt of the tests' reminders.
 pub(crate) const REMINDER_PROMPT: &str = "Check the build";
 

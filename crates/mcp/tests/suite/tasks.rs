@@ -266,6 +266,10 @@ pub(crate) const GATED: &str = "until [ -e go ]; do sleep 0.01; done; printf don
 
 pub(crate) const NOTICE: &str = "background job bash-1 (bash: until [ -e go ]; do sleep 0.01; done; printf done) finished [status: completed, exit code: 0]. Read its output with job_output.";
 
+/// [`NOTICE`] as a task's result carries it: that result holds the output, so the notice does
+/// not send the model to read it.
+pub(crate) const TASK_NOTICE: &str = "background job bash-1 (bash: until [ -e go ]; do sleep 0.01; done; printf done) finished [status: completed, exit code: 0].";
+
 /// The tests' configuration with `bash.cwd` = `dir`.
 pub(crate) fn gated_config(dir: &Path) -> Value {
     let mut config = config();
@@ -353,7 +357,7 @@ async fn a_background_job_becomes_a_task_whose_result_is_delivered_once() {
     assert_eq!(done["resultType"], "complete");
     assert_eq!(
         texts(&done["result"]),
-        [NOTICE, "done\n[status: completed, exit code: 0]"]
+        [TASK_NOTICE, "done\n[status: completed, exit code: 0]"]
     );
     // The notice reached the client through its task: no later result carries it.
     let later = raw.call("job_list", json!({}), true).await;
@@ -372,7 +376,7 @@ async fn a_background_job_becomes_a_task_whose_result_is_delivered_once() {
     let queued_seq = 4;
     assert_eq!(
         events[2].1,
-        json!({"taskId": id, "seqs": [queued_seq], "content": [NOTICE, "done\n[status: completed, exit code: 0]"]})
+        json!({"taskId": id, "seqs": [queued_seq], "content": [TASK_NOTICE, "done\n[status: completed, exit code: 0]"]})
     );
 }
 
@@ -578,7 +582,7 @@ async fn a_job_output_wait_past_its_bound_becomes_a_task_for_the_job() {
     assert_eq!(done["status"], "completed", "{done}");
     assert_eq!(
         texts(&done["result"]),
-        [NOTICE, "done\n[status: completed, exit code: 0]"]
+        [TASK_NOTICE, "done\n[status: completed, exit code: 0]"]
     );
     let later = raw.call("job_list", json!({}), true).await;
     assert_eq!(

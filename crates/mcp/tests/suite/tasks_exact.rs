@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 
 use crate::suite::postgres::{fresh_database, server_url};
 use crate::suite::support::BOUND;
-use crate::suite::tasks::{GATED, NOTICE, Raw, gated_config, mcp_events, meta, task_id, texts};
+use crate::suite::tasks::{
+    GATED, Raw, TASK_NOTICE, gated_config, mcp_events, meta, task_id, texts,
+};
 
 /// How many task-opening calls are sent at once.
 const AT_ONCE: usize = 50;
@@ -105,7 +107,7 @@ async fn fifty_at_once_then_restart(dir: &Path, store: Option<&str>) {
             texts(&done["result"]),
             [
                 format!(
-                    "background job {job} (bash: {}) finished [status: completed, exit code: 0]. Read its output with job_output.",
+                    "background job {job} (bash: {}) finished [status: completed, exit code: 0].",
                     gated(i)
                 ),
                 format!("(from before the restart)\nout-{i}\n[status: completed, exit code: 0]"),
@@ -208,7 +210,7 @@ async fn a_failed_save_between_two_task_creations_leaves_distinct_ids() {
     let done = raw.settled(&id).await;
     assert_eq!(
         texts(&done["result"]),
-        [NOTICE, "done\n[status: completed, exit code: 0]"]
+        [TASK_NOTICE, "done\n[status: completed, exit code: 0]"]
     );
     raw.stop().await;
     let log = std::fs::read_to_string(&file).unwrap();
@@ -275,15 +277,20 @@ async fn a_replayed_log_that_opens_task_1_twice_opens_and_keeps_the_first() {
     // with the host (one notice names both), then bash-1's output.
     let done = raw.settled("task-1").await;
     assert_eq!(done["status"], "completed", "{done}");
+    // The task's result holds bash-1's output: its line does not point at job_output.
     let stopped = |job: &str| {
         format!(
-            "background job {job} (bash: {GATED}) was still running when its host shut down [status: killed, stopped by the host's shutdown]. Read its output with job_output."
+            "background job {job} (bash: {GATED}) was still running when its host shut down [status: killed, stopped by the host's shutdown]."
         )
     };
     assert_eq!(
         texts(&done["result"]),
         [
-            format!("{}\n{}", stopped("bash-1"), stopped("bash-2")),
+            format!(
+                "{}\n{} Read its output with job_output.",
+                stopped("bash-1"),
+                stopped("bash-2")
+            ),
             "(from before the restart)\n(no new output)\n[status: killed, stopped by the host's shutdown]"
                 .to_owned(),
         ]

@@ -148,7 +148,7 @@ async fn a_completed_task_is_a_tool_result_and_tasks_update_is_acknowledged() {
             "pollIntervalMs": 500,
             "result": {
                 "content": [
-                    {"type": "text", "text": format!("background job bash-1 (bash: {command}) finished [status: completed, exit code: 0]. Read its output with job_output.")},
+                    {"type": "text", "text": format!("background job bash-1 (bash: {command}) finished [status: completed, exit code: 0].")},
                     {"type": "text", "text": "done\n[status: completed, exit code: 0]"},
                 ],
                 "isError": false,

@@ -9,7 +9,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use crate::suite::support::BOUND;
-use crate::suite::tasks::{GATED, NOTICE, Raw, gated_config, mcp_events, task_id, texts};
+use crate::suite::tasks::{GATED, Raw, TASK_NOTICE, gated_config, mcp_events, task_id, texts};
 
 #[tokio::test]
 async fn a_notice_whose_label_names_another_job_is_not_held_for_or_delivered_as_its_task() {
@@ -66,7 +66,7 @@ async fn a_notice_whose_label_names_another_job_is_not_held_for_or_delivered_as_
     let done = raw.settled(&task).await;
     assert_eq!(
         texts(&done["result"]),
-        [NOTICE, "done\n[status: completed, exit code: 0]"]
+        [TASK_NOTICE, "done\n[status: completed, exit code: 0]"]
     );
     raw.stop().await;
     let queued: Vec<_> = mcp_events(dir.path(), "s1")

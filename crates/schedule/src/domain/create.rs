@@ -10,8 +10,9 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 use turnkit_core::{MAX_SAFE_INTEGER, as_safe_integer, js_trim};
 
-use super::at::{ZoneContext, resolve_at};
-use super::change::{MIN_EVERY_SECONDS, Rule, ScheduleRecord, check_id};
+use super::at::{ZoneContext, resolve_at, resolve_time_zone};
+use super::change::{CronSchedule, MIN_EVERY_SECONDS, Rule, ScheduleRecord, check_id};
+use super::cron::CronRule;
 use super::error::{InputError, RuleViolation};
 use super::instant::Timestamp;
 
@@ -24,6 +25,25 @@ pub(crate) enum Selector {
     Every(i64),
     /// `at`: the raw value; parsed by [`CreateRequest::build`] (after the preflight).
     At(Value),
+    /// `cron` with its `time_zone` (either may be absent or of the wrong type): both are
+    /// checked by [`CreateRequest::build`] (after the preflight), like `at`.
+    Cron {
+        /// `cron` as sent.
+        cron: Value,
+        /// `time_zone` as sent, `None` when absent or `null`.
+        time_zone: Option<Value>,
+    },
+}
+
+/// Whether `schedule_create` takes the `cron` selector (the schedule configuration's
+/// `cron` switch).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum Calendar {
+    /// The default: `cron` and `time_zone` are unknown root keys (`invalid_selector`).
+    #[default]
+    Refused,
+    /// `cron` with an explicit `time_zone` is a fourth selector.
+    Accepted,
 }
 
 /// The arguments of `schedule_create` as the tool decodes them: each known root key as the
@@ -44,6 +64,12 @@ pub(crate) struct CreateArgs {
     /// `every_seconds`.
     #[serde(default, deserialize_with = "present")]
     pub every_seconds: Option<Value>,
+    /// `cron` (a root key like any other unless the calendar is accepted).
+    #[serde(default, deserialize_with = "present")]
+    pub cron: Option<Value>,
+    /// `time_zone` (only with `cron`).
+    #[serde(default, deserialize_with = "present")]
+    pub time_zone: Option<Value>,
     /// Any other root key (each one makes the call `invalid_selector`).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -62,7 +88,8 @@ pub(crate) struct CreateRequest {
 }
 
 impl CreateRequest {
-    /// Pre-queue validation (§9.5 step 2, no I/O), in order: any root key other than
+    /// Pre-queue validation (§9.5 step 2, no I/O) with the calendar refused, in order: any
+    /// root key other than
     /// `prompt`/`after_seconds`/`at`/`every_seconds`, or not exactly one selector →
     /// `invalid_selector`; prompt empty after trim (or not a string) → `invalid_prompt`;
     /// `after_seconds` not a safe integer > 0 → `invalid_rule`; `every_seconds` not a safe
@@ -74,29 +101,54 @@ impl CreateRequest {
     #[cfg(test)]
     pub(crate) fn from_arguments(arguments: &Value) -> Result<CreateRequest, InputError> {
         let args = CreateArgs::deserialize(arguments).map_err(|_| InputError::InvalidSelector)?;
-        Self::from_args(args)
+        Self::from_args(args, Calendar::Refused)
     }
 
-    /// [`CreateRequest::from_arguments`] on arguments the tool already decoded.
+    /// [`CreateRequest::from_arguments`] on arguments the tool already decoded. With
+    /// [`Calendar::Accepted`], `cron` is a fourth selector and `time_zone` is allowed beside
+    /// it (and only there); a selector error then reports the four-selector message.
     ///
     /// # Errors
     /// The [`InputError`] of the first failing rule.
-    pub(crate) fn from_args(args: CreateArgs) -> Result<CreateRequest, InputError> {
+    pub(crate) fn from_args(
+        args: CreateArgs,
+        calendar: Calendar,
+    ) -> Result<CreateRequest, InputError> {
+        let (selector_error, cron) = match calendar {
+            Calendar::Refused => {
+                if args.cron.is_some() || args.time_zone.is_some() {
+                    return Err(InputError::InvalidSelector);
+                }
+                (InputError::InvalidSelector, None)
+            }
+            Calendar::Accepted => {
+                if args.time_zone.is_some() && args.cron.is_none() {
+                    return Err(InputError::InvalidCalendarSelector);
+                }
+                (InputError::InvalidCalendarSelector, args.cron.as_ref())
+            }
+        };
         if !args.extra.is_empty() {
-            return Err(InputError::InvalidSelector);
+            return Err(selector_error);
         }
         let selectors = [&args.after_seconds, &args.at, &args.every_seconds]
             .iter()
             .filter(|selector| selector.is_some())
-            .count();
+            .count()
+            + usize::from(cron.is_some());
         if selectors != 1 {
-            return Err(InputError::InvalidSelector);
+            return Err(selector_error);
         }
         let prompt = trimmed_prompt(args.prompt.as_ref().and_then(Value::as_str).unwrap_or(""))?;
         let selector = if let Some(after) = &args.after_seconds {
             Selector::After(after_seconds(after)?)
         } else if let Some(every) = &args.every_seconds {
             Selector::Every(every_seconds(every)?)
+        } else if let Some(cron) = args.cron {
+            Selector::Cron {
+                cron,
+                time_zone: args.time_zone.filter(|zone| !zone.is_null()),
+            }
         } else {
             Selector::At(args.at.unwrap_or(Value::Null))
         };
@@ -138,6 +190,9 @@ impl CreateRequest {
                 create_every(id, &self.prompt, &Value::from(*seconds), now_ms)
             }
             Selector::At(at) => create_at(id, &self.prompt, at, now_ms, zones),
+            Selector::Cron { cron, time_zone } => {
+                create_cron(id, &self.prompt, cron, time_zone.as_ref(), now_ms)
+            }
         }
     }
 }
@@ -197,6 +252,42 @@ pub fn create_at(
     let target = resolve_at(at, zones)?;
     let target = future_target(Some(target), now_ms)?;
     record(id, prompt, Rule::At, target)
+}
+
+/// A `cron` record (Appendix B): prompt; then `cron` (a string, else
+/// [`RuleViolation::CronShape`]) by the grammar of B.1 with the errors of B.2; then
+/// `time_zone`: absent → [`InputError::MissingCronTimeZone`], not a string or not a zone →
+/// `invalid_time_zone`; then the first occurrence after `now_ms` (none →
+/// `no_future_occurrence`) through §8.1. Stored: `cron` as written, the zone's name and the
+/// first occurrence as `scheduledAt`.
+///
+/// # Errors
+/// `invalid_prompt`, `invalid_rule`, `no_future_occurrence`, `invalid_time_zone`,
+/// `time_out_of_range`, or `internal_error` for a bad `id`.
+pub fn create_cron(
+    id: &str,
+    prompt: &str,
+    cron: &Value,
+    time_zone: Option<&Value>,
+    now_ms: i64,
+) -> Result<ScheduleRecord, InputError> {
+    let prompt = trimmed_prompt(prompt)?;
+    let text = cron
+        .as_str()
+        .ok_or(InputError::InvalidRule(RuleViolation::CronShape))?;
+    let rule = CronRule::parse(text)?;
+    let zone = match time_zone {
+        None => return Err(InputError::MissingCronTimeZone),
+        Some(Value::String(zone)) => resolve_time_zone(zone)?,
+        Some(_) => return Err(InputError::InvalidTimeZone { not_string: true }),
+    };
+    let now = Timestamp::from_millis(now_ms).ok_or(InputError::TimeOutOfRange)?;
+    let first = rule
+        .next_after(zone, now)
+        .ok_or(InputError::NoFutureOccurrence)?;
+    let target = future_target(Some(first.millis()), now_ms)?;
+    let schedule = CronSchedule::new(text, zone)?;
+    record(id, prompt, Rule::Cron(schedule), target)
 }
 
 /// The common future-instant check (§8.1), in order: `now_ms` or the target not a safe

@@ -30,6 +30,16 @@ use chrono_tz::Tz;
 use super::error::{InputError, RuleViolation};
 use super::instant::Timestamp;
 
+/// `instant` as local time in `zone` with its offset, RFC 3339 to the second
+/// (`2026-12-08T09:00:00+01:00`).
+pub(crate) fn local_instant(zone: Tz, instant: Timestamp) -> String {
+    instant
+        .to_datetime()
+        .with_timezone(&zone)
+        .format("%Y-%m-%dT%H:%M:%S%:z")
+        .to_string()
+}
+
 /// One field's allowed values as a bit set (bit `v` set: value `v` matches).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Bits(u64);

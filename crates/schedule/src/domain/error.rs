@@ -7,6 +7,11 @@ use serde_json::{Value, json};
 /// `invalid_selector` message (§9.4).
 pub(crate) const ERR_SELECTOR: &str =
     "schedule_create accepts exactly one of after_seconds, at, or every_seconds.";
+/// `invalid_selector` message when the `cron` selector is accepted.
+pub(crate) const ERR_SELECTOR_CRON: &str = "schedule_create accepts exactly one of after_seconds, at, every_seconds, or cron (with time_zone).";
+/// `invalid_time_zone` message for a `cron` without `time_zone`.
+pub(crate) const ERR_CRON_ZONE: &str =
+    "cron requires time_zone: UTC or a valid IANA Area/Location name.";
 /// `invalid_prompt` message (§9.4).
 pub(crate) const ERR_PROMPT: &str = "prompt must be non-empty after trimming.";
 /// `invalid_rule` message for a bad `after_seconds` (§8.2).
@@ -290,6 +295,15 @@ pub enum InputError {
     /// `no_future_occurrence`: a `cron` that matches no date up to 9999-12-31.
     #[error("{ERR_NO_OCCURRENCE}")]
     NoFutureOccurrence,
+    /// `invalid_selector` with the `cron` selector accepted: not exactly one of
+    /// `after_seconds`, `at`, `every_seconds`, `cron`; `time_zone` without `cron`; or an
+    /// unknown root key.
+    #[error("{ERR_SELECTOR_CRON}")]
+    InvalidCalendarSelector,
+    /// `invalid_time_zone`: a `cron` without `time_zone` (a calendar rule is never read in
+    /// an implied zone).
+    #[error("{ERR_CRON_ZONE}")]
+    MissingCronTimeZone,
 }
 
 impl InputError {
@@ -308,6 +322,8 @@ impl InputError {
             }
             InputError::Internal => ErrorCode::InternalError,
             InputError::NoFutureOccurrence => ErrorCode::NoFutureOccurrence,
+            InputError::InvalidCalendarSelector => ErrorCode::InvalidSelector,
+            InputError::MissingCronTimeZone => ErrorCode::InvalidTimeZone,
         }
     }
 
@@ -325,6 +341,8 @@ impl InputError {
             InputError::TimezoneConfirmationRequired { .. } => ERR_CONFIRM_ZONE,
             InputError::Internal => ERR_INTERNAL,
             InputError::NoFutureOccurrence => ERR_NO_OCCURRENCE,
+            InputError::InvalidCalendarSelector => ERR_SELECTOR_CRON,
+            InputError::MissingCronTimeZone => ERR_CRON_ZONE,
         }
     }
 
@@ -396,4 +414,7 @@ pub enum ResolveError {
     /// The decision time is before the record's target.
     #[error("acceptedAt cannot precede scheduledAt")]
     Precedes,
+    /// A one-shot record has no occurrences to resolve.
+    #[error("a one-shot record does not recur")]
+    OneShot,
 }

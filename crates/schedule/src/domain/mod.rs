@@ -13,7 +13,7 @@
 //!   order and its strict decoder (§3, §4).
 //! - [`ScheduleFold`]: the fold (§5, §5.1), maintained incrementally; id allocation (§7), the
 //!   due decision (§12.3, [`Decision`], [`EveryBatch`]) and [`ScheduleFold::check_change`].
-//! - [`create_after`], [`create_every`], [`create_at`]: records from model input with the
+//! - [`create_after`], [`create_every`], [`create_at`], [`create_cron`]: records from model input with the
 //!   spec's error codes and messages ([`InputError`], [`ErrorCode`]) (§8).
 //! - [`CronRule`]: the calendar rule (a five-field cron expression) and its next occurrence
 //!   in an IANA zone, with its DST rules.
@@ -55,16 +55,16 @@ mod test_support;
 pub use at::{ZoneContext, resolve_local_at, resolve_time_zone};
 pub(crate) use change::decode_change_text;
 pub use change::{
-    RecordKind, ReminderState, Rule, SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord, decode_change,
+    CronSchedule, RecordKind, ReminderState, Rule, SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord,
+    decode_change,
 };
-pub use create::{create_after, create_at, create_every};
+pub use create::{create_after, create_at, create_cron, create_every};
 pub use cron::CronRule;
 pub use error::{ErrorCode, InputError, ResolveError, RuleViolation, ScheduleLogError};
-pub(crate) use every::resolve_every;
 pub use fold::{Decision, EveryBatch, FoldSnapshot, ScheduleFold, SeenIds};
 pub use instant::{MAX_MILLIS, MIN_MILLIS, Timestamp};
 pub use invariant::{check_schedule_append, check_schedule_log};
 pub use presentation::{ReminderPresentation, schedule_reminder_presentation};
 
-pub(crate) use create::{CreateRequest, validate_delete_id};
+pub(crate) use create::{Calendar, CreateRequest, validate_delete_id};
 pub(crate) use error::ERR_UNCERTAIN;

@@ -7,7 +7,6 @@ use serde::Serialize;
 use turnkit_core::SessionEvent;
 
 use super::change::{SCHEDULE_CHANGE, ScheduleChange, decode_change};
-use super::every::resolve_every;
 use super::instant::Timestamp;
 
 /// What a UI shows for one delivered reminder. Serializes as
@@ -57,13 +56,9 @@ pub fn schedule_reminder_presentation(
             Ok(ScheduleChange::Create(record)) if record.id() == &*id => Some(record),
             _ => None,
         })?;
-    let occurrence_at = match (accepted_at, record.every_seconds()) {
-        (None, None) => record.scheduled_at(),
-        (Some(accepted_at), Some(every_seconds)) => {
-            resolve_every(record.scheduled_at(), every_seconds, accepted_at.millis())
-                .ok()?
-                .occurrence_at
-        }
+    let occurrence_at = match (accepted_at, record.kind().is_one_shot()) {
+        (None, true) => record.scheduled_at(),
+        (Some(accepted_at), false) => record.resolve(accepted_at.millis()).ok()?.occurrence_at,
         _ => return None,
     };
     Some(ReminderPresentation {

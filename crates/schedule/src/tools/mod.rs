@@ -20,16 +20,19 @@ use turnkit_core::{
     ToolCall, ToolDefinition, ToolError, ToolOutput, epoch_millis, same_agent,
 };
 
+use crate::ScheduleConfig;
 use crate::domain::{
-    CreateRequest, ERR_UNCERTAIN, ErrorCode, SCHEDULE_CHANGE, ScheduleChange, ZoneContext,
-    validate_delete_id,
+    Calendar, CreateRequest, ERR_UNCERTAIN, ErrorCode, SCHEDULE_CHANGE, ScheduleChange,
+    ZoneContext, validate_delete_id,
 };
 use crate::ledger::{FoldCache, Ledger};
 
 pub use schema::{
-    BASIC_ERROR_CODES, CREATE_DESCRIPTION, CREATE_NAME, DELETE_DESCRIPTION, DELETE_NAME,
-    LIST_DESCRIPTION, LIST_NAME, create_input_schema, create_output_schema, definitions,
-    delete_input_schema, delete_output_schema, list_input_schema, list_output_schema,
+    BASIC_ERROR_CODES, CREATE_DESCRIPTION, CREATE_DESCRIPTION_CRON, CREATE_NAME,
+    DELETE_DESCRIPTION, DELETE_NAME, LIST_DESCRIPTION, LIST_NAME, calendar_definitions,
+    create_input_schema, create_input_schema_cron, create_output_schema, create_output_schema_cron,
+    definitions, delete_input_schema, delete_output_schema, list_input_schema, list_output_schema,
+    list_output_schema_cron,
 };
 
 /// The UI card for a call of one of the three tools (§9.8), pure: `schedule_create` →
@@ -97,6 +100,7 @@ struct Core {
     clock: Arc<dyn Clock>,
     ledger: Arc<Ledger>,
     notify: Notify,
+    calendar: Calendar,
 }
 
 impl Core {
@@ -132,7 +136,7 @@ impl Core {
         if !self.is_owner(&call) {
             return Ok(internal());
         }
-        let request = match CreateRequest::from_args(call.arguments_as()?) {
+        let request = match CreateRequest::from_args(call.arguments_as()?, self.calendar) {
             Ok(request) => request,
             Err(error) => return Ok(ToolOutput::json(error.to_value())),
         };
@@ -301,9 +305,21 @@ impl std::fmt::Debug for ScheduleTools {
 impl ScheduleTools {
     /// Tools owned by `owner`, working on `owner.session()`, sampling `clock`, and calling
     /// `notify` after every successful barrier (§12.1).
+    /// The tools take the default configuration (no `cron` selector).
     pub fn new(owner: Arc<dyn Agent>, clock: Arc<dyn Clock>, notify: Notify) -> Self {
+        Self::with_config(owner, clock, notify, ScheduleConfig::default())
+    }
+
+    /// [`ScheduleTools::new`] with a configuration: `config.cron` adds the `cron` selector
+    /// (and its schema, description and output branches) to `schedule_create`.
+    pub fn with_config(
+        owner: Arc<dyn Agent>,
+        clock: Arc<dyn Clock>,
+        notify: Notify,
+        config: ScheduleConfig,
+    ) -> Self {
         let ledger = Arc::new(Ledger::new(owner.session()));
-        Self::with_ledger(owner, clock, ledger, notify)
+        Self::with_ledger(owner, clock, ledger, notify, config)
     }
 
     /// Tools sharing `ledger` (the FIFO and fold) with the owner's runtime.
@@ -312,6 +328,7 @@ impl ScheduleTools {
         clock: Arc<dyn Clock>,
         ledger: Arc<Ledger>,
         notify: Notify,
+        config: ScheduleConfig,
     ) -> Self {
         Self {
             core: Arc::new(Core {
@@ -319,6 +336,7 @@ impl ScheduleTools {
                 clock,
                 ledger,
                 notify,
+                calendar: config.calendar(),
             }),
         }
     }
@@ -326,7 +344,10 @@ impl ScheduleTools {
     /// The three tools in registration order: `schedule_create`, `schedule_list`,
     /// `schedule_delete`.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        let [create, list, delete] = definitions();
+        let [create, list, delete] = match self.core.calendar {
+            Calendar::Refused => definitions(),
+            Calendar::Accepted => calendar_definitions(),
+        };
         [
             (Which::Create, create),
             (Which::List, list),

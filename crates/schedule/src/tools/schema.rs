@@ -15,6 +15,9 @@ pub const DELETE_NAME: &str = "schedule_delete";
 /// The exact description of `schedule_create` (§9.1).
 pub const CREATE_DESCRIPTION: &str = "Create one reminder in the current session. Supply a non-empty prompt and exactly one selector: a positive safe-integer after_seconds delay, at as a strict offset date-time or local date/time object, or safe-integer every_seconds of at least 300. Fixed-rate reminders stay creation-aligned, skip missed occurrences, and batch one latest occurrence per overdue rule. Delivery is session-local: the reminder runs on time only while this session is live and otherwise becomes overdue until the session is resumed.";
 
+/// The description of `schedule_create` with the `cron` selector accepted.
+pub const CREATE_DESCRIPTION_CRON: &str = "Create one reminder in the current session. Supply a non-empty prompt and exactly one selector: a positive safe-integer after_seconds delay, at as a strict offset date-time or local date/time object, safe-integer every_seconds of at least 300, or cron, a five-field calendar rule (minute hour day-of-month month day-of-week, e.g. \"0 9 * * 1-5\") read in the required IANA time_zone. Recurring reminders skip missed occurrences and batch one latest occurrence per overdue rule; fixed-rate ones stay creation-aligned. A cron time skipped by a daylight-saving change fires once at the first minute after the gap, and a repeated one fires once, the first time. Delivery is session-local: the reminder runs on time only while this session is live and otherwise becomes overdue until the session is resumed.";
+
 /// The exact description of `schedule_list` (§9.1).
 pub const LIST_DESCRIPTION: &str = "List every active reminder in the current session in creation order, including its exact id, UTC target, scheduled or overdue state, and session-local delivery mode.";
 
@@ -73,6 +76,29 @@ pub fn create_input_schema() -> Value {
     })
 }
 
+/// The `schedule_create` argument schema with the `cron` selector accepted: §9.2's, then
+/// `cron` and `time_zone`.
+pub fn create_input_schema_cron() -> Value {
+    let mut schema = create_input_schema();
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        properties.insert(
+            "cron".into(),
+            json!({
+                "type": "string",
+                "description": "Calendar rule: five space-separated fields minute hour day-of-month month day-of-week (numbers, *, a-b, */n, lists), read in time_zone."
+            }),
+        );
+        properties.insert(
+            "time_zone".into(),
+            json!({
+                "type": "string",
+                "description": "IANA zone of cron (e.g. Europe/Paris) or UTC; required with cron."
+            }),
+        );
+    }
+    schema
+}
+
 /// The `schedule_list` argument schema: an empty open object.
 pub fn list_input_schema() -> Value {
     json!({"type": "object", "properties": {}})
@@ -104,9 +130,19 @@ fn view_schema(kind: &str) -> Value {
             properties.insert("everySeconds".into(), json!({"type": "integer"}));
             required.push("everySeconds");
         }
+        "cron" => {
+            properties.insert("cron".into(), json!({"type": "string"}));
+            properties.insert("timeZone".into(), json!({"type": "string"}));
+            required.extend(["cron", "timeZone"]);
+        }
         _ => {}
     }
     properties.insert("scheduledAt".into(), json!({"type": "string"}));
+    required.push("scheduledAt");
+    if kind == "cron" {
+        properties.insert("scheduledAtLocal".into(), json!({"type": "string"}));
+        required.push("scheduledAtLocal");
+    }
     properties.insert(
         "state".into(),
         json!({"type": "string", "enum": ["scheduled", "overdue"]}),
@@ -115,7 +151,7 @@ fn view_schema(kind: &str) -> Value {
         "deliveryMode".into(),
         json!({"type": "string", "enum": ["session-local"]}),
     );
-    required.extend(["scheduledAt", "state", "deliveryMode"]);
+    required.extend(["state", "deliveryMode"]);
     json!({
         "type": "object",
         "properties": properties,
@@ -124,20 +160,22 @@ fn view_schema(kind: &str) -> Value {
     })
 }
 
+fn code_schema(code: &str) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "code": {"type": "string", "enum": [code]},
+            "message": {"type": "string"}
+        },
+        "required": ["code", "message"],
+        "additionalProperties": false
+    })
+}
+
 fn error_schemas() -> Vec<Value> {
     let mut out: Vec<Value> = BASIC_ERROR_CODES
         .iter()
-        .map(|code| {
-            json!({
-                "type": "object",
-                "properties": {
-                    "code": {"type": "string", "enum": [code]},
-                    "message": {"type": "string"}
-                },
-                "required": ["code", "message"],
-                "additionalProperties": false
-            })
-        })
+        .map(|code| code_schema(code))
         .collect();
     out.push(json!({
         "type": "object",
@@ -176,6 +214,28 @@ pub fn create_output_schema() -> Value {
     json!({"oneOf": branches})
 }
 
+/// The `schedule_create` output schema with the `cron` selector accepted: §9.3's branches
+/// with a `cron` view after the `every` view and `no_future_occurrence` at the end.
+pub fn create_output_schema_cron() -> Value {
+    let mut schema = create_output_schema();
+    if let Some(Value::Array(branches)) = schema.get_mut("oneOf") {
+        branches.insert(3, view_schema("cron"));
+        branches.push(code_schema("no_future_occurrence"));
+    }
+    schema
+}
+
+/// The `schedule_list` output schema with the `cron` selector accepted: views of the four
+/// kinds, or an error.
+pub fn list_output_schema_cron() -> Value {
+    let mut branches = vec![json!({
+        "type": "array",
+        "items": {"oneOf": [view_schema("after"), view_schema("at"), view_schema("every"), view_schema("cron")]}
+    })];
+    branches.extend(error_schemas());
+    json!({"oneOf": branches})
+}
+
 /// The `schedule_list` output schema: an array of views, or an error.
 pub fn list_output_schema() -> Value {
     let mut branches = vec![json!({
@@ -211,6 +271,19 @@ pub fn delete_output_schema() -> Value {
     ];
     branches.extend(error_schemas());
     json!({"oneOf": branches})
+}
+
+/// The three definitions with the `cron` selector accepted (the schedule configuration's
+/// `cron` switch): `schedule_create` with [`CREATE_DESCRIPTION_CRON`],
+/// [`create_input_schema_cron`] and [`create_output_schema_cron`], `schedule_list` with
+/// [`list_output_schema_cron`], `schedule_delete` unchanged.
+pub fn calendar_definitions() -> [ToolDefinition; 3] {
+    let [mut create, mut list, delete] = definitions();
+    create.description = CREATE_DESCRIPTION_CRON.to_owned();
+    create.input_schema = create_input_schema_cron();
+    create.output_schema = Some(create_output_schema_cron());
+    list.output_schema = Some(list_output_schema_cron());
+    [create, list, delete]
 }
 
 /// The three definitions, in registration order (create, list, delete).

@@ -71,6 +71,12 @@ impl Host {
         install(&self.dyn_host(), ScheduleConfig::default()).expect("install")
     }
 
+    /// The plugin with calendar recurrence on (`{"cron": true}`).
+    pub(crate) fn install_cron(&self) -> Installed {
+        let config = ScheduleConfig::from_json(json!({"cron": true})).expect("config");
+        install(&self.dyn_host(), config).expect("install")
+    }
+
     /// Creates a stored session holding `payloads` as `schedule/change` events, without an
     /// agent.
     pub(crate) fn seed(&self, id: &str, payloads: &[Value]) {

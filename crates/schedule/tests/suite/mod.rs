@@ -1,3 +1,4 @@
+mod cron;
 mod fixture;
 mod plugin;
 mod restart;

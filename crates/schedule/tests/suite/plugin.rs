@@ -21,9 +21,9 @@ fn case_98_plugin_name_and_config() {
     assert_eq!(PLUGIN_NAME, "schedule");
     let config: ScheduleConfig = turnkit_core::decode_config(PLUGIN_NAME, json!({})).unwrap();
     assert_eq!(config, ScheduleConfig::default());
-    let bad = turnkit_core::decode_config::<ScheduleConfig>(PLUGIN_NAME, json!({"cron": true}));
+    let bad = turnkit_core::decode_config::<ScheduleConfig>(PLUGIN_NAME, json!({"pause": true}));
     assert!(
-        matches!(bad, Err(ConfigError::Invalid(message)) if message.starts_with("schedule: unknown field `cron`"))
+        matches!(bad, Err(ConfigError::Invalid(message)) if message.starts_with("schedule: unknown field `pause`"))
     );
 }
 

@@ -217,6 +217,39 @@ async fn schedule_changes_keep_the_due_reminder_index_in_the_flush() {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cron_reminder_is_indexed_at_its_next_occurrence_and_moved_by_its_dispatch() {
+    let Some(url) = super::server_url() else {
+        return;
+    };
+    let schema = super::fresh_schema("cron");
+    let a = super::store(&url, &schema, "host-a", TTL);
+    let session = a.create_session(SessionHeader::new("s")).await.unwrap();
+    let sql = super::client(&url).await;
+    // Weekdays at 09:00 in Paris (07:00Z in summer), due Thursday 2026-08-06.
+    session.append("schedule/change", json!({"version":1,"operation":"create","schedule":{"id":"schedule-1","kind":"cron","prompt":"standup","cron":"0 9 * * 1-5","timeZone":"Europe/Paris","scheduledAt":"2026-08-06T07:00:00.000Z"}})).unwrap();
+    session.flush().await.unwrap();
+    assert_eq!(
+        rows(&sql, &schema).await,
+        [("schedule-1".to_owned(), "2026-08-06T07:00:00".to_owned())]
+    );
+    // Decided late on Friday (after downtime): latest-only, the row moves to Monday.
+    session.append("schedule/change", json!({"version":1,"operation":"dispatch","id":"schedule-1","acceptedAt":"2026-08-07T18:00:00.000Z"})).unwrap();
+    session.flush().await.unwrap();
+    assert_eq!(
+        rows(&sql, &schema).await,
+        [("schedule-1".to_owned(), "2026-08-10T07:00:00".to_owned())]
+    );
+    session
+        .append(
+            "schedule/change",
+            json!({"version":1,"operation":"delete","id":"schedule-1"}),
+        )
+        .unwrap();
+    session.flush().await.unwrap();
+    assert_eq!(rows(&sql, &schema).await, []);
+}
+
 async fn rows(sql: &tokio_postgres::Client, schema: &str) -> Vec<(String, String)> {
     let q = format!(
         "SELECT schedule_id, to_char(due AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS') \

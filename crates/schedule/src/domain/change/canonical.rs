@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use turnkit_core::MAX_SAFE_INTEGER;
 
+use super::decode::cron_rule;
 use super::operation::ScheduleChange;
 use super::record::{Rule, ScheduleRecord, check_id};
 use crate::domain::instant::Timestamp;
@@ -38,6 +39,12 @@ pub(super) fn canonical_change(text: &str) -> Option<ScheduleChange> {
                 }
             }
             "at" => Rule::At,
+            "cron" => {
+                c.tag(",\"cron\":\"")?;
+                let cron = c.string()?;
+                c.tag(",\"timeZone\":\"")?;
+                cron_rule(cron, c.string()?)?
+            }
             _ => return None,
         };
         c.tag(",\"scheduledAt\":\"")?;

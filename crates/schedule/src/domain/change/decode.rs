@@ -8,8 +8,9 @@ use turnkit_core::as_safe_integer;
 
 use super::canonical::canonical_change;
 use super::operation::ScheduleChange;
-use super::record::{Rule, ScheduleRecord, check_id};
+use super::record::{CronSchedule, Rule, ScheduleRecord, check_id};
 use super::wire::WireChange;
+use crate::domain::at::resolve_time_zone;
 use crate::domain::error::ScheduleLogError;
 use crate::domain::instant::Timestamp;
 
@@ -112,6 +113,7 @@ pub(crate) fn decode_record(value: &Value) -> Result<ScheduleRecord, ScheduleLog
     };
     let (mut id, mut kind, mut prompt, mut after, mut every, mut scheduled_at) =
         (None, None, None, None, None, None);
+    let (mut cron, mut zone) = (None, None);
     let mut extra = false;
     for (key, value) in map {
         match key.as_str() {
@@ -120,6 +122,8 @@ pub(crate) fn decode_record(value: &Value) -> Result<ScheduleRecord, ScheduleLog
             "prompt" => prompt = Some(value),
             "afterSeconds" => after = Some(value),
             "everySeconds" => every = Some(value),
+            "cron" => cron = Some(value),
+            "timeZone" => zone = Some(value),
             "scheduledAt" => scheduled_at = Some(value),
             _ => extra = true,
         }
@@ -130,6 +134,11 @@ pub(crate) fn decode_record(value: &Value) -> Result<ScheduleRecord, ScheduleLog
         return Err(wrong_keys("schedule"));
     }
     let rule = match kind.and_then(Value::as_str) {
+        Some("cron") => match (after, every, cron, zone) {
+            (None, None, Some(cron), Some(zone)) => decode_cron(cron, zone)?,
+            _ => return Err(wrong_keys("cron")),
+        },
+        _ if cron.is_some() || zone.is_some() => return Err(wrong_keys("schedule")),
         Some("after") => match (after, every) {
             (Some(after), None) => Rule::After {
                 seconds: decode_integer(Some(after), "afterSeconds")?,
@@ -155,6 +164,21 @@ pub(crate) fn decode_record(value: &Value) -> Result<ScheduleRecord, ScheduleLog
     };
     let scheduled_at = decode_instant(scheduled_at, "scheduledAt")?;
     ScheduleRecord::new(id, prompt, rule, scheduled_at)
+}
+
+/// A `cron` record's rule: a valid expression (Appendix B.1) and a zone name the tools
+/// accept.
+pub(super) fn decode_cron(cron: &Value, zone: &Value) -> Result<Rule, ScheduleLogError> {
+    let (Some(cron), Some(zone)) = (cron.as_str(), zone.as_str()) else {
+        return Err(ScheduleLogError::new("cron and timeZone must be strings"));
+    };
+    cron_rule(cron, zone).ok_or_else(|| ScheduleLogError::new("cron record has a bad rule"))
+}
+
+/// The rule of a stored `cron` + `timeZone` pair, `None` when either is not valid.
+pub(super) fn cron_rule(cron: &str, zone: &str) -> Option<Rule> {
+    let zone = resolve_time_zone(zone).ok()?;
+    CronSchedule::new(cron, zone).ok().map(Rule::Cron)
 }
 
 pub(super) fn decode_id(value: Option<&Value>) -> Result<Arc<str>, ScheduleLogError> {

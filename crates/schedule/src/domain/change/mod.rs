@@ -1,8 +1,8 @@
 //! The durable `schedule/change` v1 encoding (schedule.md §3) and its strict decoder (§4):
 //! [`ScheduleRecord`], [`ScheduleChange`], [`decode_change`], plus the record view of §9.3.
 //!
-//! - `record`: [`ScheduleRecord`], [`Rule`], [`RecordKind`], [`ReminderState`] and the field
-//!   checks.
+//! - `record`: [`ScheduleRecord`], [`Rule`] ([`CronSchedule`]), [`RecordKind`],
+//!   [`ReminderState`] and the field checks.
 //! - `operation`: [`ScheduleChange`] and its wire form.
 //! - `decode`: [`decode_change`] and the replay's text decoders.
 //! - `canonical`: the canonical form read by position (the replay's fast path).
@@ -20,8 +20,8 @@ pub use decode::decode_change;
 pub(crate) use decode::decode_change_json;
 pub(crate) use decode::decode_change_text;
 pub use operation::ScheduleChange;
+pub use record::{CronSchedule, RecordKind, ReminderState, Rule, SCHEDULE_CHANGE, ScheduleRecord};
 pub(crate) use record::{MIN_EVERY_SECONDS, check_id};
-pub use record::{RecordKind, ReminderState, Rule, SCHEDULE_CHANGE, ScheduleRecord};
 
 #[cfg(test)]
 use crate::domain::instant::Timestamp;

@@ -48,7 +48,7 @@ fn decoded_variants_have_the_expected_shape() {
     };
     assert_eq!(record.id(), "schedule-every");
     assert_eq!(record.kind(), RecordKind::Every);
-    assert_eq!(record.rule(), Rule::Every { seconds: 300 });
+    assert_eq!(record.rule(), &Rule::Every { seconds: 300 });
     assert_eq!(record.every_seconds(), Some(300));
     assert_eq!(record.prompt(), "check metrics");
     assert_eq!(

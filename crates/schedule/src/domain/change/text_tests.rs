@@ -7,6 +7,9 @@ use proptest::prelude::*;
 
 use super::*;
 
+/// Where the `cron` records start in [`PAYLOADS`].
+const CRON: usize = 24;
+
 /// Payloads in the canonical form, in other valid forms, and invalid ones.
 const PAYLOADS: &[&str] = &[
     r#"{"version":1,"operation":"create","schedule":{"id":"schedule-1","kind":"after","prompt":"check logs","afterSeconds":30,"scheduledAt":"2026-08-05T12:00:30.000Z"}}"#,
@@ -33,6 +36,14 @@ const PAYLOADS: &[&str] = &[
     r#"{"version":1,"operation":"create","schedule":[],"id":"a"}"#,
     r#"[1,2]"#,
     r#"null"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"c","kind":"cron","prompt":"p","cron":"0 9 * * 1-5","timeZone":"Europe/Paris","scheduledAt":"2026-08-06T07:00:00.000Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":{"kind":"cron","id":"c","prompt":"p","timeZone":"US/Eastern","cron":"*/15 * * * *","scheduledAt":"2026-08-06T07:00:00.000Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"c","kind":"cron","prompt":"p","cron":"0 9 * *","timeZone":"UTC","scheduledAt":"2026-08-06T07:00:00.000Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"c","kind":"cron","prompt":"p","cron":"0 9 * * *","timeZone":"Mars/Olympus","scheduledAt":"2026-08-06T07:00:00.000Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"c","kind":"cron","prompt":"p","cron":"0 9 * * *","scheduledAt":"2026-08-06T07:00:00.000Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"c","kind":"every","prompt":"p","everySeconds":300,"cron":"0 9 * * *","timeZone":"UTC","scheduledAt":"2026-08-06T07:00:00.000Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"c","kind":"at","prompt":"p","timeZone":"UTC","scheduledAt":"2026-08-06T07:00:00.000Z"}}"#,
+    r#"{"version":1,"operation":"create","schedule":{"id":"c","kind":"cron","prompt":"p","cron":1,"timeZone":"UTC","scheduledAt":"2026-08-06T07:00:00.000Z"}}"#,
 ];
 
 #[test]
@@ -52,6 +63,29 @@ fn canonical_payloads_take_the_positional_path() {
     assert_eq!(serde_json::to_string(&change).unwrap(), PAYLOADS[0]);
     assert_eq!(canonical_change(PAYLOADS[0]), Some(change));
     assert_eq!(canonical_change(PAYLOADS[6]), None);
+}
+
+#[test]
+fn a_cron_record_round_trips_on_every_path_with_its_text_and_zone_as_written() {
+    let cron = PAYLOADS[CRON];
+    let change = canonical_change(cron).unwrap();
+    assert_eq!(serde_json::to_string(&change).unwrap(), cron);
+    assert_eq!(decode_change_text(cron).unwrap(), change);
+    assert_eq!(
+        decode_change(&serde_json::from_str(cron).unwrap()).unwrap(),
+        change
+    );
+    // Keys in another order take the typed path; a link zone keeps its own name.
+    let reordered = decode_change_text(PAYLOADS[CRON + 1]).unwrap();
+    assert_eq!(canonical_change(PAYLOADS[CRON + 1]), None);
+    assert_eq!(
+        serde_json::to_string(&reordered).unwrap(),
+        r#"{"version":1,"operation":"create","schedule":{"id":"c","kind":"cron","prompt":"p","cron":"*/15 * * * *","timeZone":"US/Eastern","scheduledAt":"2026-08-06T07:00:00.000Z"}}"#
+    );
+    // A bad rule, a bad zone, a missing zone, a cron key on another kind: corrupt.
+    for bad in &PAYLOADS[CRON + 2..] {
+        assert!(decode_change_text(bad).is_err(), "{bad}");
+    }
 }
 
 /// [`canonical_transition`] reads exactly the deletes and dispatches that

@@ -7,6 +7,7 @@ use serde::{Deserialize, Deserializer};
 use serde_json::{Number, Value};
 use turnkit_core::as_safe_integer;
 
+use super::decode::cron_rule;
 use super::operation::ScheduleChange;
 use super::record::{Rule, ScheduleRecord, check_id};
 use crate::domain::instant::Timestamp;
@@ -37,6 +38,10 @@ pub(super) struct WireRecord<'a> {
     after_seconds: Option<Number>,
     #[serde(default, deserialize_with = "present")]
     every_seconds: Option<Number>,
+    #[serde(default, deserialize_with = "present")]
+    cron: Option<&'a str>,
+    #[serde(default, deserialize_with = "present")]
+    time_zone: Option<&'a str>,
     scheduled_at: &'a str,
 }
 
@@ -72,14 +77,21 @@ impl WireChange<'_> {
 impl WireRecord<'_> {
     fn into_record(self) -> Option<ScheduleRecord> {
         let seconds = |n: Number| as_safe_integer(&Value::Number(n));
-        let rule = match (self.kind, self.after_seconds, self.every_seconds) {
-            ("after", Some(after), None) => Rule::After {
+        let rule = match (
+            self.kind,
+            self.after_seconds,
+            self.every_seconds,
+            self.cron,
+            self.time_zone,
+        ) {
+            ("after", Some(after), None, None, None) => Rule::After {
                 seconds: seconds(after)?,
             },
-            ("at", None, None) => Rule::At,
-            ("every", None, Some(every)) => Rule::Every {
+            ("at", None, None, None, None) => Rule::At,
+            ("every", None, Some(every), None, None) => Rule::Every {
                 seconds: seconds(every)?,
             },
+            ("cron", None, None, Some(cron), Some(zone)) => cron_rule(cron, zone)?,
             _ => return None,
         };
         let scheduled_at = Timestamp::parse(self.scheduled_at)?;

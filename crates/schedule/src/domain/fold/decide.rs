@@ -6,7 +6,6 @@ use std::sync::Arc;
 use super::state::ScheduleFold;
 use crate::domain::change::{ScheduleChange, ScheduleRecord};
 use crate::domain::error::ResolveError;
-use crate::domain::every::resolve_every;
 use crate::domain::framing::{BatchItem, batch_framing, one_shot_framing};
 use crate::domain::instant::Timestamp;
 
@@ -56,8 +55,7 @@ impl ScheduleFold {
             Timestamp::from_millis(now_ms).ok_or(ResolveError::AcceptedAtOutOfRange)?;
         let mut items = Vec::with_capacity(due.len());
         for record in due.iter().filter_map(|slot| self.active.get(slot)) {
-            let every_seconds = record.every_seconds().unwrap_or(0);
-            let occurrence = resolve_every(record.scheduled_at(), every_seconds, now_ms)?;
+            let occurrence = record.resolve(now_ms)?;
             items.push(BatchItem {
                 record: record.clone(),
                 occurrence_at: occurrence.occurrence_at,

@@ -13,7 +13,6 @@ use crate::domain::change::{
     ChangeRef, SCHEDULE_CHANGE, ScheduleChange, ScheduleRecord, decode_change,
 };
 use crate::domain::error::ScheduleLogError;
-use crate::domain::every::resolve_every;
 use crate::domain::instant::Timestamp;
 
 /// The folded schedule state of one session's owned suffix (§5, §5.1).
@@ -293,16 +292,14 @@ impl ScheduleFold {
             }
             ChangeRef::DispatchEvery(id, accepted_at) => {
                 let (slot, record) = self.active_slot(id)?;
-                let Some(every_seconds) = record.every_seconds() else {
+                if record.kind().is_one_shot() {
                     return Err(ScheduleLogError::new(format!(
                         "one-shot dispatch of {id:?} must not contain acceptedAt"
                     )));
-                };
-                let occurrence =
-                    resolve_every(record.scheduled_at(), every_seconds, accepted_at.millis())
-                        .map_err(|error| {
-                            ScheduleLogError::new(format!("dispatch of {id:?}: {error}"))
-                        })?;
+                }
+                let occurrence = record.resolve(accepted_at.millis()).map_err(|error| {
+                    ScheduleLogError::new(format!("dispatch of {id:?}: {error}"))
+                })?;
                 match occurrence.next_scheduled_at {
                     Some(next) => Ok(Transition::Advance(slot, next)),
                     None => Ok(Transition::Remove(slot)),
