@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use turnkit_core::ConfigError;
 
 /// The configuration of every family, as one JSON object with the optional keys `todo`,
-/// `jobs`, `toolJobs`, `schedule`, `bash`, `terminal` and `subagent`. Each value is an object
+/// `jobs`, `toolJobs`, `schedule`, `bash`, `terminal`, `subagent` and `watch`. Each value is an object
 /// in that family's own spec keys (the configuration section of the family's spec, such as
 /// docs/spec/todo-jobs.md §4.1 for `jobs`), validated by the family when it is installed; `null` is
 /// refused, and a missing object means the family's defaults (`{}`). Unknown top-level keys
@@ -43,12 +43,15 @@ pub struct FamiliesConfig {
     /// turnkit-subagent (the `agent` tool); used only by a host that runs children.
     #[serde(default, deserialize_with = "present")]
     pub subagent: Option<Map<String, Value>>,
+    /// turnkit-watch (`watch_create`); the family is installed only with this object.
+    #[serde(default, deserialize_with = "present")]
+    pub watch: Option<Map<String, Value>>,
 }
 
 impl FamiliesConfig {
     /// The top-level keys, in declaration order.
-    pub const KEYS: [&'static str; 7] = [
-        "todo", "jobs", "toolJobs", "schedule", "bash", "terminal", "subagent",
+    pub const KEYS: [&'static str; 8] = [
+        "todo", "jobs", "toolJobs", "schedule", "bash", "terminal", "subagent", "watch",
     ];
 
     /// Decodes the configuration object of a host whose user must choose
@@ -93,6 +96,7 @@ impl FamiliesConfig {
             Family::Bash => &self.bash,
             Family::Terminal => &self.terminal,
             Family::Subagent => &self.subagent,
+            Family::Watch => &self.watch,
         };
         Value::Object(map.clone().unwrap_or_default())
     }
@@ -137,6 +141,8 @@ pub enum Family {
     Terminal,
     /// `subagent`.
     Subagent,
+    /// `watch`.
+    Watch,
 }
 
 /// A serde `deserialize_with` helper for a field that may be absent but, when present, must
@@ -173,7 +179,7 @@ mod tests {
         assert_eq!(
             unknown.to_string(),
             "config: unknown field `tooljobs`, expected one of `todo`, `jobs`, `toolJobs`, \
-             `schedule`, `bash`, `terminal`, `subagent`"
+             `schedule`, `bash`, `terminal`, `subagent`, `watch`"
         );
         let null = FamiliesConfig::from_json(&json!({"terminal": null})).unwrap_err();
         assert_eq!(

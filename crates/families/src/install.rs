@@ -92,6 +92,13 @@ impl Member for turnkit_terminal::Installed {
 }
 
 #[async_trait]
+impl Member for turnkit_watch::Installed {
+    async fn dispose(&self) {
+        turnkit_watch::Installed::dispose(self);
+    }
+}
+
+#[async_trait]
 impl Member for turnkit_subagent::Installed {
     async fn dispose(&self) {
         turnkit_subagent::Installed::dispose(self);
@@ -100,11 +107,12 @@ impl Member for turnkit_subagent::Installed {
 
 /// Every family installed into one host: todo, jobs-local (the job registry), tool-jobs,
 /// schedule and bash always; terminal when the configuration has a `terminal` object;
-/// subagent when the host runs children ([`Children`]).
+/// subagent when the host runs children ([`Children`]); watch when the configuration has a
+/// `watch` object.
 ///
 /// The tools are registered in that order (todo, jobs-local, tool-jobs, schedule, bash,
-/// terminal, subagent), which is the order hosts list them in. [`Families::dispose`] undoes
-/// the installation in one fixed order, the families' list: terminal, subagent, bash,
+/// terminal, subagent, watch), which is the order hosts list them in. [`Families::dispose`]
+/// undoes the installation in one fixed order, the families' list: watch, terminal, subagent, bash,
 /// schedule, tool-jobs, jobs-local, todo (the job producers first, so their jobs settle while
 /// the registry and its notices are still installed).
 pub struct Families {
@@ -112,6 +120,7 @@ pub struct Families {
     bash: Arc<turnkit_bash::Installed>,
     terminal: Option<Arc<turnkit_terminal::Installed>>,
     subagent: Option<Arc<turnkit_subagent::Installed>>,
+    watch: Option<Arc<turnkit_watch::Installed>>,
     /// Every installed family, in disposal order.
     members: Vec<Arc<dyn Member>>,
 }
@@ -121,6 +130,7 @@ impl std::fmt::Debug for Families {
         f.debug_struct("Families")
             .field("terminal", &self.terminal.is_some())
             .field("subagent", &self.subagent.is_some())
+            .field("watch", &self.watch.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -177,6 +187,14 @@ impl Families {
                     })?,
             ),
         };
+        let watch = match &config.watch {
+            None => None,
+            Some(_) => Some(
+                turnkit_watch::WatchConfig::from_json(config.family(Family::Watch))
+                    .and_then(|c| turnkit_watch::install(harness, c))?,
+            ),
+        };
+        let watch = watch.map(Arc::new);
         let (todo, jobs, tool_jobs, schedule, bash) = (
             Arc::new(todo),
             Arc::new(jobs),
@@ -187,6 +205,9 @@ impl Families {
         let terminal = terminal.map(Arc::new);
         let subagent = subagent.map(Arc::new);
         let mut members: Vec<Arc<dyn Member>> = Vec::new();
+        if let Some(watch) = &watch {
+            members.push(watch.clone());
+        }
         if let Some(terminal) = &terminal {
             members.push(terminal.clone());
         }
@@ -204,6 +225,7 @@ impl Families {
             terminal,
             subagent,
             members,
+            watch,
         })
     }
 
@@ -231,12 +253,17 @@ impl Families {
         self.terminal.as_deref()
     }
 
+    /// The watch family, when the configuration had a `watch` object.
+    pub fn watch(&self) -> Option<&turnkit_watch::Installed> {
+        self.watch.as_deref()
+    }
+
     /// The subagent family, when the host runs children.
     pub fn subagent(&self) -> Option<&turnkit_subagent::Installed> {
         self.subagent.as_deref()
     }
 
-    /// Disposes every family in the order of [`Families`]: terminal, subagent, bash,
+    /// Disposes every family in the order of [`Families`]: watch, terminal, subagent, bash,
     /// schedule, tool-jobs, jobs-local, todo. Their tools, prompt sections and projections
     /// leave the host; running jobs are stopped. Once every family was disposed (the job
     /// registry's disposal awaited every settlement), each family's shutdown runs in the same
