@@ -31,6 +31,43 @@ impl ChildModel for Counting {
     }
 }
 
+/// A host with the job registry (journaled), tool-jobs and subagent installed, a child
+/// model that counts its steps, and the parent's session `s1` in a memory store.
+struct Fixture {
+    kit: Arc<HostKit>,
+    jobs: turnkit_jobs_local::Installed,
+    model: Arc<Counting>,
+    session: Arc<dyn turnkit_core::Session>,
+    _families: (turnkit_tool_jobs::Installed, turnkit_subagent::Installed),
+}
+
+fn fixture() -> Fixture {
+    let clock = Arc::new(ManualClock::at_default());
+    let kit = Arc::new(HostKit::new(clock.clone()));
+    let harness: Arc<dyn Harness> = kit.clone();
+    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new(clock));
+    let jobs = turnkit_jobs_local::install(
+        &harness,
+        turnkit_jobs_local::JobsConfig::default().with_journal(true),
+    )
+    .unwrap();
+    let tool_jobs = turnkit_tool_jobs::install(&harness, Default::default()).unwrap();
+    let model = Arc::new(Counting {
+        steps: AtomicUsize::new(0),
+    });
+    kit.services()
+        .insert(ChildHost::new(&kit, store.clone(), model.clone()));
+    let subagents = turnkit_subagent::install(&harness, SubagentConfig::default()).unwrap();
+    let session = store.create(SessionHeader::new("s1")).unwrap();
+    Fixture {
+        kit,
+        jobs,
+        model,
+        session,
+        _families: (tool_jobs, subagents),
+    }
+}
+
 /// The parent's session refuses its `job/start`, noting how many tasks the runtime had
 /// alive at that moment (the child's driver, if it was already spawned, is one of them).
 struct RefuseJobStart {
@@ -52,23 +89,13 @@ impl SessionHooks for RefuseJobStart {
 
 #[tokio::test(start_paused = true)]
 async fn a_child_whose_start_cannot_be_saved_takes_no_model_step() {
-    let clock = Arc::new(ManualClock::at_default());
-    let kit = Arc::new(HostKit::new(clock.clone()));
-    let harness: Arc<dyn Harness> = kit.clone();
-    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new(clock));
-    let jobs = turnkit_jobs_local::install(
-        &harness,
-        turnkit_jobs_local::JobsConfig::default().with_journal(true),
-    )
-    .unwrap();
-    let _tool_jobs = turnkit_tool_jobs::install(&harness, Default::default()).unwrap();
-    let model = Arc::new(Counting {
-        steps: AtomicUsize::new(0),
-    });
-    kit.services()
-        .insert(ChildHost::new(&kit, store.clone(), model.clone()));
-    let _subagents = turnkit_subagent::install(&harness, SubagentConfig::default()).unwrap();
-    let session = store.create(SessionHeader::new("s1")).unwrap();
+    let Fixture {
+        kit,
+        jobs,
+        model,
+        session,
+        _families,
+    } = fixture();
     let hooks = Arc::new(RefuseJobStart {
         alive_at_append: Mutex::new(None),
     });
@@ -119,23 +146,13 @@ impl SessionHooks for RefuseFlush {
 
 #[tokio::test(start_paused = true)]
 async fn a_child_whose_start_cannot_be_flushed_takes_no_model_step() {
-    let clock = Arc::new(ManualClock::at_default());
-    let kit = Arc::new(HostKit::new(clock.clone()));
-    let harness: Arc<dyn Harness> = kit.clone();
-    let store: Arc<dyn SessionStore> = Arc::new(MemoryStore::new(clock));
-    let jobs = turnkit_jobs_local::install(
-        &harness,
-        turnkit_jobs_local::JobsConfig::default().with_journal(true),
-    )
-    .unwrap();
-    let _tool_jobs = turnkit_tool_jobs::install(&harness, Default::default()).unwrap();
-    let model = Arc::new(Counting {
-        steps: AtomicUsize::new(0),
-    });
-    kit.services()
-        .insert(ChildHost::new(&kit, store.clone(), model.clone()));
-    let _subagents = turnkit_subagent::install(&harness, SubagentConfig::default()).unwrap();
-    let session = store.create(SessionHeader::new("s1")).unwrap();
+    let Fixture {
+        kit,
+        jobs,
+        model,
+        session,
+        _families,
+    } = fixture();
     let parent = kit.start_agent(Arc::new(HookedSession::new(session, RefuseFlush)));
     settle().await;
     for background in [true, false] {
