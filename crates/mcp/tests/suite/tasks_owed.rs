@@ -29,9 +29,10 @@ fn meta_of(name: &str) -> Value {
 const SECOND: &str = "until [ -e go2 ]; do sleep 0.01; done; printf two";
 
 /// Client `name` runs a job without a task, lets its notice become owed, then opens a task;
-/// returns the task's immediate text and the texts of the next ordinary tool result after its
-/// first block (the job list).
-async fn owed_around_a_task(dir: &Path, name: &str) -> (String, Vec<String>) {
+/// returns the task's immediate text, the texts of the next ordinary tool result after its
+/// first block (the job list), and the types of the `mcp/*` events in the log once the claim is
+/// recorded, read before the second job may end (its own notice would otherwise race the read).
+async fn owed_around_a_task(dir: &Path, name: &str) -> (String, Vec<String>, Vec<String>) {
     let mut raw = Raw::start(dir, "s1", &gated_config(dir));
     raw.request("server/discover", json!({"_meta": meta_of(name)}))
         .await;
@@ -77,38 +78,40 @@ async fn owed_around_a_task(dir: &Path, name: &str) -> (String, Vec<String>) {
         )
         .await;
     let rest = texts(&listed["result"]).split_off(1);
+    // A claim is recorded once its response is written, so it may trail the answer a little.
+    let deadline = tokio::time::Instant::now() + BOUND;
+    while !mcp_events(dir, "s1")
+        .iter()
+        .any(|(t, _)| t == "mcp/claimed")
+    {
+        assert!(tokio::time::Instant::now() < deadline);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let types = mcp_events(dir, "s1").into_iter().map(|(t, _)| t).collect();
     std::fs::write(dir.join("go2"), "").unwrap();
     raw.stop().await;
-    (immediate, rest)
+    (immediate, rest, types)
 }
 
 #[tokio::test]
 async fn claude_code_gets_owed_notices_with_the_task_it_opens() {
     let dir = tempfile::tempdir().unwrap();
-    let (immediate, rest) = owed_around_a_task(dir.path(), "claude-code").await;
+    let (immediate, rest, types) = owed_around_a_task(dir.path(), "claude-code").await;
     assert_eq!(
         immediate,
         format!("started background job bash-2\n\n{NOTICE}")
     );
     // Delivered with the task: the next result does not repeat it.
     assert_eq!(rest, Vec::<String>::new());
-    let types: Vec<String> = mcp_events(dir.path(), "s1")
-        .into_iter()
-        .map(|(t, _)| t)
-        .collect();
     assert_eq!(types, ["mcp/queued", "mcp/task", "mcp/claimed"]);
 }
 
 #[tokio::test]
 async fn another_tasks_client_gets_owed_notices_with_its_next_tool_result() {
     let dir = tempfile::tempdir().unwrap();
-    let (immediate, rest) = owed_around_a_task(dir.path(), "tasks-client").await;
+    let (immediate, rest, types) = owed_around_a_task(dir.path(), "tasks-client").await;
     assert_eq!(immediate, "started background job bash-2");
     // Still owed after the task's answer: the next ordinary result carries it.
     assert_eq!(rest, [NOTICE]);
-    let types: Vec<String> = mcp_events(dir.path(), "s1")
-        .into_iter()
-        .map(|(t, _)| t)
-        .collect();
     assert_eq!(types, ["mcp/queued", "mcp/task", "mcp/claimed"]);
 }
