@@ -1,15 +1,23 @@
 //! [`FamiliesConfig`]: every family's configuration in one serde object.
 
+use std::collections::BTreeMap;
+
+use serde::de::{self, DeserializeSeed, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 use turnkit_core::ConfigError;
 
-/// The configuration of every family, as one JSON object with the optional keys `todo`,
-/// `jobs`, `toolJobs`, `schedule`, `bash`, `terminal`, `subagent` and `watch`. Each value is an object
-/// in that family's own spec keys (the configuration section of the family's spec, such as
-/// docs/spec/todo-jobs.md §4.1 for `jobs`), validated by the family when it is installed; `null` is
-/// refused, and a missing object means the family's defaults (`{}`). Unknown top-level keys
-/// are refused.
+use crate::entry::Entry;
+use crate::members::BUILTIN;
+
+/// The configuration of every family, as one JSON object with one optional key per family:
+/// the keys of the built-in list ([`FamiliesConfig::KEYS`]: `todo`, `jobs`, `toolJobs`,
+/// `schedule`, `bash`, `terminal`, `subagent` and `watch`), then those of the entries a host
+/// added ([`FamiliesConfig::from_json_with`]). Each value is an object in that family's own
+/// spec keys (the configuration section of the family's spec, such as
+/// docs/spec/todo-jobs.md §4.1 for `jobs`), validated by the family when it is installed;
+/// `null` is refused, and a missing object means the family's defaults (`{}`). Unknown
+/// top-level keys are refused.
 ///
 /// Two families are installed only on request: `terminal` only when its object is present
 /// (a host that has a PTY tool of its own keeps it), `subagent` only when the host gives
@@ -19,40 +27,26 @@ use turnkit_core::ConfigError;
 /// makes the host choose it. [`FamiliesConfig::from_json`] refuses a configuration without
 /// it; a host that chooses for its users sets it with
 /// [`FamiliesConfig::with_parallel_default`].
-#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct FamiliesConfig {
-    /// turnkit-todo (`{"allowParallelInProgress": bool}`).
-    #[serde(default, deserialize_with = "present")]
-    pub todo: Option<Map<String, Value>>,
-    /// turnkit-jobs-local (the job registry's limits).
-    #[serde(default, deserialize_with = "present")]
-    pub jobs: Option<Map<String, Value>>,
-    /// turnkit-tool-jobs (`job_output` / `job_list` / `job_kill` and completion notices).
-    #[serde(default, deserialize_with = "present")]
-    pub tool_jobs: Option<Map<String, Value>>,
-    /// turnkit-schedule (durable reminders).
-    #[serde(default, deserialize_with = "present")]
-    pub schedule: Option<Map<String, Value>>,
-    /// turnkit-bash (background shell commands).
-    #[serde(default, deserialize_with = "present")]
-    pub bash: Option<Map<String, Value>>,
-    /// turnkit-terminal (PTY sessions); the family is installed only with this object.
-    #[serde(default, deserialize_with = "present")]
-    pub terminal: Option<Map<String, Value>>,
-    /// turnkit-subagent (the `agent` tool); used only by a host that runs children.
-    #[serde(default, deserialize_with = "present")]
-    pub subagent: Option<Map<String, Value>>,
-    /// turnkit-watch (`watch_create`); the family is installed only with this object.
-    #[serde(default, deserialize_with = "present")]
-    pub watch: Option<Map<String, Value>>,
+    /// Each family's object, by key; a family without one is absent.
+    objects: BTreeMap<String, Map<String, Value>>,
+    /// The entries added after the built-in ones, in installation order.
+    added: Vec<Entry>,
 }
 
 impl FamiliesConfig {
-    /// The top-level keys, in declaration order.
-    pub const KEYS: [&'static str; 8] = [
-        "todo", "jobs", "toolJobs", "schedule", "bash", "terminal", "subagent", "watch",
-    ];
+    /// The top-level keys of the built-in families, in installation order (each declared
+    /// once, by its entry).
+    pub const KEYS: [&'static str; BUILTIN.len()] = {
+        let mut keys = [""; BUILTIN.len()];
+        let mut i = 0;
+        while i < BUILTIN.len() {
+            keys[i] = BUILTIN[i].key;
+            i += 1;
+        }
+        keys
+    };
 
     /// Decodes the configuration object of a host whose user must choose
     /// `todo.allowParallelInProgress` (`harness mcp --config`).
@@ -63,9 +57,36 @@ impl FamiliesConfig {
     /// family's message for a missing choice (`tool-todo: $.allowParallelInProgress missing
     /// required value`). Each family validates the rest of its object when installed.
     pub fn from_json(value: &Value) -> Result<Self, ConfigError> {
-        let config =
-            Self::deserialize(value).map_err(|e| ConfigError::Invalid(format!("config: {e}")))?;
-        turnkit_todo::TodoConfig::from_json(config.family(Family::Todo))?;
+        Self::from_json_with(value, &[])
+    }
+
+    /// [`FamiliesConfig::from_json`] for a host that adds families of its own: each entry of
+    /// `added` is installed after the built-in ones (and disposed before them), and its key
+    /// is one more accepted top-level key.
+    ///
+    /// # Errors
+    /// As [`FamiliesConfig::from_json`]; an added key that is already a family's is refused
+    /// (`config: family key `bash` is declared twice`).
+    pub fn from_json_with(value: &Value, added: &[Entry]) -> Result<Self, ConfigError> {
+        let invalid = |e: String| ConfigError::Invalid(format!("config: {e}"));
+        let mut keys: Vec<&'static str> = Self::KEYS.to_vec();
+        for entry in added {
+            if keys.contains(&entry.key) {
+                return Err(invalid(format!(
+                    "family key `{}` is declared twice",
+                    entry.key
+                )));
+            }
+            keys.push(entry.key);
+        }
+        let objects = Objects { keys: &keys }
+            .deserialize(value)
+            .map_err(|e| invalid(e.to_string()))?;
+        let config = Self {
+            objects,
+            added: added.to_vec(),
+        };
+        turnkit_todo::TodoConfig::from_json(config.family("todo"))?;
         Ok(config)
     }
 
@@ -79,26 +100,31 @@ impl FamiliesConfig {
     /// missing (a host that chooses for its users: the scenario runner chooses `false`).
     #[must_use]
     pub fn with_parallel_default(mut self, allow: bool) -> Self {
-        self.todo
-            .get_or_insert_with(Map::new)
+        self.object_mut("todo")
             .entry("allowParallelInProgress")
             .or_insert(Value::Bool(allow));
         self
     }
 
-    /// The object of `family` (`{}` when missing).
-    pub fn family(&self, family: Family) -> Value {
-        let map = match family {
-            Family::Todo => &self.todo,
-            Family::Jobs => &self.jobs,
-            Family::ToolJobs => &self.tool_jobs,
-            Family::Schedule => &self.schedule,
-            Family::Bash => &self.bash,
-            Family::Terminal => &self.terminal,
-            Family::Subagent => &self.subagent,
-            Family::Watch => &self.watch,
-        };
-        Value::Object(map.clone().unwrap_or_default())
+    /// Every entry this configuration installs, in installation order: the built-in ones,
+    /// then the added ones.
+    pub fn entries(&self) -> impl Iterator<Item = &Entry> {
+        BUILTIN.iter().chain(&self.added)
+    }
+
+    /// The object of the family with key `key` (`{}` when missing).
+    pub fn family(&self, key: &str) -> Value {
+        Value::Object(self.object(key).cloned().unwrap_or_default())
+    }
+
+    /// The object of the family with key `key`, `None` when the configuration has none.
+    pub fn object(&self, key: &str) -> Option<&Map<String, Value>> {
+        self.objects.get(key)
+    }
+
+    /// The object of the family with key `key` to change, created empty when missing.
+    pub fn object_mut(&mut self, key: &str) -> &mut Map<String, Value> {
+        self.objects.entry(key.to_owned()).or_default()
     }
 
     /// Checks the folders the configuration names exist before anything is served: a
@@ -109,8 +135,7 @@ impl FamiliesConfig {
     /// cannot be read.
     pub fn check_folders(&self) -> Result<(), String> {
         let Some(cwd) = self
-            .bash
-            .as_ref()
+            .object("bash")
             .and_then(|bash| bash.get("cwd"))
             .and_then(Value::as_str)
         else {
@@ -124,25 +149,57 @@ impl FamiliesConfig {
     }
 }
 
-/// One family of [`FamiliesConfig`], named by its top-level key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Family {
-    /// `todo`.
-    Todo,
-    /// `jobs`.
-    Jobs,
-    /// `toolJobs`.
-    ToolJobs,
-    /// `schedule`.
-    Schedule,
-    /// `bash`.
-    Bash,
-    /// `terminal`.
-    Terminal,
-    /// `subagent`.
-    Subagent,
-    /// `watch`.
-    Watch,
+/// Decodes the built-in families' keys only (a configuration without added entries); the
+/// messages are serde's (``unknown field `tooljobs`, expected one of `todo`, …``,
+/// `invalid type: null, expected a map`).
+impl<'de> Deserialize<'de> for FamiliesConfig {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let objects = Objects { keys: &Self::KEYS }.deserialize(deserializer)?;
+        Ok(Self {
+            objects,
+            added: Vec::new(),
+        })
+    }
+}
+
+/// Reads the configuration object: each key one of `keys`, each value an object.
+struct Objects<'k> {
+    keys: &'k [&'static str],
+}
+
+impl<'de> DeserializeSeed<'de> for Objects<'_> {
+    type Value = BTreeMap<String, Map<String, Value>>;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Objects<'_> {
+    type Value = BTreeMap<String, Map<String, Value>>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("struct FamiliesConfig")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut objects = BTreeMap::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !self.keys.contains(&key.as_str()) {
+                let expected: Vec<String> = self.keys.iter().map(|k| format!("`{k}`")).collect();
+                return Err(de::Error::custom(format_args!(
+                    "unknown field `{key}`, expected one of {}",
+                    expected.join(", ")
+                )));
+            }
+            if objects.contains_key(&key) {
+                return Err(de::Error::custom(format_args!("duplicate field `{key}`")));
+            }
+            let object = map.next_value::<Map<String, Value>>()?;
+            objects.insert(key, object);
+        }
+        Ok(objects)
+    }
 }
 
 /// A serde `deserialize_with` helper for a field that may be absent but, when present, must
@@ -192,30 +249,27 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(
-            config.family(Family::ToolJobs),
+            config.family("toolJobs"),
             json!({"completionDelivery": "quiet"})
         );
-        assert_eq!(config.family(Family::Bash), json!({}));
-        assert_eq!(config.terminal, None);
+        assert_eq!(config.family("bash"), json!({}));
+        assert_eq!(config.object("terminal"), None);
     }
 
     #[test]
     fn the_parallel_default_fills_only_a_missing_choice() {
-        let chosen = FamiliesConfig {
-            todo: Some(Map::from_iter([(
-                "allowParallelInProgress".to_owned(),
-                Value::Bool(true),
-            )])),
-            ..FamiliesConfig::default()
-        };
+        let mut chosen = FamiliesConfig::default();
+        chosen
+            .object_mut("todo")
+            .insert("allowParallelInProgress".to_owned(), Value::Bool(true));
         assert_eq!(
-            chosen.with_parallel_default(false).family(Family::Todo),
+            chosen.with_parallel_default(false).family("todo"),
             json!({"allowParallelInProgress": true})
         );
         assert_eq!(
             FamiliesConfig::default()
                 .with_parallel_default(false)
-                .family(Family::Todo),
+                .family("todo"),
             json!({"allowParallelInProgress": false})
         );
     }

@@ -2,12 +2,15 @@
 
 use std::sync::Arc;
 
-use turnkit_core::{BatchIndex, ConfigError, Harness, SessionStore, async_trait};
+use std::any::Any;
+
+use turnkit_core::{BatchIndex, ConfigError, Harness, SessionStore};
 use turnkit_host::HostKit;
 use turnkit_jobs::JobRegistry;
 use turnkit_subagent::ChildModel;
 
-use crate::config::{FamiliesConfig, Family};
+use crate::config::FamiliesConfig;
+use crate::entry::{Member, Setup};
 
 /// What a host that runs children (turnkit-subagent's `agent` tool) gives
 /// [`Families::install`]: the kit children are published in, the store their sessions are
@@ -28,109 +31,28 @@ impl std::fmt::Debug for Children {
     }
 }
 
-/// One installed family as [`Families`] disposes it: every family has this shape, so the
-/// disposal is one loop over an ordered list and adding a family is one entry there.
-#[async_trait]
-trait Member: Send + Sync {
-    /// Undoes the installation: its tools, prompt sections and projections leave the host,
-    /// and its running jobs are stopped (a registry awaits their settlements).
-    async fn dispose(&self);
-
-    /// Joins what the family's work left running once every family was disposed (the process
-    /// tasks of bash and terminal: what their stopped processes left is killed at once).
-    async fn shutdown(&self) {}
-}
-
-#[async_trait]
-impl Member for turnkit_todo::Installed {
-    async fn dispose(&self) {
-        turnkit_todo::Installed::dispose(self);
-    }
-}
-
-#[async_trait]
-impl Member for turnkit_jobs_local::Installed {
-    async fn dispose(&self) {
-        turnkit_jobs_local::Installed::dispose(self).await;
-    }
-}
-
-#[async_trait]
-impl Member for turnkit_tool_jobs::Installed {
-    async fn dispose(&self) {
-        turnkit_tool_jobs::Installed::dispose(self);
-    }
-}
-
-#[async_trait]
-impl Member for turnkit_schedule::Installed {
-    async fn dispose(&self) {
-        turnkit_schedule::Installed::dispose(self).await;
-    }
-}
-
-#[async_trait]
-impl Member for turnkit_bash::Installed {
-    async fn dispose(&self) {
-        turnkit_bash::Installed::dispose(self);
-    }
-
-    async fn shutdown(&self) {
-        turnkit_bash::Installed::shutdown(self).await;
-    }
-}
-
-#[async_trait]
-impl Member for turnkit_terminal::Installed {
-    async fn dispose(&self) {
-        turnkit_terminal::Installed::dispose(self);
-    }
-
-    async fn shutdown(&self) {
-        turnkit_terminal::Installed::shutdown(self).await;
-    }
-}
-
-#[async_trait]
-impl Member for turnkit_watch::Installed {
-    async fn dispose(&self) {
-        turnkit_watch::Installed::dispose(self);
-    }
-}
-
-#[async_trait]
-impl Member for turnkit_subagent::Installed {
-    async fn dispose(&self) {
-        turnkit_subagent::Installed::dispose(self);
-    }
-}
-
-/// Every family installed into one host: todo, jobs-local (the job registry), tool-jobs,
-/// schedule and bash always; terminal when the configuration has a `terminal` object;
-/// subagent when the host runs children ([`Children`]); watch when the configuration has a
-/// `watch` object.
+/// Every family installed into one host, one [`Entry`](crate::Entry) after another: the built-in ones
+/// (todo, jobs-local, tool-jobs, schedule and bash always; terminal when the configuration
+/// has a `terminal` object; subagent when the host runs children ([`Children`]); watch when
+/// the configuration has a `watch` object), then the entries the configuration added
+/// ([`FamiliesConfig::from_json_with`]).
 ///
-/// The tools are registered in that order (todo, jobs-local, tool-jobs, schedule, bash,
-/// terminal, subagent, watch), which is the order hosts list them in. [`Families::dispose`]
-/// undoes the installation in one fixed order, the families' list: watch, terminal, subagent, bash,
-/// schedule, tool-jobs, jobs-local, todo (the job producers first, so their jobs settle while
-/// the registry and its notices are still installed).
+/// The tools are registered in that order, which is the order hosts list them in.
+/// [`Families::dispose`] undoes the installation in the reverse order: the added families
+/// first, then watch, subagent, terminal, bash, schedule, tool-jobs, jobs-local, todo (the
+/// job producers before the registry, so their jobs settle while it and its notices are
+/// still installed).
 pub struct Families {
-    jobs: Arc<turnkit_jobs_local::Installed>,
-    bash: Arc<turnkit_bash::Installed>,
-    terminal: Option<Arc<turnkit_terminal::Installed>>,
-    subagent: Option<Arc<turnkit_subagent::Installed>>,
-    watch: Option<Arc<turnkit_watch::Installed>>,
-    /// Every installed family, in disposal order.
-    members: Vec<Arc<dyn Member>>,
+    jobs: Arc<dyn JobRegistry>,
+    /// Every installed family with its key, in installation order.
+    members: Vec<(&'static str, Arc<dyn Member>)>,
 }
 
 impl std::fmt::Debug for Families {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let keys: Vec<&str> = self.members.iter().map(|(key, _)| *key).collect();
         f.debug_struct("Families")
-            .field("terminal", &self.terminal.is_some())
-            .field("subagent", &self.subagent.is_some())
-            .field("watch", &self.watch.is_some())
+            .field("members", &keys)
             .finish_non_exhaustive()
     }
 }
@@ -150,83 +72,26 @@ impl Families {
         config: &FamiliesConfig,
         children: Option<Children>,
     ) -> Result<Self, ConfigError> {
-        if children.is_none() && config.subagent.is_some() {
-            return Err(ConfigError::Invalid(
-                "subagent: this host runs no children; remove the \"subagent\" object".to_owned(),
-            ));
+        let mut members = Vec::new();
+        for entry in config.entries() {
+            let setup = Setup {
+                harness,
+                object: config.object(entry.key),
+                children: children.as_ref(),
+            };
+            if let Some(member) = (entry.install)(&setup)? {
+                members.push((entry.key, member));
+            }
         }
-        let todo = turnkit_todo::TodoConfig::from_json(config.family(Family::Todo))
-            .and_then(|c| turnkit_todo::install(harness, c))?;
-        let jobs = turnkit_jobs_local::JobsConfig::from_json(config.family(Family::Jobs))
-            .and_then(|c| turnkit_jobs_local::install(harness, c))?;
-        let tool_jobs =
-            turnkit_tool_jobs::ToolJobsConfig::from_json(config.family(Family::ToolJobs))
-                .and_then(|c| turnkit_tool_jobs::install(harness, c))?;
-        let schedule = turnkit_schedule::ScheduleConfig::from_json(config.family(Family::Schedule))
-            .and_then(|c| turnkit_schedule::install(harness, c))?;
-        let bash = turnkit_bash::BashConfig::from_json(config.family(Family::Bash))
-            .and_then(|c| turnkit_bash::install(harness, c))?;
-        let terminal = match &config.terminal {
-            None => None,
-            Some(_) => Some(
-                turnkit_terminal::TerminalConfig::from_json(config.family(Family::Terminal))
-                    .and_then(|c| turnkit_terminal::install(harness, c))?,
-            ),
-        };
-        let subagent = match children {
-            None => None,
-            Some(children) => Some(
-                turnkit_subagent::SubagentConfig::from_json(config.family(Family::Subagent))
-                    .and_then(|c| {
-                        harness.services().insert(turnkit_subagent::ChildHost::new(
-                            &children.kit,
-                            children.store,
-                            children.model,
-                        ));
-                        turnkit_subagent::install(harness, c)
-                    })?,
-            ),
-        };
-        let watch = match &config.watch {
-            None => None,
-            Some(_) => Some(
-                turnkit_watch::WatchConfig::from_json(config.family(Family::Watch))
-                    .and_then(|c| turnkit_watch::install(harness, c))?,
-            ),
-        };
-        let watch = watch.map(Arc::new);
-        let (todo, jobs, tool_jobs, schedule, bash) = (
-            Arc::new(todo),
-            Arc::new(jobs),
-            Arc::new(tool_jobs),
-            Arc::new(schedule),
-            Arc::new(bash),
-        );
-        let terminal = terminal.map(Arc::new);
-        let subagent = subagent.map(Arc::new);
-        let mut members: Vec<Arc<dyn Member>> = Vec::new();
-        if let Some(watch) = &watch {
-            members.push(watch.clone());
-        }
-        if let Some(terminal) = &terminal {
-            members.push(terminal.clone());
-        }
-        if let Some(subagent) = &subagent {
-            members.push(subagent.clone());
-        }
-        members.push(bash.clone());
-        members.push(schedule);
-        members.push(tool_jobs);
-        members.push(jobs.clone());
-        members.push(todo);
-        Ok(Self {
-            jobs,
-            bash,
-            terminal,
-            subagent,
-            members,
-            watch,
-        })
+        let jobs = members
+            .iter()
+            .find_map(|(_, member)| {
+                let member: &dyn Any = member.as_ref();
+                member.downcast_ref::<turnkit_jobs_local::Installed>()
+            })
+            .map(turnkit_jobs_local::Installed::registry)
+            .ok_or_else(|| ConfigError::Invalid("jobs: no job registry was installed".to_owned()))?;
+        Ok(Self { jobs, members })
     }
 
     /// The index rules of the families' events for a store that keeps indexes beside the
@@ -240,42 +105,56 @@ impl Families {
 
     /// The job registry every job-producing family starts its jobs in.
     pub fn registry(&self) -> Arc<dyn JobRegistry> {
-        self.jobs.registry()
+        self.jobs.clone()
     }
 
-    /// The bash family.
-    pub fn bash(&self) -> &turnkit_bash::Installed {
-        &self.bash
+    /// The installed family of type `T` (a family crate's `Installed`, or an added entry's
+    /// [`Member`]); `None` when no family of that type is installed.
+    pub fn get<T: Member>(&self) -> Option<&T> {
+        self.members.iter().find_map(|(_, member)| {
+            let member: &dyn Any = member.as_ref();
+            member.downcast_ref::<T>()
+        })
+    }
+
+    /// The keys of the installed families, in installation order (`["todo", "jobs",
+    /// "toolJobs", "schedule", "bash"]` for the defaults).
+    pub fn keys(&self) -> Vec<&'static str> {
+        self.members.iter().map(|(key, _)| *key).collect()
+    }
+
+    /// The bash family (installed by every configuration).
+    pub fn bash(&self) -> Option<&turnkit_bash::Installed> {
+        self.get()
     }
 
     /// The terminal family, when the configuration had a `terminal` object.
     pub fn terminal(&self) -> Option<&turnkit_terminal::Installed> {
-        self.terminal.as_deref()
+        self.get()
     }
 
     /// The watch family, when the configuration had a `watch` object.
     pub fn watch(&self) -> Option<&turnkit_watch::Installed> {
-        self.watch.as_deref()
+        self.get()
     }
 
     /// The subagent family, when the host runs children.
     pub fn subagent(&self) -> Option<&turnkit_subagent::Installed> {
-        self.subagent.as_deref()
+        self.get()
     }
 
-    /// Disposes every family in the order of [`Families`]: watch, terminal, subagent, bash,
-    /// schedule, tool-jobs, jobs-local, todo. Their tools, prompt sections and projections
-    /// leave the host; running jobs are stopped. Once every family was disposed (the job
-    /// registry's disposal awaited every settlement), each family's shutdown runs in the same
-    /// order: the process tasks of terminal and bash are joined (what their stopped processes
-    /// left is killed at once instead of after the grace), so no task of a family outlives
-    /// this call. Idempotent (every family's disposal is): a second call finds nothing left
-    /// to undo.
+    /// Disposes every family in the reverse order of their installation (see [`Families`]):
+    /// their tools, prompt sections and projections leave the host; running jobs are
+    /// stopped. Once every family was disposed (the job registry's disposal awaited every
+    /// settlement), each family's shutdown runs in the same order: the process tasks of
+    /// terminal and bash are joined (what their stopped processes left is killed at once
+    /// instead of after the grace), so no task of a family outlives this call. Idempotent
+    /// (every family's disposal is): a second call finds nothing left to undo.
     pub async fn dispose(&self) {
-        for member in &self.members {
+        for (_, member) in self.members.iter().rev() {
             member.dispose().await;
         }
-        for member in &self.members {
+        for (_, member) in self.members.iter().rev() {
             member.shutdown().await;
         }
     }

@@ -2,8 +2,10 @@
 
 mod catalog;
 mod config;
+mod entry;
 mod install;
 mod markdown;
+mod members;
 mod resources;
 mod runtime;
 mod summary;
@@ -11,7 +13,8 @@ mod tasks;
 mod walls;
 
 pub use catalog::{ChildrenMode, SetupError, catalog, projections};
-pub use config::{FamiliesConfig, Family, present};
+pub use config::{FamiliesConfig, present};
+pub use entry::{Entry, Install, Member, Setup};
 pub use install::{Children, Families};
 pub use markdown::catalog_markdown;
 pub use resources::{ChangedBy, FamilyResource, ResourceContext, ResourceTemplate, resources};

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use serde_json::{Map, Value, json};
 use turnkit_core::ConfigError;
 
-use crate::config::{FamiliesConfig, Family};
+use crate::config::FamiliesConfig;
 
 /// The variables a walled job inherits from the server when the operator gave no
 /// `inheritEnv` (a trailing `*` is a prefix): what ordinary shell work needs, and nothing that
@@ -66,17 +66,17 @@ impl FamiliesConfig {
     /// or a `sandbox` is not an object.
     pub fn with_walls(mut self, walls: &Walls) -> Result<Self, ConfigError> {
         // The sandbox is decoded (and checked) by the family at install, with the walls in.
-        let mut bash = self.family(Family::Bash);
+        let mut bash = self.family("bash");
         if let Value::Object(map) = &mut bash {
             map.remove("sandbox");
         }
         let spill = turnkit_bash::BashConfig::from_json(bash)?.spill_folder();
         let mut hidden = walls.deny_read.clone();
         hidden.push(spill);
-        let bash = self.bash.get_or_insert_with(Map::new);
+        let bash = self.object_mut("bash");
         wall_sandbox(bash, "bash", &hidden)?;
-        if let Some(terminal) = &mut self.terminal {
-            wall_sandbox(terminal, "terminal", &hidden)?;
+        if self.object("terminal").is_some() {
+            wall_sandbox(self.object_mut("terminal"), "terminal", &hidden)?;
         }
         Ok(self)
     }
@@ -91,15 +91,15 @@ impl FamiliesConfig {
     pub fn sandbox_summaries(&self) -> Result<Vec<(&'static str, String)>, ConfigError> {
         use turnkit_core::PluginConfig as _;
         let mut summaries = Vec::new();
-        let bash = turnkit_bash::BashConfig::from_json(self.family(Family::Bash))?;
+        let bash = turnkit_bash::BashConfig::from_json(self.family("bash"))?;
         if let Some(sandbox) = &bash.sandbox {
             let summary = turnkit_bash::probe_sandbox(sandbox)
                 .map_err(|e| turnkit_bash::BashConfig::invalid(e.0))?;
             summaries.push(("bash", summary));
         }
-        if self.terminal.is_some() {
+        if self.object("terminal").is_some() {
             let terminal =
-                turnkit_terminal::TerminalConfig::from_json(self.family(Family::Terminal))?;
+                turnkit_terminal::TerminalConfig::from_json(self.family("terminal"))?;
             if let Some(sandbox) = &terminal.sandbox {
                 let summary = turnkit_bash::probe_sandbox(sandbox)
                     .map_err(|e| turnkit_terminal::TerminalConfig::invalid(e.0))?;

@@ -43,6 +43,7 @@ async fn dispose_joins_the_bash_tasks_and_kills_a_leftover_at_once() {
         format!("(trap '' TERM; echo $BASHPID > {path}; exec sleep 1000) >/dev/null 2>&1 & wait");
     families
         .bash()
+        .expect("bash")
         .jobs()
         .start_saved(Some(agent.as_dyn()), &command, None)
         .await
@@ -60,11 +61,11 @@ async fn dispose_joins_the_bash_tasks_and_kills_a_leftover_at_once() {
     })
     .await
     .expect("the leftover started");
-    assert_eq!(families.bash().running_tasks(), 1);
+    assert_eq!(families.bash().expect("bash").running_tasks(), 1);
     tokio::time::timeout(LIMIT, families.dispose())
         .await
         .expect("the disposal finished without waiting out the grace");
-    assert_eq!(families.bash().running_tasks(), 0);
+    assert_eq!(families.bash().expect("bash").running_tasks(), 0);
     let gone = tokio::time::timeout(Duration::from_secs(5), async {
         while alive(pid) {
             tokio::time::sleep(Duration::from_millis(5)).await;

@@ -664,8 +664,7 @@ fn append_owed(output: &mut ToolOutput, owed: &[Pending]) -> Vec<Value> {
 fn journal_on_by_default(configs: &FamiliesConfig) -> FamiliesConfig {
     let mut configs = configs.clone();
     configs
-        .jobs
-        .get_or_insert_default()
+        .object_mut("jobs")
         .entry("journal")
         .or_insert(Value::Bool(true));
     configs

@@ -65,6 +65,7 @@ impl Runner {
             .ok_or_else(|| "the bash plugin is not installed".to_owned())?;
         let id = installed
             .bash()
+            .ok_or_else(|| "the bash plugin is not installed".to_owned())?
             .jobs()
             .start_saved(owner.as_ref().map(|a| a.as_dyn()), command, limit)
             .await
