@@ -10,7 +10,8 @@ use turnkit_core::{
 use turnkit_host::HostKit;
 
 use crate::config::FamiliesConfig;
-use crate::install::{Children, Families};
+use crate::entry::Children;
+use crate::install::Families;
 use crate::runtime::block_on_fresh;
 
 /// The host behind [`catalog`] could not be set up; the text says why (a family's
@@ -86,8 +87,8 @@ fn with_host<T: Send>(
                     model: turnkit_subagent::ScriptedChild::new(),
                 }),
             };
-            let families =
-                Families::install(&harness, config, children).map_err(|e| e.to_string())?;
+            let families = Families::install(&harness, config, children.as_ref())
+                .map_err(|e| e.to_string())?;
             let result = body(&kit).await;
             families.dispose().await;
             result

@@ -7,9 +7,28 @@ use std::any::Any;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use turnkit_core::{ConfigError, Harness, async_trait};
+use turnkit_core::{ConfigError, Harness, SessionStore, async_trait};
+use turnkit_host::HostKit;
+use turnkit_subagent::ChildModel;
 
-use crate::install::Children;
+/// What a host that runs children (turnkit-subagent's `agent` tool) gives
+/// [`Families::install`](crate::Families::install): the kit children are published in, the store their sessions are
+/// created in, and the model that drives them.
+#[derive(Clone)]
+pub struct Children {
+    /// The host kit the children are published in (the host's own, or the one under it).
+    pub kit: Arc<HostKit>,
+    /// The store child sessions are created in.
+    pub store: Arc<dyn SessionStore>,
+    /// The children's model step.
+    pub model: Arc<dyn ChildModel>,
+}
+
+impl std::fmt::Debug for Children {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Children").finish_non_exhaustive()
+    }
+}
 
 /// What an [`Entry`]'s install function is given.
 pub struct Setup<'a> {

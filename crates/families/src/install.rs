@@ -4,32 +4,11 @@ use std::sync::Arc;
 
 use std::any::Any;
 
-use turnkit_core::{BatchIndex, ConfigError, Harness, SessionStore};
-use turnkit_host::HostKit;
+use turnkit_core::{BatchIndex, ConfigError, Harness};
 use turnkit_jobs::JobRegistry;
-use turnkit_subagent::ChildModel;
 
 use crate::config::FamiliesConfig;
-use crate::entry::{Member, Setup};
-
-/// What a host that runs children (turnkit-subagent's `agent` tool) gives
-/// [`Families::install`]: the kit children are published in, the store their sessions are
-/// created in, and the model that drives them.
-#[derive(Clone)]
-pub struct Children {
-    /// The host kit the children are published in (the host's own, or the one under it).
-    pub kit: Arc<HostKit>,
-    /// The store child sessions are created in.
-    pub store: Arc<dyn SessionStore>,
-    /// The children's model step.
-    pub model: Arc<dyn ChildModel>,
-}
-
-impl std::fmt::Debug for Children {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Children").finish_non_exhaustive()
-    }
-}
+use crate::entry::{Children, Member, Setup};
 
 /// Every family installed into one host, one [`Entry`](crate::Entry) after another: the built-in ones
 /// (todo, jobs-local, tool-jobs, schedule and bash always; terminal when the configuration
@@ -70,14 +49,14 @@ impl Families {
     pub fn install(
         harness: &Arc<dyn Harness>,
         config: &FamiliesConfig,
-        children: Option<Children>,
+        children: Option<&Children>,
     ) -> Result<Self, ConfigError> {
         let mut members = Vec::new();
         for entry in config.entries() {
             let setup = Setup {
                 harness,
                 object: config.object(entry.key),
-                children: children.as_ref(),
+                children,
             };
             if let Some(member) = (entry.install)(&setup)? {
                 members.push((entry.key, member));
@@ -90,7 +69,9 @@ impl Families {
                 member.downcast_ref::<turnkit_jobs_local::Installed>()
             })
             .map(turnkit_jobs_local::Installed::registry)
-            .ok_or_else(|| ConfigError::Invalid("jobs: no job registry was installed".to_owned()))?;
+            .ok_or_else(|| {
+                ConfigError::Invalid("jobs: no job registry was installed".to_owned())
+            })?;
         Ok(Self { jobs, members })
     }
 

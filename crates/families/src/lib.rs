@@ -14,8 +14,8 @@ mod walls;
 
 pub use catalog::{ChildrenMode, SetupError, catalog, projections};
 pub use config::{FamiliesConfig, present};
-pub use entry::{Entry, Install, Member, Setup};
-pub use install::{Children, Families};
+pub use entry::{Children, Entry, Install, Member, Setup};
+pub use install::Families;
 pub use markdown::catalog_markdown;
 pub use resources::{ChangedBy, FamilyResource, ResourceContext, ResourceTemplate, resources};
 pub use runtime::{RunFailure, block_on_fresh};

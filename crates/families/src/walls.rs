@@ -98,8 +98,7 @@ impl FamiliesConfig {
             summaries.push(("bash", summary));
         }
         if self.object("terminal").is_some() {
-            let terminal =
-                turnkit_terminal::TerminalConfig::from_json(self.family("terminal"))?;
+            let terminal = turnkit_terminal::TerminalConfig::from_json(self.family("terminal"))?;
             if let Some(sandbox) = &terminal.sandbox {
                 let summary = turnkit_bash::probe_sandbox(sandbox)
                     .map_err(|e| turnkit_terminal::TerminalConfig::invalid(e.0))?;

@@ -30,6 +30,6 @@ impl FamilySetup {
             store: host.store().clone(),
             model: self.children.clone(),
         };
-        Families::install(&host.as_dyn(), &self.config, Some(children)).map_err(|e| e.to_string())
+        Families::install(&host.as_dyn(), &self.config, Some(&children)).map_err(|e| e.to_string())
     }
 }
