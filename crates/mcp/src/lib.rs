@@ -5,6 +5,7 @@ mod error;
 mod host;
 pub mod http;
 mod inbox;
+pub mod launch;
 mod lines;
 mod serve;
 mod server;
@@ -15,7 +16,8 @@ mod unavailable;
 
 pub use error::ServeError;
 pub use inbox::{
-    CLAIMED_EVENT, InboxLogError, QUEUED_EVENT, SUPERSEDED_EVENT, TASK_DELIVERED_EVENT,
+    CLAIMED_EVENT, InboxLogError, LAUNCH_CLAIMED_EVENT, QUEUED_EVENT, SUPERSEDED_EVENT,
+    TASK_DELIVERED_EVENT,
 };
 pub use serve::{ServeOptions, serve, serve_stdio};
 pub use server::{OWED_FIELD, ResultShape, mcp_tool};
