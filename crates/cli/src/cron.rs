@@ -1,6 +1,6 @@
 //! `harness cron`: for people whose clients start `harness mcp` over stdio, a long-running
 //! command that starts the configured agent when a reminder falls due in a session no client
-//! has open (`turnkit_mcp::launch`).
+//! has open (`turnkit_launch`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,12 +9,12 @@ use std::time::Duration;
 use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use turnkit_mcp::launch::{CronOptions, LaunchConfig, run_cron};
+use turnkit_launch::{CronOptions, LaunchConfig, run_cron};
 
 /// Runs `harness cron` until SIGTERM or SIGINT.
 pub(crate) fn run(dir: PathBuf, config: &Path, interval: Duration) -> anyhow::Result<ExitCode> {
     let configs = crate::mcp::read_config(config)?;
-    let Some(launch) = crate::mcp::read_launch(config)? else {
+    let Some(launch) = read_launch(config)? else {
         anyhow::bail!(
             "{}: harness cron needs a \"launch\" entry, e.g. {{\"launch\":{{\"argv\":[\"claude\",\"-p\",\"{{prompt}}\"]}}}}",
             config.display()
@@ -59,10 +59,14 @@ pub(crate) fn run(dir: PathBuf, config: &Path, interval: Duration) -> anyhow::Re
     })
 }
 
-/// The `launch` entry of a configuration file, if any.
-pub(crate) fn launch_of(value: &serde_json::Value) -> anyhow::Result<Option<LaunchConfig>> {
+/// The `launch` entry of the `--config` file at `path`, if it has one.
+pub(crate) fn read_launch(path: &Path) -> anyhow::Result<Option<LaunchConfig>> {
+    let value = crate::mcp::read_json(path)?;
     match value.get("launch") {
         None => Ok(None),
-        Some(launch) => Ok(Some(LaunchConfig::from_json(launch)?)),
+        Some(launch) => Ok(Some(
+            LaunchConfig::from_json(launch)
+                .with_context(|| format!("{}: invalid configuration", path.display()))?,
+        )),
     }
 }

@@ -31,8 +31,8 @@ pub const SUPERSEDED_EVENT: &str = "mcp/superseded";
 /// `tasks/get`; the deliveries it names (possibly none) are claimed by it.
 pub const TASK_DELIVERED_EVENT: &str = "mcp/taskDelivered";
 
-/// Event type of a launch's claim: owed reminders taken by the configured launch command
-/// instead of a tool result (see `crate::launch`).
+/// Event type of a launch's claim: owed reminders taken by something outside the session's
+/// clients (a launched agent) instead of a tool result or a task; see [`LaunchClaim`].
 pub const LAUNCH_CLAIMED_EVENT: &str = "mcp/launchClaimed";
 
 /// Which lane the plugin chose; both are delivered the same way, the lane is kept for
@@ -134,14 +134,17 @@ pub struct InboxLogError {
     pub message: String,
 }
 
-/// The payload of [`LAUNCH_CLAIMED_EVENT`]: the launch's id (random, unique to the claim),
-/// the owed seqs it took, and the prompt the command is started with (their texts joined).
+/// The payload of [`LAUNCH_CLAIMED_EVENT`] (JSON `{"launch", "seqs", "prompt"}`, unknown
+/// keys refused).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct LaunchClaimed {
-    pub(crate) launch: String,
-    pub(crate) seqs: Vec<u64>,
-    pub(crate) prompt: String,
+pub struct LaunchClaim {
+    /// The launch's id, chosen by the claimer (unique to the claim).
+    pub launch: String,
+    /// The `mcp/queued` seqs it took, ascending.
+    pub seqs: Vec<u64>,
+    /// The taken messages' texts joined by a blank line: what the launched agent is told.
+    pub prompt: String,
 }
 
 /// One message owed to the model.
@@ -394,7 +397,7 @@ impl Inbox {
     /// [`LAUNCH_CLAIMED_EVENT`] and forgets them, so no tool result or task delivers them. The
     /// caller flushes before it starts anything. `None` when there is none (or the append
     /// failed: they stay owed).
-    pub(crate) fn claim_for_launch(&self, launch: &str, now: i64) -> Option<LaunchClaimed> {
+    pub(crate) fn claim_for_launch(&self, launch: &str, now: i64) -> Option<LaunchClaim> {
         let mut state = lock(&self.state);
         state.holds.retain(|h| now < h.until);
         let taken: Vec<Pending> = state
@@ -413,7 +416,7 @@ impl Inbox {
         if taken.is_empty() {
             return None;
         }
-        let claim = LaunchClaimed {
+        let claim = LaunchClaim {
             launch: launch.to_owned(),
             seqs: taken.iter().map(|p| p.seq).collect(),
             prompt: taken
@@ -474,7 +477,7 @@ pub(crate) fn replay(events: &[SessionEvent]) -> Result<Vec<Pending>, InboxLogEr
                 let seqs = if event.r#type == SUPERSEDED_EVENT {
                     decode::<SupersededData>(event)?.seqs
                 } else if event.r#type == LAUNCH_CLAIMED_EVENT {
-                    decode::<LaunchClaimed>(event)?.seqs
+                    decode::<LaunchClaim>(event)?.seqs
                 } else if event.r#type == CLAIMED_EVENT {
                     let data: ClaimedData = decode(event)?;
                     if data.seqs.is_empty() {

@@ -2,10 +2,10 @@
 
 mod capabilities;
 mod error;
+mod handoff;
 mod host;
 pub mod http;
 mod inbox;
-pub mod launch;
 mod lines;
 mod serve;
 mod server;
@@ -15,9 +15,10 @@ mod transport;
 mod unavailable;
 
 pub use error::ServeError;
+pub use handoff::owes_reminder;
 pub use inbox::{
-    CLAIMED_EVENT, InboxLogError, LAUNCH_CLAIMED_EVENT, QUEUED_EVENT, SUPERSEDED_EVENT,
-    TASK_DELIVERED_EVENT,
+    CLAIMED_EVENT, InboxLogError, LAUNCH_CLAIMED_EVENT, LaunchClaim, QUEUED_EVENT,
+    SUPERSEDED_EVENT, TASK_DELIVERED_EVENT,
 };
 pub use serve::{ServeOptions, serve, serve_stdio};
 pub use server::{OWED_FIELD, ResultShape, mcp_tool};

@@ -11,7 +11,6 @@ mod http_refusals;
 mod http_served;
 mod http_support;
 mod jobs_restart;
-mod launch;
 mod output_schemas;
 mod postgres;
 mod protocol;

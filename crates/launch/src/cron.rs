@@ -30,17 +30,16 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use turnkit_core::{
-    Clock, JsonlStore, SessionId, SessionStore, StoreError, Subject, SystemClock, lock,
-};
+use turnkit_core::{Clock, JsonlStore, SessionId, SessionStore, StoreError, SystemClock, lock};
 use turnkit_families::FamiliesConfig;
 use turnkit_schedule::domain::ScheduleFold;
 
+use turnkit_mcp::{ServeError, SessionHost, SessionOptions};
+
+use super::claim::{claim_launch, record_end, report_unknown_launches};
 use super::config::{LaunchConfig, LaunchVars};
-use super::host::record_end;
 use super::record::open_claims;
 use super::run::run_launch;
-use crate::{ServeError, SessionHost, SessionOptions};
 
 /// How `harness cron` runs.
 #[derive(Clone, Debug)]
@@ -172,12 +171,7 @@ fn due_of(store: &JsonlStore, id: &str, now: i64) -> Option<Option<i64>> {
         }
     };
     let events = session.events();
-    let owed = crate::inbox::replay(&events).ok()?.iter().any(|p| {
-        p.message
-            .subjects
-            .iter()
-            .any(|s| matches!(s, Subject::Reminder { .. }))
-    });
+    let owed = turnkit_mcp::owes_reminder(&events).ok()?;
     let unended = open_claims(&events).ok().is_some_and(|c| !c.is_empty());
     if owed || unended {
         return Some(Some(now));
@@ -304,14 +298,13 @@ async fn begin(options: &CronOptions, id: &str, clock: &Arc<dyn Clock>) -> Optio
         }
     };
     let dir = options.dir.clone();
-    if let Err(error) = host
-        .report_unknown_launches(&|launch| LaunchLock::held(&dir, launch))
-        .await
+    if let Err(error) =
+        report_unknown_launches(&host, &|launch| LaunchLock::held(&dir, launch)).await
     {
         tracing::warn!(session = id, "harness cron: {error}");
     }
     settle_due(&host, clock).await;
-    let claim = host.claim_launch().await;
+    let claim = claim_launch(&host).await;
     host.shutdown().await;
     let claim = claim?;
     let Some(lock) = LaunchLock::take(&options.dir, &claim.launch) else {
@@ -331,8 +324,8 @@ async fn settle_due(host: &SessionHost, clock: &Arc<dyn Clock>) {
     let deadline = clock.now_millis() + 10_000;
     loop {
         let now = clock.now_millis();
-        let events = host.log().events();
-        let due = ScheduleFold::open(&events, host.log().header().seed_length)
+        let events = host.session_log().events();
+        let due = ScheduleFold::open(&events, host.session_log().header().seed_length)
             .ok()
             .and_then(|fold| fold.next_target())
             .is_some_and(|target| target.millis() <= now);

@@ -4,13 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::Arc;
-use std::time::Instant;
 
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
-use turnkit_core::{JsonlStore, SessionEvent, SessionHeader, SessionStore, SystemClock};
+use turnkit_core::{JsonlStore, SessionHeader, SessionStore, SystemClock};
 
-use super::support::{BOUND, harness_bin, start};
+use super::support::{events, harness_bin, of_type, start, wait_for_event};
 
 /// The agent: records its arguments, then, as an MCP client of `harness mcp --dir {endpoint}
 /// --session {session}`, initializes and calls `todo_write` once, keeping the answer.
@@ -68,35 +67,6 @@ fn cron(dir: &Path) -> Child {
         .unwrap()
 }
 
-/// The session's events, read without taking its lock (a server may hold it).
-fn events(dir: &Path, session: &str) -> Vec<SessionEvent> {
-    let path = dir.join("sessions").join(format!("{session}.jsonl"));
-    let Ok(text) = std::fs::read_to_string(path) else {
-        return Vec::new();
-    };
-    text.lines()
-        .skip(1)
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
-}
-
-fn of_type<'a>(events: &'a [SessionEvent], r#type: &str) -> Vec<&'a SessionEvent> {
-    events.iter().filter(|e| e.r#type == r#type).collect()
-}
-
-/// Waits (bounded, real time) until the session holds an event of `type`.
-fn wait_for_event(dir: &Path, session: &str, r#type: &str) -> Vec<SessionEvent> {
-    let started = Instant::now();
-    loop {
-        let events = events(dir, session);
-        if !of_type(&events, r#type).is_empty() {
-            return events;
-        }
-        assert!(started.elapsed() < BOUND * 3, "no {type} in {events:#?}");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
-
 fn stop(mut child: Child) {
     super::support::kill("TERM", child.id());
     let _ = child.wait();
@@ -107,17 +77,15 @@ async fn a_reminder_due_with_no_client_launches_the_agent_once_and_is_never_deli
     let dir = tempfile::tempdir().unwrap();
     let (_agent, config) = setup(dir.path(), &json!({"timeoutMs": 60000}));
     // The reminder is created over MCP, then the client goes away.
-    let server = start(dir.path(), "s1", &config, &[]).await;
-    let created = server
-        .call(
-            "schedule_create",
-            json!({"prompt": "check the deploy", "after_seconds": 1}),
-        )
-        .await;
+    let mut server = start(dir.path(), "s1", &config);
+    let created = server.call(
+        "schedule_create",
+        &json!({"prompt": "check the deploy", "after_seconds": 1}),
+    );
     assert_eq!(created["isError"], json!(false), "{created}");
-    server.stop().await;
+    server.stop();
     let cron = cron(dir.path());
-    let log = wait_for_event(dir.path(), "s1", turnkit_mcp::launch::LAUNCH_ENDED_EVENT);
+    let log = wait_for_event(dir.path(), "s1", turnkit_launch::LAUNCH_ENDED_EVENT);
     let prompt = std::fs::read_to_string(dir.path().join("prompt.txt")).unwrap();
     assert!(
         prompt.starts_with("[SCHEDULE REMINDER]\n")
@@ -141,7 +109,7 @@ async fn a_reminder_due_with_no_client_launches_the_agent_once_and_is_never_deli
     assert_eq!(claims[0].data["seqs"], json!([queued[0].seq]));
     assert_eq!(claims[0].data["prompt"], json!(prompt));
     assert!(of_type(&log, turnkit_mcp::CLAIMED_EVENT).is_empty());
-    let ended = of_type(&log, turnkit_mcp::launch::LAUNCH_ENDED_EVENT)[0];
+    let ended = of_type(&log, turnkit_launch::LAUNCH_ENDED_EVENT)[0];
     assert_eq!(ended.data["launch"], claims[0].data["launch"]);
     let outcome = &ended.data["outcome"];
     assert_eq!(outcome["status"], "exit code: 0", "{outcome}");
@@ -158,13 +126,13 @@ async fn a_reminder_due_with_no_client_launches_the_agent_once_and_is_never_deli
         1
     );
     // A client that comes back is not handed the reminder.
-    let server = start(dir.path(), "s1", &config, &[]).await;
-    let listed = server.call("todo_write", json!({"todos": []})).await;
+    let mut server = start(dir.path(), "s1", &config);
+    let listed = server.call("todo_write", &json!({"todos": []}));
     assert!(
         !listed.to_string().contains("SCHEDULE REMINDER"),
         "{listed}"
     );
-    server.stop().await;
+    server.stop();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -191,13 +159,13 @@ async fn a_claim_whose_runner_died_is_reported_unknown_once_and_never_started() 
         session.flush().await.unwrap();
     }
     let cron = cron(dir.path());
-    let log = wait_for_event(dir.path(), "s2", turnkit_mcp::launch::LAUNCH_UNKNOWN_EVENT);
+    let log = wait_for_event(dir.path(), "s2", turnkit_launch::LAUNCH_UNKNOWN_EVENT);
     std::thread::sleep(std::time::Duration::from_millis(500));
     stop(cron);
     let log_after = events(dir.path(), "s2");
     assert_eq!(log_after.len(), log.len(), "{log_after:#?}");
     assert_eq!(
-        of_type(&log, turnkit_mcp::launch::LAUNCH_UNKNOWN_EVENT)[0].data,
+        of_type(&log, turnkit_launch::LAUNCH_UNKNOWN_EVENT)[0].data,
         json!({"launch":"launch-dead"})
     );
     let notices: Vec<&str> = of_type(&log, turnkit_mcp::QUEUED_EVENT)
@@ -211,5 +179,5 @@ async fn a_claim_whose_runner_died_is_reported_unknown_once_and_never_started() 
         !dir.path().join("prompt.txt").exists(),
         "the agent was started"
     );
-    assert!(of_type(&log, turnkit_mcp::launch::LAUNCH_ENDED_EVENT).is_empty());
+    assert!(of_type(&log, turnkit_launch::LAUNCH_ENDED_EVENT).is_empty());
 }

@@ -1,5 +1,5 @@
 //! The launch's events in the session log (`docs/event-log.md`): `mcp/launchClaimed` (the
-//! claim, durable before anything starts; see [`crate::LAUNCH_CLAIMED_EVENT`]),
+//! claim, durable before anything starts; see [`turnkit_mcp::LAUNCH_CLAIMED_EVENT`]),
 //! `mcp/launchEnded` (how it ended) and `mcp/launchUnknown` (a claim whose process stopped
 //! before recording an end: launched, outcome unknown, never started again).
 
@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use turnkit_core::{MessageSource, SessionEvent, UserMessage};
 
 use super::run::LaunchOutcome;
-use crate::inbox::{InboxLogError, LAUNCH_CLAIMED_EVENT, LaunchClaimed, decode};
+use turnkit_mcp::{InboxLogError, LAUNCH_CLAIMED_EVENT, LaunchClaim};
 
 /// Event type of a launch's end.
 pub const LAUNCH_ENDED_EVENT: &str = "mcp/launchEnded";
@@ -33,8 +33,8 @@ pub(crate) struct LaunchUnknown {
 ///
 /// # Errors
 /// [`InboxLogError`] for a launch event that does not decode strictly.
-pub(crate) fn open_claims(events: &[SessionEvent]) -> Result<Vec<LaunchClaimed>, InboxLogError> {
-    let mut open: Vec<LaunchClaimed> = Vec::new();
+pub(crate) fn open_claims(events: &[SessionEvent]) -> Result<Vec<LaunchClaim>, InboxLogError> {
+    let mut open: Vec<LaunchClaim> = Vec::new();
     for event in events {
         match event.r#type.as_str() {
             LAUNCH_CLAIMED_EVENT => open.push(decode(event)?),
@@ -56,7 +56,7 @@ pub(crate) fn open_claims(events: &[SessionEvent]) -> Result<Vec<LaunchClaimed>,
 pub(crate) const LAUNCH_PLUGIN: &str = "launch";
 
 /// The notice that a claimed launch's outcome is unknown: delivered once, like any notice.
-pub(crate) fn unknown_notice(claim: &LaunchClaimed) -> UserMessage {
+pub(crate) fn unknown_notice(claim: &LaunchClaim) -> UserMessage {
     let prompt = serde_json::to_string(&claim.prompt).unwrap_or_default();
     UserMessage::text(
         format!(
@@ -71,4 +71,12 @@ pub(crate) fn unknown_notice(claim: &LaunchClaimed) -> UserMessage {
             summary: Some("launch outcome unknown".to_owned()),
         },
     )
+}
+
+/// The payload of `event`, decoded strictly.
+fn decode<T: serde::de::DeserializeOwned>(event: &SessionEvent) -> Result<T, InboxLogError> {
+    serde_json::from_value(event.data.clone()).map_err(|e| InboxLogError {
+        seq: event.seq,
+        message: e.to_string(),
+    })
 }

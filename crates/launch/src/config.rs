@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use crate::ServeError;
+use turnkit_mcp::ServeError;
 
 /// Placeholder for the session id in an argument of [`LaunchConfig::argv`].
 pub const SESSION_PLACEHOLDER: &str = "{session}";

@@ -1,3 +1,6 @@
+#![doc = include_str!("../README.md")]
+
+//!
 //! Launch on due: when a reminder falls due for a session no client is connected to, the
 //! configured command (a headless agent: `claude -p …`, `codex exec …`) is started with the
 //! reminder as its prompt and works on the same session through `harness mcp`.
@@ -7,7 +10,8 @@
 //! - `run`: [`run_launch`], one launch under its bounds (start retries, timeout killing the
 //!   process tree, output tail) and its [`LaunchOutcome`].
 //! - `record`: the launch's events in the session log.
-//! - `host`: the steps on an open session (claim, report unknown outcomes, record an end).
+//! - `claim`: the steps on an open session (claim, report unknown outcomes, record an end),
+//!   through turnkit-mcp's seam (`SessionHost::claim_owed_reminders` and its neighbours).
 //! - `cron`: [`run_cron`], `harness cron`'s loop over a JSONL folder with its due index.
 //!
 //! At most once per occurrence: the owed reminders are claimed in the log
@@ -15,9 +19,9 @@
 //! is never delivered to a tool result or a task, and a claim is never started twice (a claim
 //! whose runner died is reported as launched with an unknown outcome).
 
+mod claim;
 mod config;
 mod cron;
-mod host;
 mod record;
 mod run;
 
