@@ -2,8 +2,6 @@
 //! `docs/tool-catalog.md`; this test fails when it is stale (and writes the current text to
 //! `<temp dir>/watch-tools.md`).
 
-#![expect(clippy::unwrap_used, reason = "a test fails loudly")]
-
 use std::sync::Arc;
 
 use turnkit_core::{SystemClock, Tool};
