@@ -210,12 +210,20 @@ pub(crate) fn default_dir() -> anyhow::Result<PathBuf> {
         .join("sessions"))
 }
 
-/// Reads the families' configuration file of `--config`.
-pub(crate) fn read_config(path: &Path) -> anyhow::Result<FamiliesConfig> {
+/// Reads the JSON of a `--config` file.
+pub(crate) fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))
+}
+
+/// Reads the families' configuration file of `--config` (its `launch` entry, read by
+/// `cron::read_launch`, is not a family's).
+pub(crate) fn read_config(path: &Path) -> anyhow::Result<FamiliesConfig> {
+    let mut value = read_json(path)?;
+    if let Some(map) = value.as_object_mut() {
+        map.remove("launch");
+    }
     FamiliesConfig::from_json(&value)
         .with_context(|| format!("{}: invalid configuration", path.display()))
 }

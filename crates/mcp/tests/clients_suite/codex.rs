@@ -54,6 +54,23 @@ async fn run(
     flags: &[&str],
     prompt: &str,
 ) -> Vec<Value> {
+    let token = ws.token().unwrap_or_default();
+    run_as(bin, ws, api, server, flags, prompt, Some(token))
+        .await
+        .0
+}
+
+/// [`run`] with `HARNESS_TOKEN` set to `token` (unset for `None`); returns the `--json` event
+/// lines and what Codex wrote to its stderr.
+async fn run_as(
+    bin: &Path,
+    ws: &Workspace,
+    api: &FakeApi,
+    server: &str,
+    flags: &[&str],
+    prompt: &str,
+    token: Option<&str>,
+) -> (Vec<Value>, String) {
     let config = format!(
         "model = \"fake-model\"\nmodel_provider = \"fake\"\n\n\
          [model_providers.fake]\nname = \"fake\"\nbase_url = {base}\nwire_api = \"responses\"\n\
@@ -64,8 +81,8 @@ async fn run(
     let codex_home = ws.home().join("codex");
     std::fs::create_dir_all(&codex_home).unwrap();
     std::fs::write(codex_home.join("config.toml"), config).unwrap();
-    let child = tokio::process::Command::new(bin)
-        .arg("exec")
+    let mut cmd = tokio::process::Command::new(bin);
+    cmd.arg("exec")
         .args(flags)
         .args(["--skip-git-repo-check", "--json", prompt])
         .current_dir(ws.work())
@@ -74,10 +91,15 @@ async fn run(
         .env("HOME", ws.home())
         .env("CODEX_HOME", &codex_home)
         .env("FAKE_API_KEY", "sk-fake")
-        .env("HARNESS_TOKEN", ws.token().unwrap_or_default())
+        // Where Codex says why an MCP server did not start.
+        .env("RUST_LOG", "warn");
+    if let Some(token) = token {
+        cmd.env("HARNESS_TOKEN", token);
+    }
+    let child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
+        .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .unwrap();
@@ -90,11 +112,12 @@ async fn run(
         "codex exec exited with {}",
         output.status
     );
-    String::from_utf8(output.stdout)
+    let events = String::from_utf8(output.stdout)
         .unwrap()
         .lines()
         .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
+        .collect();
+    (events, String::from_utf8_lossy(&output.stderr).into_owned())
 }
 
 /// Codex puts its own first block before the tool's content: `Wall time: <s> seconds\nOutput:`.
@@ -381,4 +404,89 @@ async fn on_a_session_another_server_holds_the_model_reads_why_and_what_to_do() 
         answered[0]
     );
     first.kill().await.unwrap();
+}
+
+/// Codex over HTTP with `HARNESS_TOKEN` wrong (`Some`) or unset (`None`): `codex exec` goes
+/// on without the harness tools (the model is offered none of them) and says why only in its
+/// own log on stderr (`RUST_LOG=warn`), as `warning` (its text after `error=`).
+async fn refused_token(token: Option<&str>, warning: &str) {
+    let Some(bin) = client_bin(CODEX, PACKAGE) else {
+        return;
+    };
+    let ws = Workspace::new();
+    let server = ws.serve_http().await;
+    let url = format!("http://{}/sessions/tok/mcp", server.addr);
+    let api = FakeApi::start(
+        Dialect::Responses,
+        vec![Turn::new(vec![Block::Text("No tools.")])],
+    )
+    .await;
+    let (events, stderr) = run_as(
+        &bin,
+        &ws,
+        &api,
+        &http_server(&url),
+        &[],
+        "Plan the work.",
+        token,
+    )
+    .await;
+    // The run itself succeeds: nothing in its events says the server is missing.
+    assert_eq!(
+        events.last().map(|e| e["type"].clone()),
+        Some(json!("turn.completed"))
+    );
+    let requests = api.recorded();
+    assert!(!requests.is_empty());
+    for request in &requests {
+        let tools: Vec<&str> = request.body["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t["name"].as_str())
+            .collect();
+        for harness_tool in ["todo_write", "bash", "job_list", "schedule_create"] {
+            assert!(!tools.contains(&harness_tool), "{tools:?}");
+        }
+    }
+    let warned: Vec<&str> = stderr
+        .lines()
+        .filter_map(|line| {
+            line.split_once(" WARN codex_mcp::rmcp_client: MCP server startup failed ")
+                .map(|(_, rest)| rest)
+        })
+        .collect();
+    assert_eq!(
+        warned.first().copied(),
+        Some(format!("server_name=\"harness\" error={warning}").as_str()),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_wrong_token_leaves_codex_without_the_harness_tools_and_its_log_says_auth_required() {
+    // Codex does not show the refusal's JSON message, only that authentication was required.
+    let transport = "codex_rmcp_client::tool_list_changes::ToolListChanges<\
+        codex_rmcp_client::event_notification_transport::EventNotificationTransport<\
+        rmcp::transport::worker::WorkerTransport<\
+        rmcp::transport::streamable_http_client::StreamableHttpClientWorker<\
+        codex_rmcp_client::http_client_adapter::StreamableHttpClientAdapter>>>>";
+    let once = format!(
+        "Send message error Transport [{transport}] error: Auth required, when send initialize \
+         request"
+    );
+    refused_token(
+        Some("wrong"),
+        &format!("handshaking with MCP server failed: {once}: {once}"),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn an_unset_token_variable_leaves_codex_without_the_harness_tools_and_its_log_names_it() {
+    refused_token(
+        None,
+        "Environment variable HARNESS_TOKEN for MCP server 'harness' is not set",
+    )
+    .await;
 }
