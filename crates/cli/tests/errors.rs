@@ -53,6 +53,7 @@ const GIVE: &str = "give a postgres:// or postgresql:// URL, a PostgreSQL connec
                     (host=... dbname=... user=...), or an existing folder for JSONL files";
 
 /// `harness mcp` with `--store value` on session `s`: its exit status and standard error.
+#[expect(clippy::unwrap_used, reason = "a test helper stops on failure")]
 fn with_store(value: &str) -> (Option<i32>, String) {
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("config.json");
