@@ -8,7 +8,7 @@ use futures::channel::oneshot;
 use turnkit_core::Agent;
 use turnkit_jobs::{JobId, JobKind, JobStart, start_saved};
 
-use crate::durable::{self, PATH_EVENT, PathDef};
+use crate::durable::{self, Armed, OUTPUT_EVENT, OutputDef, PATH_EVENT, PathDef};
 use crate::output::{Bounds, Channel};
 use crate::path::{Continues, PathWatch, remaining};
 use crate::snapshot::{self, ChangeKind, Scope, Snapshot};
@@ -158,16 +158,20 @@ impl Watches {
             return;
         };
         let session = owner.session();
-        for def in durable::armed(&*session) {
+        for armed in durable::armed(&*session) {
             // Still running in this host (the agent was published again): nothing to do.
             if jobs
-                .get(&def.id, Some(owner.id()))
+                .get(armed.id(), Some(owner.id()))
                 .is_ok_and(|job| job.status.is_live())
             {
                 continue;
             }
-            let old = def.id.clone();
-            if let Err(error) = self.rearm_one(owner.clone(), def).await {
+            let old = armed.id().clone();
+            let rearmed = match armed {
+                Armed::Path(def) => self.rearm_one(owner.clone(), def).await,
+                Armed::Output(def) => self.end_output(owner.clone(), def).await,
+            };
+            if let Err(error) = rearmed {
                 tracing::warn!("watch: could not re-arm {old}: {error}");
             }
         }
@@ -204,6 +208,43 @@ impl Watches {
             }),
         };
         self.launch(Some(owner), plan, Some(def.id)).await
+    }
+
+    /// An output watch that was armed when its host stopped: the job it watched did not
+    /// survive the restart (a job's processes never outlive their host), so a watch
+    /// continuing it starts, records that it continues it, and ends at once with a
+    /// completion notice saying why.
+    async fn end_output(&self, owner: Arc<dyn Agent>, def: OutputDef) -> Result<JobId, String> {
+        let jobs = self.jobs.as_ref().ok_or(JOBS_UNAVAILABLE)?;
+        let (defined_tx, defined) = oneshot::channel::<JobId>();
+        let detail = format!(
+            "{} did not survive the host's restart, so {} (lines of it) ended",
+            def.job, def.id
+        );
+        let channel = Channel::new();
+        let label = def.label.clone();
+        let id = start_saved(&**jobs, Some(owner.clone()), move |gate| {
+            JobStart::new(JobKind::new(WATCH_KIND), label, move || {
+                hooks(channel, async move {
+                    if !gate.opened().await || defined.await.is_err() {
+                        return turnkit_jobs::JobOutcome::failed()
+                            .with_detail("its definition could not be saved");
+                    }
+                    turnkit_jobs::JobOutcome::completed().with_detail(detail)
+                })
+            })
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        let record = OutputDef::new(id.clone(), def.job.clone(), def.label, Some(def.id));
+        if let Err(error) = durable::record(&owner, OUTPUT_EVENT, &record).await {
+            let _ = jobs.kill(&id, Some(owner.id()), None);
+            return Err(format!(
+                "watch {id} was stopped: its definition could not be saved: {error}"
+            ));
+        }
+        let _ = defined_tx.send(id.clone());
+        Ok(id)
     }
 
     /// Starts the job of `plan` through the saved start, records its definition in the

@@ -11,6 +11,7 @@ use turnkit_core::{
 use turnkit_jobs::{BoxError, JobHooks, JobId, JobKind, JobRegistry, JobStart, format_js_number};
 
 use crate::WatchConfig;
+use crate::durable::{self, OUTPUT_EVENT, OutputDef};
 use crate::hub::Hub;
 use crate::output::{Bounds, Channel, OutputSpec, OutputWatch};
 
@@ -273,6 +274,7 @@ impl Watches {
             Some(description) => description.to_owned(),
             None => watching.clone(),
         };
+        let (target_id, label_text) = (target.clone(), label.clone());
         let watch = OutputWatch {
             spec: OutputSpec {
                 target,
@@ -295,6 +297,15 @@ impl Watches {
             return Err(format!(
                 "watch {id} was stopped: its start could not be saved: {error}"
             ));
+        }
+        if let Some(agent) = &owner {
+            let def = OutputDef::new(id.clone(), target_id, label_text, None);
+            if let Err(error) = durable::record(agent, OUTPUT_EVENT, &def).await {
+                let _ = jobs.kill(&id, Some(agent.id()), None);
+                return Err(format!(
+                    "watch {id} was stopped: its definition could not be saved: {error}"
+                ));
+            }
         }
         Ok((id, watching))
     }

@@ -200,3 +200,39 @@ async fn a_path_watch_is_rearmed_after_kill_9_and_reports_what_changed_meanwhile
     );
     server.kill9();
 }
+
+#[tokio::test]
+async fn an_output_watch_on_a_job_that_did_not_survive_kill_9_ends_with_a_notice_saying_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = start(dir.path()).await;
+    assert_eq!(
+        server
+            .texts(
+                "bash",
+                json!({"command": "sleep 1000", "run_in_background": true})
+            )
+            .await,
+        ["started background job bash-1"]
+    );
+    let started = server
+        .texts(
+            "watch_create",
+            json!({"output": {"job_id": "bash-1", "pattern": "ready"}}),
+        )
+        .await;
+    assert!(
+        started[0].starts_with("started watch watch-1:"),
+        "{started:?}"
+    );
+    server.kill9();
+
+    let mut server = start(dir.path()).await;
+    let mut skipped = Vec::new();
+    assert_eq!(
+        server.message_with("did not survive", &mut skipped).await,
+        "background job watch-2 (watch: lines of bash-1 matching /ready/) finished [status: \
+         completed, bash-1 did not survive the host's restart, so watch-1 (lines of it) \
+         ended]. Read its output with job_output."
+    );
+    server.kill9();
+}
