@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use turnkit_families::{ChildrenMode, FamiliesConfig, LogFileError};
 
+mod cron;
 mod http;
 mod inspect;
 mod mcp;
@@ -94,10 +95,11 @@ enum Command {
         /// Add output schemas and `structuredContent` to tool results.
         #[arg(long)]
         structured: bool,
-        /// Where sessions are kept: a `postgres://` or `postgresql://` URL serves the session
-        /// from PostgreSQL (one host writes a session at a time; a second server on the same
-        /// session is refused), a folder is the same as `--dir`. Default: JSONL files in
-        /// `--dir`.
+        /// Where sessions are kept: a `postgres://` or `postgresql://` URL, or a libpq
+        /// key-value connection string (`host=/run/postgresql dbname=harness user=harness`),
+        /// serves the session from PostgreSQL (one host writes a session at a time; a second
+        /// server on the same session is refused); an existing folder is the same as `--dir`.
+        /// Anything else is refused. Default: JSONL files in `--dir`.
         #[arg(long, conflicts_with = "dir")]
         store: Option<String>,
         /// PostgreSQL only: a file whose first line is the store's password (keep the
@@ -131,6 +133,26 @@ enum Command {
         #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
         task_ttl: Option<u64>,
     },
+    /// Start the configured agent when a reminder falls due in a session no client has open:
+    /// watches a folder of session files (as `harness mcp --dir` keeps them) and, for each
+    /// due reminder whose session no `harness mcp` holds, runs the `launch` command of the
+    /// configuration (`{session}`, `{prompt}`, `{endpoint}` replaced) at most once per
+    /// occurrence. Runs until interrupted.
+    Cron {
+        /// The folder of session files (default: as for `harness mcp`).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// The configuration file of `harness mcp --config`, with a `launch` entry.
+        #[arg(long)]
+        config: PathBuf,
+        /// How often the folder is looked at, in seconds.
+        #[arg(long, value_name = "SECONDS", default_value_t = 30,
+              value_parser = clap::value_parser!(u64).range(1..))]
+        interval: u64,
+        /// How often the folder is looked at, in milliseconds (overrides `--interval`).
+        #[arg(long, value_name = "MS", hide = true)]
+        interval_ms: Option<u64>,
+    },
     /// Serve a read-only live web view of a folder of session files or a PostgreSQL store
     /// (sessions, plans, jobs, reminders, timelines) and print its URL; runs until
     /// interrupted.
@@ -138,8 +160,9 @@ enum Command {
         /// The folder of session files (default: as for `harness mcp`).
         #[arg(long)]
         dir: Option<PathBuf>,
-        /// A `postgres://` or `postgresql://` URL: show that store's sessions (with each
-        /// session's live owner) instead of a folder; a folder is the same as `--dir`.
+        /// A `postgres://` or `postgresql://` URL or a libpq key-value connection string
+        /// (as for `harness mcp`): show that store's sessions (with each session's live
+        /// owner) instead of a folder; an existing folder is the same as `--dir`.
         #[arg(long, conflicts_with = "dir")]
         store: Option<String>,
         /// PostgreSQL only: a file whose first line is the store's password (as for
@@ -234,6 +257,22 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
             mcp::Store::choose(dir, store.as_deref(), store_password_file.as_deref())?,
             addr,
             &access,
+        ),
+        Command::Cron {
+            dir,
+            config,
+            interval,
+            interval_ms,
+        } => cron::run(
+            match dir {
+                Some(dir) => dir,
+                None => mcp::default_dir()?,
+            },
+            &config,
+            interval_ms.map_or(
+                std::time::Duration::from_secs(interval),
+                std::time::Duration::from_millis,
+            ),
         ),
         Command::Run { file } => run_file(&file),
         Command::Tools {

@@ -31,6 +31,10 @@ pub const SUPERSEDED_EVENT: &str = "mcp/superseded";
 /// `tasks/get`; the deliveries it names (possibly none) are claimed by it.
 pub const TASK_DELIVERED_EVENT: &str = "mcp/taskDelivered";
 
+/// Event type of a launch's claim: owed reminders taken by something outside the session's
+/// clients (a launched agent) instead of a tool result or a task; see [`LaunchClaim`].
+pub const LAUNCH_CLAIMED_EVENT: &str = "mcp/launchClaimed";
+
 /// Which lane the plugin chose; both are delivered the same way, the lane is kept for
 /// inspection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,6 +132,19 @@ pub struct InboxLogError {
     pub seq: u64,
     /// What is wrong.
     pub message: String,
+}
+
+/// The payload of [`LAUNCH_CLAIMED_EVENT`] (JSON `{"launch", "seqs", "prompt"}`, unknown
+/// keys refused).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LaunchClaim {
+    /// The launch's id, chosen by the claimer (unique to the claim).
+    pub launch: String,
+    /// The `mcp/queued` seqs it took, ascending.
+    pub seqs: Vec<u64>,
+    /// The taken messages' texts joined by a blank line: what the launched agent is told.
+    pub prompt: String,
 }
 
 /// One message owed to the model.
@@ -375,14 +392,62 @@ impl Inbox {
         lock(&self.state).reserved.retain(|(k, _, _)| *k != key);
     }
 
+    /// Takes every owed reminder (a message about a [`Subject::Reminder`]) that no response
+    /// carries and no task holds at `now`, for the launch `launch`: appends
+    /// [`LAUNCH_CLAIMED_EVENT`] and forgets them, so no tool result or task delivers them. The
+    /// caller flushes before it starts anything. `None` when there is none (or the append
+    /// failed: they stay owed).
+    pub(crate) fn claim_for_launch(&self, launch: &str, now: i64) -> Option<LaunchClaim> {
+        let mut state = lock(&self.state);
+        state.holds.retain(|h| now < h.until);
+        let taken: Vec<Pending> = state
+            .pending
+            .iter()
+            .filter(|p| {
+                p.message
+                    .subjects
+                    .iter()
+                    .any(|s| matches!(s, Subject::Reminder { .. }))
+            })
+            .filter(|p| !state.reserved.iter().any(|(_, s, _)| s.contains(&p.seq)))
+            .filter(|p| !state.holds.iter().any(|h| h.keeps(p, now)))
+            .cloned()
+            .collect();
+        if taken.is_empty() {
+            return None;
+        }
+        let claim = LaunchClaim {
+            launch: launch.to_owned(),
+            seqs: taken.iter().map(|p| p.seq).collect(),
+            prompt: taken
+                .iter()
+                .map(|p| p.message.joined_text())
+                .collect::<Vec<_>>()
+                .join("\n\n"),
+        };
+        let appended = serde_json::to_value(&claim)
+            .map_err(|e| e.to_string())
+            .and_then(|value| {
+                self.session
+                    .append(LAUNCH_CLAIMED_EVENT, value)
+                    .map_err(|e| e.to_string())
+            });
+        if let Err(error) = appended {
+            tracing::warn!("mcp: could not record a launch claim: {error}");
+            return None;
+        }
+        state.pending.retain(|p| !claim.seqs.contains(&p.seq));
+        Some(claim)
+    }
+
     /// The messages owed right now (reserved ones included), in order.
     pub(crate) fn pending(&self) -> Vec<Pending> {
         lock(&self.state).pending.clone()
     }
 }
 
-/// The owed messages of a log: every `mcp/queued` not named by an `mcp/claimed` or an
-/// `mcp/taskDelivered`.
+/// The owed messages of a log: every `mcp/queued` not named by an `mcp/claimed`, an
+/// `mcp/taskDelivered`, an `mcp/superseded` or an `mcp/launchClaimed`.
 ///
 /// # Errors
 /// [`InboxLogError`] for a payload that does not decode strictly, or a claim of a seq that
@@ -408,9 +473,11 @@ pub(crate) fn replay(events: &[SessionEvent]) -> Result<Vec<Pending>, InboxLogEr
                     message,
                 });
             }
-            CLAIMED_EVENT | TASK_DELIVERED_EVENT | SUPERSEDED_EVENT => {
+            CLAIMED_EVENT | TASK_DELIVERED_EVENT | SUPERSEDED_EVENT | LAUNCH_CLAIMED_EVENT => {
                 let seqs = if event.r#type == SUPERSEDED_EVENT {
                     decode::<SupersededData>(event)?.seqs
+                } else if event.r#type == LAUNCH_CLAIMED_EVENT {
+                    decode::<LaunchClaim>(event)?.seqs
                 } else if event.r#type == CLAIMED_EVENT {
                     let data: ClaimedData = decode(event)?;
                     if data.seqs.is_empty() {

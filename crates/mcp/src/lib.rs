@@ -2,6 +2,7 @@
 
 mod capabilities;
 mod error;
+mod handoff;
 mod host;
 pub mod http;
 mod inbox;
@@ -14,8 +15,10 @@ mod transport;
 mod unavailable;
 
 pub use error::ServeError;
+pub use handoff::owes_reminder;
 pub use inbox::{
-    CLAIMED_EVENT, InboxLogError, QUEUED_EVENT, SUPERSEDED_EVENT, TASK_DELIVERED_EVENT,
+    CLAIMED_EVENT, InboxLogError, LAUNCH_CLAIMED_EVENT, LaunchClaim, QUEUED_EVENT,
+    SUPERSEDED_EVENT, TASK_DELIVERED_EVENT,
 };
 pub use serve::{ServeOptions, serve, serve_stdio};
 pub use server::{OWED_FIELD, ResultShape, mcp_tool};

@@ -4,10 +4,13 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Network;
+
 /// What a confined job may do (configuration key `sandbox`; its presence turns the
 /// confinement on, for every job and terminal of the plugin). JSON keys (camelCase):
 /// `writableRoots`, `network`, `memoryMaxBytes`, `pidsMax`, `cpuMax`, `bestEffort`,
-/// `denyRead`, `readableRoots`, `isolateProcesses`, `inheritEnv`; every key is optional,
+/// `denyRead`, `readableRoots`, `isolateProcesses`, `inheritEnv`, `protectedPaths`,
+/// `denyWrite`; every key is optional,
 /// unknown keys are refused. See `docs/process-containment.md` for what
 /// each mechanism guarantees and what it does not.
 ///
@@ -15,7 +18,7 @@ use serde::{Deserialize, Serialize};
 /// let sandbox: turnkit_bash::Sandbox = serde_json::from_value(serde_json::json!({
 ///     "writableRoots": ["/srv/work"], "memoryMaxBytes": 536870912, "pidsMax": 256
 /// })).unwrap();
-/// assert!(!sandbox.network);
+/// assert_eq!(sandbox.network, turnkit_bash::Network::Off);
 /// assert_eq!(sandbox.cpu_max, None);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -27,10 +30,15 @@ pub struct Sandbox {
     /// temporary folder (`TMPDIR`, removed with the job) and the terminal devices
     /// (`/dev/null`, `/dev/tty`, `/dev/pts`, …) are always writable. Default: none.
     pub writable_roots: Vec<PathBuf>,
-    /// Whether the job may use the network. `false` (the default under a sandbox): a fresh
-    /// network namespace with only its own loopback, so a connect to any address outside
-    /// fails (`ENETUNREACH`; a connect to 127.0.0.1 reaches only listeners of the job).
-    pub network: bool,
+    /// What the job may reach on the network ([`Network`]: `false`, `true`, a list of host
+    /// names or a [`crate::NetworkPolicy`] object). `false` (the default under a sandbox): a
+    /// fresh network namespace with only its own loopback, so a connect to any address
+    /// outside fails (`ENETUNREACH`; a connect to 127.0.0.1 reaches only listeners of the
+    /// job). By name: the same namespace, whose only way out is the server's proxy on the
+    /// job's `127.0.0.1:3128` (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and their lower-case
+    /// forms are set for the job), which lets through only the names and ports allowed.
+    /// `true`: the host's network.
+    pub network: Network,
     /// Memory of the whole job in bytes (cgroup `memory.max`, or v1
     /// `memory.limit_in_bytes`; without a memory cgroup, `RLIMIT_AS` per process). At least
     /// 1 MiB.
@@ -72,9 +80,30 @@ pub struct Sandbox {
     /// small reaper that only waits. Where Landlock has scopes (ABI 6), the job can also not
     /// signal nor reach an abstract Unix socket of any process outside it. Default `false`.
     pub isolate_processes: bool,
+    /// The paths, relative to each writable root, that stay read-only for the job (a
+    /// read-only bind mount of each over itself in a mount namespace of the job's: writes
+    /// fail with `EROFS`, "Read-only file system"), so a job cannot plant code that runs
+    /// later outside its confinement. `null` (the default): [`DEFAULT_PROTECTED`]
+    /// (`.git/hooks`, `.git/config`, the shell start files, `.mcp.json`,
+    /// `.vscode/tasks.json`, `.vscode/settings.json`); a list replaces it (`[]`: none). Only
+    /// what exists when a job starts is protected. Relative paths without `..`.
+    ///
+    /// [`DEFAULT_PROTECTED`]: crate::DEFAULT_PROTECTED
+    pub protected_paths: Option<Vec<String>>,
+    /// Absolute paths that stay read-only for the job like the protected paths (anywhere;
+    /// outside the writable roots writes are refused anyway). Default: none.
+    pub deny_write: Vec<PathBuf>,
 }
 
 impl Sandbox {
+    /// The `protectedPaths` in force (the default list when unset).
+    pub fn protected(&self) -> Vec<&str> {
+        match &self.protected_paths {
+            Some(entries) => entries.iter().map(String::as_str).collect(),
+            None => super::protect::DEFAULT_PROTECTED.to_vec(),
+        }
+    }
+
     /// Whether the host's variable `name` is kept by `inheritEnv` (always without it).
     pub fn inherits(&self, name: &str) -> bool {
         match &self.inherit_env {
@@ -142,6 +171,24 @@ impl Sandbox {
                     root.display().to_string()
                 ));
             }
+        }
+        for entry in self.protected_paths.iter().flatten() {
+            if !super::protect::is_relative_entry(entry) {
+                return Err(format!(
+                    "sandbox.protectedPaths: {entry:?} is not a relative path without .."
+                ));
+            }
+        }
+        for path in &self.deny_write {
+            if !path.is_absolute() {
+                return Err(format!(
+                    "sandbox.denyWrite: {:?} is not an absolute path",
+                    path.display().to_string()
+                ));
+            }
+        }
+        if let Some(policy) = self.network.policy() {
+            policy.validate()?;
         }
         if let Some(bytes) = self.memory_max_bytes
             && bytes < 1024 * 1024

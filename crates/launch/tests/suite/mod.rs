@@ -1,0 +1,2 @@
+mod cron;
+mod support;
