@@ -1,2 +1,3 @@
 mod cron;
+mod served;
 mod support;

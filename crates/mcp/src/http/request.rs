@@ -145,7 +145,7 @@ async fn serve_request(
     {
         return Ok(preflight());
     }
-    let token = auth::check_token(request.headers(), options.tokens.as_ref(), id)?;
+    let token = server.check_token(request.headers(), id)?;
     auth::check_session_id(id)?;
     conn.claim(token).map_err(|TooManyConnections(max)| {
         Refused::closing(Refusal::new(
