@@ -137,12 +137,16 @@ fn the_transport_and_the_store_name_no_family_tool_or_event() {
 }
 
 /// The names of the tools the families serve: the headings of the tool catalogs
-/// (`docs/tool-catalog.md`, `docs/terminal-tools.md`, each kept equal to the served catalog by
-/// its own test).
+/// (`docs/tool-catalog.md`, `docs/terminal-tools.md`, `docs/watch-tools.md`, each kept equal to
+/// the served catalog by its own test).
 fn family_tools() -> Vec<String> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut names = Vec::new();
-    for doc in ["docs/tool-catalog.md", "docs/terminal-tools.md"] {
+    for doc in [
+        "docs/tool-catalog.md",
+        "docs/terminal-tools.md",
+        "docs/watch-tools.md",
+    ] {
         let text = std::fs::read_to_string(root.join(doc)).unwrap();
         for line in text.lines() {
             if let Some(name) = line

@@ -59,6 +59,21 @@ pub fn bash_outcome_with(end: &ProcessEnd, hits: LimitHits) -> JobOutcome {
     outcome
 }
 
+/// `outcome` with the line of the proxy's refusals (see [`BashProcess::refusals`]) at the
+/// end of its detail, after `; `: `exit code: 7; network: 1 connection refused
+/// (127.0.0.1:8080)`. Unchanged when `refusals` is `None`.
+pub fn with_refusals(outcome: JobOutcome, refusals: Option<&str>) -> JobOutcome {
+    let Some(line) = refusals else {
+        return outcome;
+    };
+    let mut outcome = outcome;
+    let detail = match outcome.detail.take() {
+        Some(detail) if !detail.is_empty() => format!("{detail}; {line}"),
+        _ => line.to_owned(),
+    };
+    outcome.with_detail(detail)
+}
+
 /// The hooks of a running process: `cancel` stops the process group (SIGTERM, SIGKILL after
 /// the grace; the reason is ignored), `done` resolves once the shell is reaped and both pipes
 /// are closed, and `read_output` is the consuming delta of [`BashProcess::read`].
@@ -78,7 +93,10 @@ pub(crate) fn bash_hooks(process: BashProcess) -> JobHooks {
             process.cancel();
             Ok(())
         },
-        async move { Ok(bash_outcome_with(&done.await, counters.limit_hits())) },
+        async move {
+            let outcome = bash_outcome_with(&done.await, counters.limit_hits());
+            Ok(with_refusals(outcome, counters.refusals().as_deref()))
+        },
     )
     .with_read_output(move || Ok(reader.read()))
     .with_trace(trace)

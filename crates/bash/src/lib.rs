@@ -18,9 +18,9 @@ mod tool;
 pub use config::{BashConfig, PLUGIN_NAME};
 pub use contain::{Containment, Group, JobTree, MARKER_VAR, Mechanism, TTY_GATE};
 pub use install::{Installed, install};
-pub use job::{bash_outcome, bash_outcome_with};
+pub use job::{bash_outcome, bash_outcome_with, with_refusals};
 pub use keys::{DEFAULT_KILL_GRACE_MS, ProcessKeys, ProcessKeysMut};
-pub use net::{HostPattern, NetworkPolicy, Refusals, Verdict};
+pub use net::{HostPattern, Network, NetworkPolicy, Refusals, Verdict};
 pub use process::{
     BashError, BashProcess, DEFAULT_KILL_GRACE, DEFAULT_MAX_OUTPUT_BYTES, DEFAULT_MAX_SPILL_BYTES,
     EndStatus, ProcessEnd, ProcessOptions, SpillOptions, SpillRetention, StreamStats,

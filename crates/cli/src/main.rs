@@ -96,10 +96,11 @@ enum Command {
         /// Add output schemas and `structuredContent` to tool results.
         #[arg(long)]
         structured: bool,
-        /// Where sessions are kept: a `postgres://` or `postgresql://` URL serves the session
-        /// from PostgreSQL (one host writes a session at a time; a second server on the same
-        /// session is refused), a folder is the same as `--dir`. Default: JSONL files in
-        /// `--dir`.
+        /// Where sessions are kept: a `postgres://` or `postgresql://` URL, or a libpq
+        /// key-value connection string (`host=/run/postgresql dbname=harness user=harness`),
+        /// serves the session from PostgreSQL (one host writes a session at a time; a second
+        /// server on the same session is refused); an existing folder is the same as `--dir`.
+        /// Anything else is refused. Default: JSONL files in `--dir`.
         #[arg(long, conflicts_with = "dir")]
         store: Option<String>,
         /// PostgreSQL only: a file whose first line is the store's password (keep the
@@ -160,8 +161,9 @@ enum Command {
         /// The folder of session files (default: as for `harness mcp`).
         #[arg(long)]
         dir: Option<PathBuf>,
-        /// A `postgres://` or `postgresql://` URL: show that store's sessions (with each
-        /// session's live owner) instead of a folder; a folder is the same as `--dir`.
+        /// A `postgres://` or `postgresql://` URL or a libpq key-value connection string
+        /// (as for `harness mcp`): show that store's sessions (with each session's live
+        /// owner) instead of a folder; an existing folder is the same as `--dir`.
         #[arg(long, conflicts_with = "dir")]
         store: Option<String>,
         /// PostgreSQL only: a file whose first line is the store's password (as for

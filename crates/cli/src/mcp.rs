@@ -27,35 +27,99 @@ pub(crate) enum Store {
 }
 
 impl Store {
-    /// The store of `--dir`/`--store`; for PostgreSQL, with its password found as
-    /// [`PgTarget::resolve`] says.
+    /// The store of `--dir`/`--store` ([`StoreKind::of`] says what a `--store` value names);
+    /// for PostgreSQL, with its password found as [`PgTarget::resolve`] says.
+    ///
+    /// # Errors
+    /// A `--store` value [`StoreKind::of`] refuses, `--store-password-file` with a folder,
+    /// or a password that cannot be read.
     pub(crate) fn choose(
         dir: Option<PathBuf>,
         store: Option<&str>,
         password_file: Option<&Path>,
     ) -> anyhow::Result<Self> {
-        Ok(match store {
-            Some(url) if url.starts_with("postgres://") || url.starts_with("postgresql://") => {
-                Self::Postgres(PgTarget::resolve(
-                    url.to_owned(),
-                    password_file,
-                    &PasswordEnv::current(),
-                )?)
-            }
-            Some(_) if password_file.is_some() => {
-                anyhow::bail!("--store-password-file applies to a PostgreSQL --store only")
-            }
-            Some(other) if other.contains("://") => anyhow::bail!(
-                "--store {other}: unknown store; give a postgres:// or postgresql:// URL, or a \
-                 folder for JSONL files"
-            ),
-            Some(folder) => Self::Jsonl(PathBuf::from(folder)),
-            None => Self::Jsonl(match dir {
+        let Some(store) = store else {
+            return Ok(Self::Jsonl(match dir {
                 Some(dir) => dir,
                 None => default_dir()?,
-            }),
+            }));
+        };
+        Ok(match StoreKind::of(store)? {
+            StoreKind::Postgres => Self::Postgres(PgTarget::resolve(
+                store.to_owned(),
+                password_file,
+                &PasswordEnv::current(),
+            )?),
+            StoreKind::Folder if password_file.is_some() => {
+                anyhow::bail!("--store-password-file applies to a PostgreSQL --store only")
+            }
+            StoreKind::Folder => Self::Jsonl(PathBuf::from(store)),
         })
     }
+}
+
+/// What a `--store` value names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StoreKind {
+    /// A PostgreSQL database: a `postgres://` or `postgresql://` URL, or a libpq key-value
+    /// connection string (`host=/run/postgresql dbname=harness user=harness`).
+    Postgres,
+    /// An existing folder of JSONL session files.
+    Folder,
+}
+
+impl StoreKind {
+    /// Reads `value`, in this order: a `postgres://`/`postgresql://` URL; another `scheme://`
+    /// (refused); an existing folder (so a folder named `a=b` is still a folder); a string
+    /// whose first word is `keyword=` (a libpq key-value connection string, parsed as the
+    /// store parses it, so an unknown keyword or an unclosed quote is refused here).
+    ///
+    /// # Errors
+    /// `--store <value>: unknown store; …` for another URL scheme, `--store <value>: not a
+    /// PostgreSQL connection string (<why>); …` for a key-value string that does not parse,
+    /// and `--store <value>: no such folder, and not a PostgreSQL connection string; …` for
+    /// anything else (a folder that does not exist yet is created by `--dir`, not
+    /// `--store`).
+    pub(crate) fn of(value: &str) -> anyhow::Result<Self> {
+        const GIVE: &str = "give a postgres:// or postgresql:// URL, a PostgreSQL connection \
+                            string (host=... dbname=... user=...), or an existing folder for \
+                            JSONL files";
+        if value.starts_with("postgres://") || value.starts_with("postgresql://") {
+            return Ok(Self::Postgres);
+        }
+        if value.contains("://") {
+            anyhow::bail!("--store {value}: unknown store; {GIVE}");
+        }
+        if Path::new(value).is_dir() {
+            return Ok(Self::Folder);
+        }
+        if key_value_shaped(value) {
+            return match value.parse::<tokio_postgres::Config>() {
+                Ok(_) => Ok(Self::Postgres),
+                Err(error) => {
+                    let why = std::error::Error::source(&error)
+                        .map_or_else(|| error.to_string(), ToString::to_string);
+                    anyhow::bail!(
+                        "--store {value}: not a PostgreSQL connection string ({why}); {GIVE}"
+                    )
+                }
+            };
+        }
+        anyhow::bail!(
+            "--store {value}: no such folder, and not a PostgreSQL connection string; {GIVE} \
+             (--dir creates its folder)"
+        )
+    }
+}
+
+/// Whether `value` starts as a libpq key-value connection string does: a keyword (letters,
+/// digits, `_`), optional spaces, `=`.
+fn key_value_shaped(value: &str) -> bool {
+    let value = value.trim_start();
+    let keyword = value
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .map_or(value, |end| &value[..end]);
+    !keyword.is_empty() && value[keyword.len()..].trim_start().starts_with('=')
 }
 
 impl Store {

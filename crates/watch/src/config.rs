@@ -9,7 +9,7 @@ pub const PLUGIN_NAME: &str = "tool-watch";
 /// Configuration of the watch family. Every key is optional; unknown keys are rejected.
 ///
 /// JSON keys (camelCase): `defaultMaxEvents`, `maxEventsCap`, `defaultCoalesceMs`,
-/// `maxExpiresMs`, `lineMaxChars`, `wakeMaxBytes`, `pollMs`, `maxWatchesPerOwner`.
+/// `maxExpiresMs`, `lineMaxChars`, `wakeMaxBytes`, `pollMs`, `maxWatchesPerOwner`, `maxFiles`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 #[non_exhaustive]
@@ -37,6 +37,9 @@ pub struct WatchConfig {
     pub poll_ms: u64,
     /// Watches one owner may have running at once. ≥ 1; default 64.
     pub max_watches_per_owner: u64,
+    /// The most files one path watch records and watches (a folder's first ones in path
+    /// order; the rest are not watched). ≥ 1; default 10000.
+    pub max_files: u64,
 }
 
 impl Default for WatchConfig {
@@ -50,6 +53,7 @@ impl Default for WatchConfig {
             wake_max_bytes: 4096,
             poll_ms: 10,
             max_watches_per_owner: 64,
+            max_files: 10_000,
         }
     }
 }
@@ -58,7 +62,7 @@ impl PluginConfig for WatchConfig {
     const PLUGIN: &'static str = PLUGIN_NAME;
 
     fn validate(&self) -> Result<(), ConfigError> {
-        let checks: [(bool, &str); 8] = [
+        let checks: [(bool, &str); 9] = [
             (
                 self.max_events_cap >= 1,
                 "$.maxEventsCap must be at least 1",
@@ -87,6 +91,7 @@ impl PluginConfig for WatchConfig {
                 self.max_watches_per_owner >= 1,
                 "$.maxWatchesPerOwner must be at least 1",
             ),
+            (self.max_files >= 1, "$.maxFiles must be at least 1"),
             (
                 self.default_coalesce_ms <= self.max_expires_ms,
                 "$.defaultCoalesceMs must not exceed $.maxExpiresMs",

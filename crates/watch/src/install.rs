@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use turnkit_core::{ConfigError, Harness, Registration, RegistrationScope};
+use turnkit_core::{ConfigError, Harness, LifecycleEvent, Registration, RegistrationScope};
 use turnkit_jobs::JobRegistry;
 
 use crate::{WatchConfig, WatchTool, Watches};
@@ -11,6 +11,7 @@ use crate::{WatchConfig, WatchTool, Watches};
 #[must_use = "dropping Installed unregisters the watch tool at once"]
 pub struct Installed {
     tool: Registration,
+    lifecycle: Registration,
     watches: Watches,
 }
 
@@ -32,6 +33,7 @@ impl Installed {
     /// keep running under the job registry, whose disposal stops them.
     pub fn dispose(&self) {
         self.tool.unregister();
+        self.lifecycle.unregister();
     }
 
     /// [`Installed::dispose`]; the watches' tasks end when the registry's disposal cancels
@@ -46,6 +48,10 @@ impl Installed {
 /// `Arc<dyn JobRegistry>` in [`Harness::services`]); without one every call fails with
 /// [`crate::JOBS_UNAVAILABLE`]. The host clock measures coalescing windows and expiry.
 ///
+/// Installed inside a tokio runtime, it also re-arms, for every agent the host publishes
+/// (a session opened again after a restart), the path watches its session log says were
+/// still armed when the previous host stopped; outside one it re-arms nothing.
+///
 /// # Errors
 /// [`ConfigError::Register`] when a `watch_create` tool is already registered.
 pub fn install(harness: &Arc<dyn Harness>, config: WatchConfig) -> Result<Installed, ConfigError> {
@@ -55,5 +61,22 @@ pub fn install(harness: &Arc<dyn Harness>, config: WatchConfig) -> Result<Instal
         Arc::new(WatchTool::new(watches.clone())),
         RegistrationScope::Global,
     )?;
-    Ok(Installed { tool, watches })
+    let lifecycle = match tokio::runtime::Handle::try_current() {
+        Ok(runtime) => {
+            let rearming = watches.clone();
+            harness.subscribe_agents(Arc::new(move |event: &LifecycleEvent| {
+                if let LifecycleEvent::Created(agent) = event {
+                    let watches = rearming.clone();
+                    let agent = agent.clone();
+                    drop(runtime.spawn(async move { watches.rearm(agent).await }));
+                }
+            }))
+        }
+        Err(_) => Registration::noop(),
+    };
+    Ok(Installed {
+        tool,
+        lifecycle,
+        watches,
+    })
 }

@@ -1,10 +1,15 @@
 #![doc = include_str!("../README.md")]
 
 mod config;
+mod durable;
 mod frame;
+mod hub;
 mod install;
+mod launch;
 mod lines;
 mod output;
+mod path;
+mod snapshot;
 mod tool;
 
 pub use config::{PLUGIN_NAME, WatchConfig};

@@ -66,7 +66,7 @@ impl Channel {
 
     /// Sends one wake (`event-<n>`, never replacing an earlier one) and keeps its text for
     /// `job_output`.
-    fn wake(&self, n: u64, text: String) {
+    pub(crate) fn wake(&self, n: u64, text: String) {
         {
             let mut unread = lock(&self.unread);
             unread.push_str(&text);

@@ -122,3 +122,63 @@ fn the_issue_example_line_is_exact() {
         Some("network: 3 connections refused (example.com:443 ×3)")
     );
 }
+
+#[test]
+fn the_network_key_takes_false_true_a_list_or_a_policy() {
+    let parse = |value: serde_json::Value| serde_json::from_value::<Network>(value);
+    assert_eq!(parse(serde_json::json!(false)).unwrap(), Network::Off);
+    assert_eq!(parse(serde_json::json!(true)).unwrap(), Network::On);
+    assert_eq!(
+        parse(serde_json::json!(["localhost", "*.crates.io"])).unwrap(),
+        Network::ByName(NetworkPolicy::allowing(["localhost", "*.crates.io"]))
+    );
+    let object =
+        parse(serde_json::json!({"allow": ["a.org"], "deny": ["b.a.org"], "ports": [443]}));
+    assert_eq!(
+        object.unwrap(),
+        Network::ByName(NetworkPolicy {
+            allow: vec!["a.org".to_owned()],
+            deny: vec!["b.a.org".to_owned()],
+            ports: vec![443],
+        })
+    );
+    let expected =
+        "false, true, a list of host names or {\"allow\": […], \"deny\": […], \"ports\": […]}";
+    assert_eq!(
+        parse(serde_json::json!("on")).unwrap_err().to_string(),
+        format!("invalid type: string \"on\", expected {expected}")
+    );
+    assert_eq!(
+        parse(serde_json::json!([1])).unwrap_err().to_string(),
+        "invalid type: integer `1`, expected a string"
+    );
+    // Round trip: what is written is read back the same.
+    for network in [
+        Network::Off,
+        Network::On,
+        Network::ByName(NetworkPolicy::allowing(["x.org"])),
+    ] {
+        let text = serde_json::to_value(&network).unwrap();
+        assert_eq!(parse(text).unwrap(), network);
+    }
+}
+
+#[test]
+fn a_sandbox_with_a_bad_policy_is_refused_naming_the_key() {
+    let sandbox: crate::Sandbox = serde_json::from_value(serde_json::json!({
+        "network": {"allow": ["ok.org"], "deny": ["bad name"]}
+    }))
+    .unwrap();
+    assert_eq!(
+        sandbox.validate(),
+        Err(
+            "sandbox.network.deny: \"bad name\" is not a host name, an address or *.name"
+                .to_owned()
+        )
+    );
+    let empty: crate::Sandbox = serde_json::from_value(serde_json::json!({"network": []})).unwrap();
+    assert_eq!(
+        crate::probe_sandbox(&empty).unwrap_err().0,
+        "sandbox.network.allow: no host names (use \"network\": false for no network)"
+    );
+}

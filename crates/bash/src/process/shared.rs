@@ -22,6 +22,8 @@ pub(super) struct Shared {
     pub(super) cancel: CancellationToken,
     /// Set once the process is reaped and its pipes are closed: no more group signals.
     pub(super) finished: AtomicBool,
+    /// Set once a read after the end carried the line of the proxy's refusals.
+    pub(super) refusals_told: AtomicBool,
     pub(super) tree: Arc<Tree>,
     /// The job's confinement (its temporary folder and limit cgroups live as long as this).
     pub(super) sandbox: Option<JobSandbox>,

@@ -148,6 +148,7 @@ impl BashProcess {
             output_ready: Notify::new(),
             cancel: CancellationToken::new(),
             finished: AtomicBool::new(false),
+            refusals_told: AtomicBool::new(false),
             tree: Arc::new(tree),
             sandbox,
             grace: options.kill_grace,
@@ -241,6 +242,10 @@ impl BashProcess {
         } else {
             render_delta(&stdout, &stderr.into_text())
         };
+        let delta = match self.final_refusals() {
+            Some(line) => append_notice(delta, &format!("{line}\n")),
+            None => delta,
+        };
         match paths {
             None => delta,
             Some(paths) => {
@@ -319,6 +324,31 @@ impl BashProcess {
             .as_ref()
             .map(JobSandbox::hits)
             .unwrap_or_default()
+    }
+
+    /// With the network by name: the line of the connections the proxy refused the job so
+    /// far (`network: 3 connections refused (example.com:443 ×3)`), `None` when there were
+    /// none or the network is not by name. [`BashProcess::read`] ends the first read after
+    /// the end with it, and the job's settlement detail ends with it.
+    pub fn refusals(&self) -> Option<String> {
+        self.handle
+            .shared
+            .sandbox
+            .as_ref()
+            .and_then(JobSandbox::refusals)
+    }
+
+    /// The refusal line, once, when the process has ended.
+    fn final_refusals(&self) -> Option<String> {
+        let shared = &self.handle.shared;
+        if shared.end.borrow().is_none() {
+            return None;
+        }
+        let line = self.refusals()?;
+        (!shared
+            .refusals_told
+            .swap(true, std::sync::atomic::Ordering::SeqCst))
+        .then_some(line)
     }
 
     /// Byte counts of stdout and stderr so far.

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
+use crate::Network;
+
 /// What a confined job may do (configuration key `sandbox`; its presence turns the
 /// confinement on, for every job and terminal of the plugin). JSON keys (camelCase):
 /// `writableRoots`, `network`, `memoryMaxBytes`, `pidsMax`, `cpuMax`, `bestEffort`,
@@ -15,7 +17,7 @@ use serde::{Deserialize, Serialize};
 /// let sandbox: turnkit_bash::Sandbox = serde_json::from_value(serde_json::json!({
 ///     "writableRoots": ["/srv/work"], "memoryMaxBytes": 536870912, "pidsMax": 256
 /// })).unwrap();
-/// assert!(!sandbox.network);
+/// assert_eq!(sandbox.network, turnkit_bash::Network::Off);
 /// assert_eq!(sandbox.cpu_max, None);
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -27,10 +29,15 @@ pub struct Sandbox {
     /// temporary folder (`TMPDIR`, removed with the job) and the terminal devices
     /// (`/dev/null`, `/dev/tty`, `/dev/pts`, …) are always writable. Default: none.
     pub writable_roots: Vec<PathBuf>,
-    /// Whether the job may use the network. `false` (the default under a sandbox): a fresh
-    /// network namespace with only its own loopback, so a connect to any address outside
-    /// fails (`ENETUNREACH`; a connect to 127.0.0.1 reaches only listeners of the job).
-    pub network: bool,
+    /// What the job may reach on the network ([`Network`]: `false`, `true`, a list of host
+    /// names or a [`crate::NetworkPolicy`] object). `false` (the default under a sandbox): a
+    /// fresh network namespace with only its own loopback, so a connect to any address
+    /// outside fails (`ENETUNREACH`; a connect to 127.0.0.1 reaches only listeners of the
+    /// job). By name: the same namespace, whose only way out is the server's proxy on the
+    /// job's `127.0.0.1:3128` (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY` and their lower-case
+    /// forms are set for the job), which lets through only the names and ports allowed.
+    /// `true`: the host's network.
+    pub network: Network,
     /// Memory of the whole job in bytes (cgroup `memory.max`, or v1
     /// `memory.limit_in_bytes`; without a memory cgroup, `RLIMIT_AS` per process). At least
     /// 1 MiB.
@@ -142,6 +149,9 @@ impl Sandbox {
                     root.display().to_string()
                 ));
             }
+        }
+        if let Some(policy) = self.network.policy() {
+            policy.validate()?;
         }
         if let Some(bytes) = self.memory_max_bytes
             && bytes < 1024 * 1024

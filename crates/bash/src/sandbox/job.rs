@@ -2,10 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
-use super::child::{ChildSetup, Init, Mounts, UserMaps};
+use super::child::{Bridge, ChildSetup, Init, Mounts, UserMaps};
 use super::limits::{JobLimits, LimitHits};
 use super::{Sandbox, SandboxError, Wall, available};
 use crate::JobTree;
+use crate::net::{Gate, PROXY_PORT, Refusals, proxy_env};
 
 /// Devices every confined job may write (and open for writing): the null and zero devices,
 /// the terminals.
@@ -41,6 +42,17 @@ pub struct JobSandbox {
     _empty: Option<tempfile::NamedTempFile>,
     /// The host's variables kept by `inheritEnv`.
     inherit: Option<Vec<(std::ffi::OsString, std::ffi::OsString)>>,
+    /// With the network by name: the job's side of the server's proxy.
+    proxy: Option<ProxyDoor>,
+}
+
+/// The server's end of the socket pair the job's listener arrives on, the job's policy and
+/// refusals, and (once [`JobSandbox::enter`] received the listener) the accept task.
+#[derive(Debug)]
+struct ProxyDoor {
+    channel: std::os::fd::OwnedFd,
+    gate: std::sync::Arc<Gate>,
+    serving: std::sync::Mutex<Option<tokio_util::task::AbortOnDropHandle<()>>>,
 }
 
 /// A `ChildSetup` behind a `Debug` face.
@@ -74,7 +86,33 @@ impl JobSandbox {
             .tempdir()
             .map_err(|e| SandboxError(format!("sandbox: no temporary folder: {e}")))?;
         let limits = JobLimits::prepare(sandbox, v2, marker).map_err(SandboxError)?;
-        let network_off = !sandbox.network && available(Wall::Network, sandbox)?;
+        let network_off = sandbox.network.isolated() && available(Wall::Network, sandbox)?;
+        let (proxy, bridge) = match sandbox.network.policy() {
+            Some(policy) if network_off => {
+                let (channel, child) = rustix::net::socketpair(
+                    rustix::net::AddressFamily::UNIX,
+                    rustix::net::SocketType::STREAM,
+                    rustix::net::SocketFlags::CLOEXEC,
+                    None,
+                )
+                .map_err(|e| SandboxError(format!("sandbox: no socket pair for the proxy: {e}")))?;
+                let gate = Gate {
+                    policy: policy.clone(),
+                    refusals: std::sync::Arc::new(Refusals::new()),
+                };
+                let door = ProxyDoor {
+                    channel,
+                    gate: std::sync::Arc::new(gate),
+                    serving: std::sync::Mutex::new(None),
+                };
+                let bridge = Bridge {
+                    channel: child,
+                    port: PROXY_PORT,
+                };
+                (Some(door), Some(bridge))
+            }
+            _ => (None, None),
+        };
         let hide = !sandbox.deny_read.is_empty() && available(Wall::Mounts, sandbox)?;
         let isolate = sandbox.isolate_processes && available(Wall::Pids, sandbox)?;
         let mut empty = None;
@@ -119,6 +157,7 @@ impl JobSandbox {
         let setup = ChildSetup {
             rlimits: limits.rlimits.clone(),
             network_off,
+            bridge,
             user_maps,
             mounts,
             init,
@@ -137,6 +176,7 @@ impl JobSandbox {
                     .filter(|(name, _)| name.to_str().is_some_and(|n| sandbox.inherits(n)))
                     .collect()
             }),
+            proxy,
         })
     }
 
@@ -164,7 +204,20 @@ impl JobSandbox {
         let pid = i32::try_from(pid).map_err(|_| SandboxError(format!("bad pid {pid}")))?;
         self.limits
             .enter(pid)
-            .map_err(|e| SandboxError(format!("sandbox: {e}")))
+            .map_err(|e| SandboxError(format!("sandbox: {e}")))?;
+        if let Some(door) = &self.proxy {
+            door.open()?;
+        }
+        Ok(())
+    }
+
+    /// With the network by name: the line of what the proxy refused the job so far
+    /// ([`Refusals::summary`], e.g. `network: 1 connection refused (127.0.0.1:8080)`);
+    /// `None` when nothing was refused or the network is not by name.
+    pub fn refusals(&self) -> Option<String> {
+        self.proxy
+            .as_ref()
+            .and_then(|door| door.gate.refusals.summary())
     }
 
     /// Which limits stopped something of the job so far.
@@ -176,15 +229,60 @@ impl JobSandbox {
     /// call returns `command` unchanged).
     pub fn confine_pty(&mut self, command: pty_process::Command) -> pty_process::Command {
         match self.setup.take() {
-            Some(SetupSlot(setup)) => super::child::install_pty(command, setup),
+            Some(SetupSlot(setup)) => {
+                let command = match &self.proxy {
+                    Some(_) => command.envs(proxy_env()),
+                    None => command,
+                };
+                super::child::install_pty(command, setup)
+            }
             None => command,
         }
     }
 
     pub(crate) fn confine_tokio(&mut self, command: &mut tokio::process::Command) {
         if let Some(SetupSlot(setup)) = self.setup.take() {
+            if self.proxy.is_some() {
+                command.envs(proxy_env());
+            }
             super::child::install_tokio(command, setup);
         }
+    }
+}
+
+impl ProxyDoor {
+    /// Receives the listener the job's first process sent before `exec` (so it is waiting
+    /// once the spawn returned) and starts serving it on the current runtime.
+    fn open(&self) -> Result<(), SandboxError> {
+        use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags};
+        let failed = |what: String| SandboxError(format!("sandbox: the proxy {what}"));
+        let mut serving = turnkit_core::lock(&self.serving);
+        if serving.is_some() {
+            return Ok(());
+        }
+        let mut space = [std::mem::MaybeUninit::<u8>::uninit(); rustix::cmsg_space!(ScmRights(1))];
+        let mut control = RecvAncillaryBuffer::new(&mut space);
+        let mut byte = [0u8; 1];
+        rustix::net::recvmsg(
+            &self.channel,
+            &mut [std::io::IoSliceMut::new(&mut byte)],
+            &mut control,
+            RecvFlags::DONTWAIT | RecvFlags::CMSG_CLOEXEC,
+        )
+        .map_err(|e| failed(format!("got no listener from the job: {e}")))?;
+        let mut listener = None;
+        for message in control.drain() {
+            if let RecvAncillaryMessage::ScmRights(fds) = message {
+                for fd in fds {
+                    listener.get_or_insert(fd);
+                }
+            }
+        }
+        let listener = listener.ok_or_else(|| failed("got no listener from the job".to_owned()))?;
+        let handle = crate::net::serve(std::net::TcpListener::from(listener), self.gate.clone())
+            .map_err(|e| failed(format!("could not serve: {e}")))?;
+        *serving = Some(handle);
+        Ok(())
     }
 }
 

@@ -123,6 +123,19 @@ fn run_true(command: &mut std::process::Command) -> Result<(), String> {
     }
 }
 
+/// `allow a, b; deny c; ports 443, 80` (the parts present).
+fn describe_policy(policy: &crate::NetworkPolicy) -> String {
+    let mut text = format!("allow {}", policy.allow.join(", "));
+    if !policy.deny.is_empty() {
+        text.push_str(&format!("; deny {}", policy.deny.join(", ")));
+    }
+    if !policy.ports.is_empty() {
+        let ports: Vec<String> = policy.ports.iter().map(u16::to_string).collect();
+        text.push_str(&format!("; ports {}", ports.join(", ")));
+    }
+    text
+}
+
 /// Starts `true` with the whole confinement of `sandbox` (its limits aside, which are
 /// checked on their own): the walls may each work and still not together.
 fn try_whole(sandbox: &Sandbox) -> Result<(), SandboxError> {
@@ -187,15 +200,25 @@ pub fn probe(sandbox: &Sandbox) -> Result<String, SandboxError> {
             Err(error) => return Err(SandboxError(format!("sandbox: {error}"))),
         }
     }
-    if sandbox.network {
+    let by_name = sandbox.network.policy().map(describe_policy);
+    if !sandbox.network.isolated() {
         parts.push("network on".to_owned());
     } else if available(Wall::Network, sandbox)? {
-        parts.push("network off (network namespace, loopback only)".to_owned());
+        match &by_name {
+            Some(policy) => parts.push(format!(
+                "network by name: {policy} (network namespace, loopback only; the server's \
+                 HTTP and SOCKS5 proxy on 127.0.0.1:{})",
+                crate::net::PROXY_PORT
+            )),
+            None => parts.push("network off (network namespace, loopback only)".to_owned()),
+        }
         if available(Wall::Seccomp, sandbox)? {
             parts.push("no Unix sockets (seccomp)".to_owned());
         } else {
             missing.push("no Unix sockets (no seccomp)".to_owned());
         }
+    } else if let Some(policy) = &by_name {
+        missing.push(format!("network by name: {policy} (no network namespace)"));
     } else {
         missing.push("network off (no network namespace)".to_owned());
     }

@@ -148,7 +148,7 @@ async fn network_off_refuses_loopback_and_public_connects() {
 #[tokio::test]
 async fn network_on_reaches_the_hosts_loopback() {
     let mut on = sandbox(&[]);
-    on.network = true;
+    on.network = turnkit_bash::Network::On;
     let Some(sandbox) = provided(on) else {
         return;
     };

@@ -256,3 +256,59 @@ async fn sigterm_ends_a_postgres_server_and_its_tasks_with_the_lease_released() 
         .unwrap();
     assert_eq!((owner, epoch, last), (None, 1, 1));
 }
+
+/// `url` as a libpq key-value connection string (`host=… port=… user=… dbname=…`), each
+/// value quoted.
+fn key_value(url: &str) -> String {
+    let config: tokio_postgres::Config = url.parse().unwrap();
+    let quote = |value: &str| format!("'{}'", value.replace('\\', "\\\\").replace('\'', "\\'"));
+    let host = match &config.get_hosts()[0] {
+        tokio_postgres::config::Host::Tcp(host) => host.clone(),
+        tokio_postgres::config::Host::Unix(path) => path.to_str().unwrap().to_owned(),
+    };
+    let mut pairs = vec![format!("host={}", quote(&host))];
+    if let Some(port) = config.get_ports().first() {
+        pairs.push(format!("port={port}"));
+    }
+    if let Some(user) = config.get_user() {
+        pairs.push(format!("user={}", quote(user)));
+    }
+    pairs.push(format!("dbname={}", quote(config.get_dbname().unwrap())));
+    pairs.join(" ")
+}
+
+/// `--store` given as a key-value connection string serves the session from that database
+/// (its write is a row there) and creates nothing in the working folder.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_key_value_connection_string_is_a_postgres_store() {
+    let Some(url) = server_url() else {
+        return;
+    };
+    let store = fresh_database(&url).await;
+    let conninfo = key_value(&store);
+    assert!(conninfo.starts_with("host="), "{conninfo}");
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    let mut command = command(dir.path(), &conninfo);
+    command.current_dir(&work);
+    let (server, _) = serve_command(command).await;
+    assert_eq!(
+        server.texts("todo_write", todos("kept in postgres")).await,
+        ["Updated todo list: 0 pending, 1 in progress, 0 completed."]
+    );
+    server.stop().await;
+    let log: Vec<(i64, String)> = client(&store)
+        .await
+        .query(
+            "SELECT seq, type FROM harness.events WHERE session_id = 's' ORDER BY seq",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    assert_eq!(log, [(1, "todo/write".to_owned())]);
+    assert_eq!(std::fs::read_dir(&work).unwrap().count(), 0);
+}

@@ -169,7 +169,7 @@ async fn a_completed_task_is_a_tool_result_and_tasks_update_is_acknowledged() {
 }
 
 /// With a one-second TTL (`--task-ttl 1`): past it a task is unknown to `tasks/get`,
-/// `tasks/update` and `tasks/cancel`; the cancel kills nothing (the job still runs); the
+/// `tasks/update` and `tasks/cancel` (and `tasks/list` is not served); the cancel kills nothing (the job still runs); the
 /// task's hold is gone, so the notice of its job reaches the next tool result; and a
 /// restarted server does not bring the task back.
 #[tokio::test]
@@ -219,6 +219,30 @@ async fn past_its_ttl_a_task_is_forgotten_and_cancelling_it_kills_nothing() {
     )
     .await;
     assert_eq!(updated["error"], unknown(&sleeper));
+    // `tasks/list` is not served (the server advertises no listing; an unserved method is
+    // refused with 404 and -32601), so no listing can show a forgotten task.
+    let listing = stateless(
+        &peer.http,
+        &peer.url,
+        Some(&peer.auth),
+        "tasks/list",
+        None,
+        json!({}),
+        true,
+    )
+    .await;
+    assert_eq!(
+        (
+            listing.status,
+            listing.messages().remove(0)["error"].clone()
+        ),
+        (
+            404,
+            json!({"code": -32601, "message": "Method not found: tasks/list"})
+        ),
+        "{}",
+        listing.body
+    );
     let gated_got = until_got(&peer, &gated, |got| got.get("error").is_some()).await;
     assert_eq!(gated_got["error"], unknown(&gated));
     let listed = call(&peer, "job_list", json!({})).await;

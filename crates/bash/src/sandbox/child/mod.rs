@@ -1,7 +1,7 @@
 //! The confinement steps run in the child between `fork` and `exec` (`pre_exec`): with
 //! `mounts` and `init`, the one place of the library code that may use `unsafe` (the
 //! workspace's other is test support, turnkit-testkit's skip summary). One topic per file: this one (the steps and
-//! their order), `mounts` (the hidden paths and the job's own `/proc`), `init` (the PID
+//! their order), `bridge` (the proxy's listener in the job's network namespace), `mounts` (the hidden paths and the job's own `/proc`), `init` (the PID
 //! namespace's two extra processes).
 //!
 //! Why `unsafe` is sound here: `pre_exec` is unsafe because the closure runs in a forked
@@ -10,7 +10,7 @@
 //! therefore only makes system calls through `rustix` and `landlock` with values prepared in
 //! the parent before the fork: `setrlimit`, `unshare`, `open`/`write` of preformatted bytes
 //! to `/proc/self/{setgroups,uid_map,gid_map}`, `socket` + `ioctl(SIOCSIFFLAGS)` to bring up
-//! the loopback, `mount` of paths prepared as C strings, `getcwd` into a buffer on the
+//! the loopback, `socket`/`bind`/`listen`/`sendmsg` of the proxy's listener (`bridge`), `mount` of paths prepared as C strings, `getcwd` into a buffer on the
 //! stack and `chdir`, `sigaction`, `pipe2`, `clone` (the raw system call, so no `atfork`
 //! handler of the C library runs), `close_range`, `read`/`write` of four bytes, `wait4`,
 //! `kill`, `_exit`, `prctl(PR_SET_NO_NEW_PRIVS)`, `landlock_restrict_self` on a ruleset
@@ -30,9 +30,11 @@ use std::io;
 
 use rustix::process::{Resource, Rlimit};
 
+mod bridge;
 mod init;
 mod mounts;
 
+pub(crate) use bridge::Bridge;
 pub(crate) use init::{Init, own_strings};
 pub(crate) use mounts::Mounts;
 
@@ -42,6 +44,9 @@ pub(crate) struct ChildSetup {
     pub(crate) rlimits: Vec<(Resource, u64)>,
     /// Unshare the network namespace (and bring its loopback up).
     pub(crate) network_off: bool,
+    /// With the network by name: the proxy's listener, made in the job's namespace and sent
+    /// to the server.
+    pub(crate) bridge: Option<Bridge>,
     /// For a host that is not root: the user namespace that makes the other namespaces
     /// possible, with the user and group mapped to themselves (preformatted lines).
     pub(crate) user_maps: Option<UserMaps>,
@@ -69,6 +74,7 @@ impl ChildSetup {
         Self {
             rlimits: Vec::new(),
             network_off: false,
+            bridge: None,
             user_maps: None,
             mounts: None,
             init: None,
@@ -124,6 +130,9 @@ impl ChildSetup {
         self.unshare()?;
         if self.network_off {
             loopback_up()?;
+        }
+        if let Some(bridge) = &self.bridge {
+            bridge.send_listener()?;
         }
         match &self.init {
             // Returns only in the job's shell, pid 2 of the namespace.
