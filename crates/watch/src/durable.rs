@@ -11,6 +11,7 @@ use serde_json::Value;
 use turnkit_core::{Agent, JsonText, Session};
 use turnkit_jobs::JobId;
 
+use crate::check::{CHECK_EVENT, CHECKED_EVENT, CheckDef, Checked};
 use crate::snapshot::{ChangeKind, Entry, Snapshot};
 
 /// The event type of a path watch's definition.
@@ -125,6 +126,7 @@ impl OutputDef {
 pub(crate) enum Armed {
     Path(PathDef),
     Output(OutputDef),
+    Check(CheckDef),
 }
 
 impl Armed {
@@ -132,6 +134,7 @@ impl Armed {
         match self {
             Self::Path(def) => &def.id,
             Self::Output(def) => &def.id,
+            Self::Check(def) => &def.id,
         }
     }
 }
@@ -196,6 +199,29 @@ pub(crate) fn armed(session: &dyn Session) -> Vec<Armed> {
                 }
                 Ok(_) => tracing::warn!("watch: a watch/path of another version is ignored"),
                 Err(error) => tracing::warn!("watch: a watch/path is ignored: {error}"),
+            },
+            CHECK_EVENT => match event.decode::<CheckDef>() {
+                Ok(def) if def.version == VERSION => {
+                    if let Some(old) = &def.rearms {
+                        ended.insert(old.clone());
+                    }
+                    defs.push(Armed::Check(def));
+                }
+                Ok(_) => tracing::warn!("watch: a watch/check of another version is ignored"),
+                Err(error) => tracing::warn!("watch: a watch/check is ignored: {error}"),
+            },
+            CHECKED_EVENT => match event.decode::<Checked>() {
+                Ok(checked) => {
+                    let def = defs.iter_mut().rev().find_map(|d| match d {
+                        Armed::Check(def) if def.id == checked.id => Some(def),
+                        _ => None,
+                    });
+                    if let Some(def) = def {
+                        def.seen = def.seen.max(checked.seen);
+                        def.last = Some(checked.last);
+                    }
+                }
+                Err(error) => tracing::warn!("watch: a watch/checked is ignored: {error}"),
             },
             OUTPUT_EVENT => match event.decode::<OutputDef>() {
                 Ok(def) if def.version == VERSION => {
@@ -308,6 +334,7 @@ mod tests {
                     format!("seen {} files {:?}", def.seen, def.files),
                 ),
                 Armed::Output(def) => (def.id.to_string(), format!("output of {}", def.job)),
+                Armed::Check(def) => (def.id.to_string(), format!("check {}", def.command)),
             })
             .collect();
         assert_eq!(
