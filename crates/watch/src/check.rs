@@ -8,72 +8,18 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::channel::oneshot;
-use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use turnkit_bash::{BashJobs, BashProcess, EndStatus};
 use turnkit_core::{Agent, Clock};
 use turnkit_jobs::{JobId, JobOutcome, StartGate};
 
-use crate::durable;
+use crate::durable::{self, CHECKED_EVENT, Checked, On, Result_};
 use crate::frame::Batch;
 use crate::output::{Bounds, Channel};
-
-/// The event type of a check watch's definition.
-pub(crate) const CHECK_EVENT: &str = "watch/check";
-
-/// The event type of a check watch's last result, recorded before each wake.
-pub(crate) const CHECKED_EVENT: &str = "watch/checked";
 
 /// The shortest real time a run may take before it is stopped (`timed out`); a longer
 /// interval is the limit itself.
 const RUN_MIN_LIMIT: Duration = Duration::from_secs(10);
-
-/// When a check's run is an event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum On {
-    /// The result turned to success (exit code 0) from anything else (or the first run
-    /// succeeded).
-    Success,
-    /// The result (exit status and output) differs from the previous run's.
-    Change,
-}
-
-/// What one run gave: whether it succeeded, and a digest of its status and output.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Result_ {
-    pub(crate) ok: bool,
-    pub(crate) digest: String,
-}
-
-/// A `watch/check` payload.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct CheckDef {
-    pub(crate) version: u64,
-    pub(crate) id: JobId,
-    pub(crate) command: String,
-    pub(crate) interval_ms: u64,
-    pub(crate) on: On,
-    pub(crate) label: String,
-    pub(crate) max_events: u64,
-    pub(crate) expires_at: i64,
-    pub(crate) seen: u64,
-    #[serde(default)]
-    pub(crate) last: Option<Result_>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) rearms: Option<JobId>,
-}
-
-/// A `watch/checked` payload.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub(crate) struct Checked {
-    pub(crate) version: u64,
-    pub(crate) id: JobId,
-    pub(crate) seen: u64,
-    pub(crate) last: Result_,
-}
 
 /// Everything a check watch's task needs.
 pub(crate) struct CheckWatch {

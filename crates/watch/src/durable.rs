@@ -11,7 +11,6 @@ use serde_json::Value;
 use turnkit_core::{Agent, JsonText, Session};
 use turnkit_jobs::JobId;
 
-use crate::check::{CHECK_EVENT, CHECKED_EVENT, CheckDef, Checked};
 use crate::snapshot::{ChangeKind, Entry, Snapshot};
 
 /// The event type of a path watch's definition.
@@ -147,6 +146,59 @@ struct SeenEvent {
     id: JobId,
     seen: u64,
     files: BTreeMap<String, Option<Entry>>,
+}
+
+/// The event type of a check watch's definition.
+pub(crate) const CHECK_EVENT: &str = "watch/check";
+
+/// The event type of a check watch's last result, recorded before each wake.
+pub(crate) const CHECKED_EVENT: &str = "watch/checked";
+
+/// When a check's run is an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum On {
+    /// The result turned to success (exit code 0) from anything else (or the first run
+    /// succeeded).
+    Success,
+    /// The result (exit status and output) differs from the previous run's.
+    Change,
+}
+
+/// What one run gave: whether it succeeded, and a digest of its status and output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Result_ {
+    pub(crate) ok: bool,
+    pub(crate) digest: String,
+}
+
+/// A `watch/check` payload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct CheckDef {
+    pub(crate) version: u64,
+    pub(crate) id: JobId,
+    pub(crate) command: String,
+    pub(crate) interval_ms: u64,
+    pub(crate) on: On,
+    pub(crate) label: String,
+    pub(crate) max_events: u64,
+    pub(crate) expires_at: i64,
+    pub(crate) seen: u64,
+    #[serde(default)]
+    pub(crate) last: Option<Result_>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) rearms: Option<JobId>,
+}
+
+/// A `watch/checked` payload.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct Checked {
+    pub(crate) version: u64,
+    pub(crate) id: JobId,
+    pub(crate) seen: u64,
+    pub(crate) last: Result_,
 }
 
 /// Appends `payload` as `r#type` to `owner`'s session and flushes it.

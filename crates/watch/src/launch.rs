@@ -8,8 +8,10 @@ use futures::channel::oneshot;
 use turnkit_core::Agent;
 use turnkit_jobs::{JobId, JobKind, JobStart, start_saved};
 
-use crate::check::{CHECK_EVENT, CheckDef, CheckWatch, On};
-use crate::durable::{self, Armed, OUTPUT_EVENT, OutputDef, PATH_EVENT, PathDef};
+use crate::check::CheckWatch;
+use crate::durable::{
+    self, Armed, CHECK_EVENT, CheckDef, OUTPUT_EVENT, On, OutputDef, PATH_EVENT, PathDef,
+};
 use crate::output::{Bounds, Channel};
 use crate::path::{Continues, PathWatch, remaining};
 use crate::snapshot::{self, ChangeKind, Scope, Snapshot};

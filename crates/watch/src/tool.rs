@@ -132,7 +132,7 @@ pub(crate) struct CheckArgs {
     pub(crate) command: String,
     pub(crate) interval_ms: f64,
     #[serde(default)]
-    pub(crate) on: Option<crate::check::On>,
+    pub(crate) on: Option<crate::durable::On>,
 }
 
 #[derive(Debug, Deserialize)]
