@@ -29,6 +29,7 @@ mod generated;
 mod grants;
 mod held;
 mod plain;
+mod refused_log;
 mod request;
 mod sessions;
 
@@ -176,6 +177,8 @@ pub struct HttpServer {
     loopback: Arc<AtomicBool>,
     /// The tokens granted at run time, one session each.
     grants: Arc<Grants>,
+    /// The token refusals told on standard error, one line per code and window.
+    refused: Arc<refused_log::RefusedLog>,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -214,6 +217,7 @@ impl HttpServer {
             options,
             loopback: Arc::new(AtomicBool::new(true)),
             grants: Arc::default(),
+            refused: Arc::default(),
         }
     }
 
