@@ -5,13 +5,14 @@
 //!
 //! One topic per file: `mode` ([`Network`], the configuration key), `policy` (the names and ports allowed), `refusals` (the count and its
 //! line), `proxy` (the server's proxy: the accept loop and the checks), `http` and `socks`
-//! (its two protocols).
+//! (its two protocols), `relay` (the copy between the two sockets, by `splice`).
 
 mod http;
 mod mode;
 mod policy;
 mod proxy;
 mod refusals;
+mod relay;
 mod socks;
 
 pub use mode::Network;

@@ -8,7 +8,6 @@
 
 use std::sync::Arc;
 
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::task::AbortOnDropHandle;
 
@@ -20,9 +19,6 @@ pub(crate) const PROXY_PORT: u16 = 3128;
 
 /// The largest HTTP request head read (bytes); a longer one is answered `431`.
 const MAX_HEAD: usize = 64 * 1024;
-
-/// The copy buffer of each direction (bytes).
-const COPY_BUFFER: usize = 64 * 1024;
 
 /// The variables that send a job's clients through the proxy: curl, git, pip (and Python's
 /// `urllib`), Go, Node's `undici` with a proxy agent, cargo. Lower-case forms too (curl reads
@@ -125,15 +121,9 @@ pub(super) async fn connect(host: &str, port: u16) -> std::io::Result<TcpStream>
     Ok(stream)
 }
 
-/// Copies both ways until both sides are done.
-pub(super) async fn splice<A, B>(mut client: A, mut upstream: B) -> std::io::Result<()>
-where
-    A: AsyncRead + AsyncWrite + Unpin,
-    B: AsyncRead + AsyncWrite + Unpin,
-{
-    tokio::io::copy_bidirectional_with_sizes(&mut client, &mut upstream, COPY_BUFFER, COPY_BUFFER)
-        .await
-        .map(drop)
+/// Copies both ways until both sides are done (inside the kernel, see `relay`).
+pub(super) async fn splice(client: TcpStream, upstream: TcpStream) -> std::io::Result<()> {
+    super::relay::relay(&client, &upstream).await
 }
 
 /// Why the policy refused, for the proxy's answer (`… is not allowed: …`).
