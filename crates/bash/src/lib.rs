@@ -29,7 +29,8 @@ pub use render::{append_notice, dropped_notice, render_delta, signal_name};
 /// The signal type of [`JobTree::signal`] (from `rustix`).
 pub use rustix::process::Signal;
 pub use sandbox::{
-    JobSandbox, LimitHits, Sandbox, SandboxError, default_signals_pty, probe as probe_sandbox,
+    DEFAULT_PROTECTED, JobSandbox, LimitHits, Sandbox, SandboxError, default_signals_pty,
+    probe as probe_sandbox,
 };
 pub use tasks::TaskSet;
 pub use tool::{BashJobs, BashTool, JOBS_UNAVAILABLE, StartError, TOOL_NAME};

@@ -191,7 +191,7 @@ impl Families {
             None => None,
             Some(_) => Some(
                 turnkit_watch::WatchConfig::from_json(config.family(Family::Watch))
-                    .and_then(|c| turnkit_watch::install(harness, c))?,
+                    .and_then(|c| turnkit_watch::install(harness, c, Some(bash.jobs().clone())))?,
             ),
         };
         let watch = watch.map(Arc::new);

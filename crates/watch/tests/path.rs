@@ -301,11 +301,11 @@ async fn bad_paths_and_arguments_are_refused_with_exact_messages() {
         ),
         (
             json!({"path": {"path": "/tmp"}, "output": {"job_id": "bash-1", "pattern": "x"}}),
-            "expected exactly one of: output, path".to_owned(),
+            "expected exactly one of: output, path, check".to_owned(),
         ),
         (
             json!({}),
-            "expected exactly one of: output, path".to_owned(),
+            "expected exactly one of: output, path, check".to_owned(),
         ),
     ];
     for (args, message) in cases {

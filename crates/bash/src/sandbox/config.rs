@@ -9,7 +9,8 @@ use crate::Network;
 /// What a confined job may do (configuration key `sandbox`; its presence turns the
 /// confinement on, for every job and terminal of the plugin). JSON keys (camelCase):
 /// `writableRoots`, `network`, `memoryMaxBytes`, `pidsMax`, `cpuMax`, `bestEffort`,
-/// `denyRead`, `readableRoots`, `isolateProcesses`, `inheritEnv`; every key is optional,
+/// `denyRead`, `readableRoots`, `isolateProcesses`, `inheritEnv`, `protectedPaths`,
+/// `denyWrite`; every key is optional,
 /// unknown keys are refused. See `docs/process-containment.md` for what
 /// each mechanism guarantees and what it does not.
 ///
@@ -79,9 +80,30 @@ pub struct Sandbox {
     /// small reaper that only waits. Where Landlock has scopes (ABI 6), the job can also not
     /// signal nor reach an abstract Unix socket of any process outside it. Default `false`.
     pub isolate_processes: bool,
+    /// The paths, relative to each writable root, that stay read-only for the job (a
+    /// read-only bind mount of each over itself in a mount namespace of the job's: writes
+    /// fail with `EROFS`, "Read-only file system"), so a job cannot plant code that runs
+    /// later outside its confinement. `null` (the default): [`DEFAULT_PROTECTED`]
+    /// (`.git/hooks`, `.git/config`, the shell start files, `.mcp.json`,
+    /// `.vscode/tasks.json`, `.vscode/settings.json`); a list replaces it (`[]`: none). Only
+    /// what exists when a job starts is protected. Relative paths without `..`.
+    ///
+    /// [`DEFAULT_PROTECTED`]: crate::DEFAULT_PROTECTED
+    pub protected_paths: Option<Vec<String>>,
+    /// Absolute paths that stay read-only for the job like the protected paths (anywhere;
+    /// outside the writable roots writes are refused anyway). Default: none.
+    pub deny_write: Vec<PathBuf>,
 }
 
 impl Sandbox {
+    /// The `protectedPaths` in force (the default list when unset).
+    pub fn protected(&self) -> Vec<&str> {
+        match &self.protected_paths {
+            Some(entries) => entries.iter().map(String::as_str).collect(),
+            None => super::protect::DEFAULT_PROTECTED.to_vec(),
+        }
+    }
+
     /// Whether the host's variable `name` is kept by `inheritEnv` (always without it).
     pub fn inherits(&self, name: &str) -> bool {
         match &self.inherit_env {
@@ -147,6 +169,21 @@ impl Sandbox {
                     "sandbox.denyRead: {:?} would hide the writable root {:?}",
                     hidden.display().to_string(),
                     root.display().to_string()
+                ));
+            }
+        }
+        for entry in self.protected_paths.iter().flatten() {
+            if !super::protect::is_relative_entry(entry) {
+                return Err(format!(
+                    "sandbox.protectedPaths: {entry:?} is not a relative path without .."
+                ));
+            }
+        }
+        for path in &self.deny_write {
+            if !path.is_absolute() {
+                return Err(format!(
+                    "sandbox.denyWrite: {:?} is not an absolute path",
+                    path.display().to_string()
                 ));
             }
         }

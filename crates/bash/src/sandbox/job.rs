@@ -116,13 +116,17 @@ impl JobSandbox {
         let hide = !sandbox.deny_read.is_empty() && available(Wall::Mounts, sandbox)?;
         let isolate = sandbox.isolate_processes && available(Wall::Pids, sandbox)?;
         let mut empty = None;
-        let mounts = if hide || isolate {
+        let protected = super::protect::resolve(sandbox);
+        let protect = !protected.is_empty() && available(Wall::Mounts, sandbox)?;
+        let mounts = if hide || isolate || protect {
             let file = tempfile::Builder::new()
                 .prefix("harness-hidden-")
                 .tempfile()
                 .map_err(|e| SandboxError(format!("sandbox: no empty file: {e}")))?;
             let deny: &[PathBuf] = if hide { &sandbox.deny_read } else { &[] };
-            let mounts = Mounts::prepare(deny, temp.path(), file.path()).map_err(SandboxError)?;
+            let read_only: &[PathBuf] = if protect { &protected } else { &[] };
+            let mounts =
+                Mounts::prepare(deny, read_only, temp.path(), file.path()).map_err(SandboxError)?;
             empty = Some(file);
             Some(mounts)
         } else {

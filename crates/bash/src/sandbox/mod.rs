@@ -5,7 +5,8 @@
 //! binary, and inherited by everything the job starts. See `docs/process-containment.md`.
 //!
 //! One topic per file: `config` ([`Sandbox`]), `job` ([`JobSandbox`], one job's
-//! confinement), `limits` (the cgroup limits and their counters), `child` (the steps run
+//! confinement), `limits` (the cgroup limits and their counters), `protect` (the
+//! protected paths inside the writable roots), `child` (the steps run
 //! before `exec`: the workspace's only `unsafe` code).
 
 mod child;
@@ -13,6 +14,7 @@ mod config;
 mod job;
 mod limits;
 mod probe;
+mod protect;
 
 pub use child::default_signals_pty;
 pub use config::Sandbox;
@@ -20,6 +22,7 @@ pub use job::JobSandbox;
 pub use limits::LimitHits;
 pub use probe::probe;
 pub(crate) use probe::{Wall, available};
+pub use protect::DEFAULT_PROTECTED;
 
 use limits::{Controller, Via};
 

@@ -26,7 +26,7 @@ impl Wall {
     fn what(self) -> &'static str {
         match self {
             Wall::Network => "network off needs a network namespace of the job's own",
-            Wall::Mounts => "denyRead needs a mount namespace of the job's own",
+            Wall::Mounts => "denyRead and protectedPaths need a mount namespace of the job's own",
             Wall::Pids => "isolateProcesses needs a PID namespace of the job's own",
             Wall::Seccomp => "network off needs a seccomp filter",
         }
@@ -87,7 +87,7 @@ fn try_wall(wall: Wall) -> Result<(), String> {
             } else {
                 Vec::new()
             };
-            setup.mounts = Some(Mounts::prepare(&deny, folder.path(), &empty)?);
+            setup.mounts = Some(Mounts::prepare(&deny, &[], folder.path(), &empty)?);
             setup.user_maps = user_maps();
             if wall == Wall::Pids {
                 setup.init = Some(Init {
@@ -121,6 +121,28 @@ fn run_true(command: &mut std::process::Command) -> Result<(), String> {
     } else {
         Err(format!("a confined `true` ended with {status}"))
     }
+}
+
+/// The protected paths in words (`git hooks and config, shell start files, .mcp.json and
+/// editor tasks and settings inside the writable roots`, or the configured entries), then the
+/// `denyWrite` paths; `None` when nothing is protected.
+fn describe_protected(sandbox: &Sandbox) -> Option<String> {
+    let mut parts = Vec::new();
+    if !sandbox.writable_roots.is_empty() {
+        match &sandbox.protected_paths {
+            None => parts.push(
+                "git hooks and config, shell start files, .mcp.json and editor tasks and \
+                 settings inside the writable roots"
+                    .to_owned(),
+            ),
+            Some(entries) if !entries.is_empty() => {
+                parts.push(format!("{} inside the writable roots", entries.join(", ")));
+            }
+            Some(_) => {}
+        }
+    }
+    parts.extend(sandbox.deny_write.iter().map(|p| p.display().to_string()));
+    (!parts.is_empty()).then(|| parts.join(", "))
 }
 
 /// `allow a, b; deny c; ports 443, 80` (the parts present).
@@ -221,6 +243,13 @@ pub fn probe(sandbox: &Sandbox) -> Result<String, SandboxError> {
         missing.push(format!("network by name: {policy} (no network namespace)"));
     } else {
         missing.push("network off (no network namespace)".to_owned());
+    }
+    if let Some(paths) = describe_protected(sandbox) {
+        if available(Wall::Mounts, sandbox)? {
+            parts.push(format!("read-only: {paths} (mount namespace)"));
+        } else {
+            missing.push(format!("read-only: {paths} (no mount namespace)"));
+        }
     }
     let hidden: Vec<String> = sandbox
         .deny_read

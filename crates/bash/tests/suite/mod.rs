@@ -2,6 +2,7 @@ mod cgroup_folders;
 mod contain;
 mod journal_leftovers;
 mod process;
+mod protect;
 mod proxy;
 mod sandbox;
 mod saved_start;

@@ -322,8 +322,9 @@ fn the_tool_description_says_what_is_enforced() {
     assert!(
         summary.starts_with(
             "sandbox: writes only under /tmp and the job's temporary folder (Landlock); \
-             network off (network namespace, loopback only); no Unix sockets (seccomp); pids ≤ \
-             64 (cgroup"
+             network off (network namespace, loopback only); no Unix sockets (seccomp); \
+             read-only: git hooks and config, shell start files, .mcp.json and editor tasks and \
+             settings inside the writable roots (mount namespace); pids ≤ 64 (cgroup"
         ),
         "{summary}"
     );

@@ -268,8 +268,9 @@ fn the_summary_names_each_wall() {
         turnkit_bash::probe_sandbox(&sandbox).unwrap(),
         "sandbox: writes only under /tmp and the job's temporary folder (Landlock); reads only \
          under /usr, the writable roots, the job's temporary folder and the devices (Landlock); \
-         network off (network namespace, loopback only); no Unix sockets (seccomp); hidden: /a, \
-         /b (mount namespace); processes isolated (PID namespace, own /proc and /dev/pts); no \
+         network off (network namespace, loopback only); no Unix sockets (seccomp); read-only: \
+         git hooks and config, shell start files, .mcp.json and editor tasks and settings \
+         inside the writable roots (mount namespace); hidden: /a, /b (mount namespace); processes isolated (PID namespace, own /proc and /dev/pts); no \
          signals or abstract Unix sockets outside the job (Landlock scopes); environment: only \
          PATH, LC_* of the host's"
     );

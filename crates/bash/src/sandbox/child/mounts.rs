@@ -12,6 +12,9 @@ pub(crate) struct Mounts {
     pub(crate) folders: Vec<CString>,
     /// Other paths (files, sockets, devices) covered by a read-only bind of `empty`.
     pub(crate) files: Vec<CString>,
+    /// Paths bound read-only over themselves (the protected paths), with the flags their
+    /// mount already has that a remount must keep (`nosuid`, `nodev`, `noexec`, atime).
+    pub(crate) read_only: Vec<(CString, libc::c_ulong)>,
     /// An empty file of this process's (only bound, never written through the cover).
     pub(crate) empty: CString,
     /// The paths as given after resolution (for the summary and the tests).
@@ -32,6 +35,7 @@ impl Mounts {
     /// `empty`, or a path is not representable.
     pub(crate) fn prepare(
         deny_read: &[PathBuf],
+        read_only: &[PathBuf],
         temp: &Path,
         empty: &Path,
     ) -> Result<Self, String> {
@@ -66,9 +70,13 @@ impl Mounts {
         let mut mounts = Self {
             folders: Vec::new(),
             files: Vec::new(),
+            read_only: Vec::new(),
             empty: c_path(empty)?,
             hidden: Vec::new(),
         };
+        for path in read_only {
+            mounts.read_only.push((c_path(path)?, kept_flags(path)));
+        }
         for (path, folder) in resolved {
             if folder {
                 mounts.folders.push(c_path(&path)?);
@@ -88,6 +96,11 @@ impl Mounts {
     pub(crate) fn apply(&self, own_proc: bool) -> io::Result<()> {
         let locked = libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
         mount(None, c"/", None, libc::MS_REC | libc::MS_PRIVATE, None)?;
+        for (path, kept) in &self.read_only {
+            mount(Some(path), path, None, libc::MS_BIND | libc::MS_REC, None)?;
+            let remount = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | kept;
+            mount(None, path, None, remount, None)?;
+        }
         for file in &self.files {
             mount(Some(&self.empty), file, None, libc::MS_BIND, None)?;
             let remount = libc::MS_BIND | libc::MS_REMOUNT | libc::MS_RDONLY | locked;
@@ -132,6 +145,26 @@ impl Mounts {
         }
         Ok(())
     }
+}
+
+/// The flags of the mount holding `path` that a read-only remount of a bind must repeat (in
+/// a user namespace they are locked, and a remount dropping one is refused).
+fn kept_flags(path: &Path) -> libc::c_ulong {
+    use rustix::fs::StatVfsMountFlags as F;
+    let Ok(stat) = rustix::fs::statvfs(path) else {
+        return 0;
+    };
+    [
+        (F::NOSUID, libc::MS_NOSUID),
+        (F::NODEV, libc::MS_NODEV),
+        (F::NOEXEC, libc::MS_NOEXEC),
+        (F::NOATIME, libc::MS_NOATIME),
+        (F::NODIRATIME, libc::MS_NODIRATIME),
+        (F::RELATIME, libc::MS_RELATIME),
+    ]
+    .into_iter()
+    .filter(|(flag, _)| stat.f_flag.contains(*flag))
+    .fold(0, |all, (_, ms)| all | ms)
 }
 
 fn mount(
