@@ -122,6 +122,7 @@ impl Watches {
                 root.display()
             ));
         }
+        let root = self.confine(root)?;
         self.check_room(owner.as_ref().map(|o| o.id()))?;
         let scope = Scope {
             root,
@@ -156,6 +157,38 @@ impl Watches {
         Ok((id, watching))
     }
 
+    /// Under bash's sandbox a path watch sees only what the session's commands may write:
+    /// `root` with its symbolic links resolved (the folder's, for a file that does not exist
+    /// yet) must lie under one of the sandbox's writable roots. Without a sandbox, `root` as
+    /// given.
+    fn confine(&self, root: PathBuf) -> Result<PathBuf, String> {
+        let Some(sandbox) = self
+            .runner
+            .as_ref()
+            .and_then(|r| r.config().sandbox.as_ref())
+        else {
+            return Ok(root);
+        };
+        let real = match std::fs::canonicalize(&root) {
+            Ok(real) => real,
+            Err(_) => match (root.parent().map(std::fs::canonicalize), root.file_name()) {
+                (Some(Ok(parent)), Some(name)) => parent.join(name),
+                _ => root.clone(),
+            },
+        };
+        let inside = sandbox.writable_roots.iter().any(|allowed| {
+            std::fs::canonicalize(allowed).is_ok_and(|allowed| real.starts_with(allowed))
+        });
+        if inside {
+            Ok(real)
+        } else {
+            Err(format!(
+                "invalid path: {} is outside the folders this session's commands may write",
+                root.display()
+            ))
+        }
+    }
+
     /// Re-arms the path watches `owner`'s log says were still armed when its host stopped
     /// (each a new watch continuing the old one, which first reports what changed meanwhile).
     pub(crate) async fn rearm(&self, owner: Arc<dyn Agent>) {
@@ -185,7 +218,7 @@ impl Watches {
 
     async fn rearm_one(&self, owner: Arc<dyn Agent>, def: PathDef) -> Result<JobId, String> {
         let scope = Scope {
-            root: PathBuf::from(&def.path),
+            root: self.confine(PathBuf::from(&def.path))?,
             folder: def.folder,
             recursive: def.recursive,
             max_files: usize::try_from(self.config.max_files).unwrap_or(usize::MAX),
