@@ -28,6 +28,7 @@ mod conn;
 mod generated;
 mod held;
 mod plain;
+mod refused_log;
 mod request;
 mod sessions;
 
@@ -171,6 +172,8 @@ pub struct HttpServer {
     /// Whether the listener is on a loopback address: then a request's `Host` must be a
     /// loopback name too.
     loopback: Arc<AtomicBool>,
+    /// The token refusals told on standard error, one line per code and window.
+    refused: Arc<refused_log::RefusedLog>,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -208,6 +211,7 @@ impl HttpServer {
             connections,
             options,
             loopback: Arc::new(AtomicBool::new(true)),
+            refused: Arc::default(),
         }
     }
 
