@@ -9,12 +9,12 @@ use std::time::Duration;
 use anyhow::Context as _;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use turnkit_launch::{CronOptions, LaunchConfig, run_cron};
+use turnkit_launch::{CronOptions, run_cron};
 
 /// Runs `harness cron` until SIGTERM or SIGINT.
 pub(crate) fn run(dir: PathBuf, config: &Path, interval: Duration) -> anyhow::Result<ExitCode> {
-    let configs = crate::mcp::read_config(config)?;
-    let Some(launch) = read_launch(config)? else {
+    let configs = crate::config::read_config(config)?;
+    let Some(launch) = crate::config::read_launch(config)? else {
         anyhow::bail!(
             "{}: harness cron needs a \"launch\" entry, e.g. {{\"launch\":{{\"argv\":[\"claude\",\"-p\",\"{{prompt}}\"]}}}}",
             config.display()
@@ -57,16 +57,4 @@ pub(crate) fn run(dir: PathBuf, config: &Path, interval: Duration) -> anyhow::Re
         outcome?;
         anyhow::Ok(ExitCode::SUCCESS)
     })
-}
-
-/// The `launch` entry of the `--config` file at `path`, if it has one.
-pub(crate) fn read_launch(path: &Path) -> anyhow::Result<Option<LaunchConfig>> {
-    let value = crate::mcp::read_json(path)?;
-    match value.get("launch") {
-        None => Ok(None),
-        Some(launch) => Ok(Some(
-            LaunchConfig::from_json(launch)
-                .with_context(|| format!("{}: invalid configuration", path.display()))?,
-        )),
-    }
 }

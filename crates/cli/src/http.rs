@@ -15,6 +15,7 @@ use turnkit_core::{
     PersistenceError, RawEvent, Session, SessionHeader, SessionId, SessionStore, StoreError,
     SystemClock,
 };
+use turnkit_launch::{LaunchConfig, ServedLauncher};
 use turnkit_mcp::http::{GeneratedToken, HttpOptions, HttpServer, SessionSource, Tokens};
 use turnkit_mcp::{ResultShape, ServeError, SessionHost, SessionOptions};
 use turnkit_store_pg::{PgSession, PgStore, ReminderScanner, Resume, ScanOptions};
@@ -233,27 +234,39 @@ impl SessionSource for PgSource {
     }
 }
 
-/// Hands the sessions the reminder scanner claimed to the HTTP server.
+/// Hands the sessions the reminder scanner claimed to the HTTP server (and to the launcher,
+/// which starts the configured agent for what they owe).
 struct Adopt {
     source: PgSource,
     server: HttpServer,
+    launcher: Option<Arc<ServedLauncher>>,
 }
 
 impl Resume for Adopt {
     fn resume(&self, session: Arc<PgSession>) {
         let source = self.source.clone();
         let server = self.server.clone();
+        let launcher = self.launcher.clone();
         // Joined on shutdown: a session handed over after the server stopped is shut down.
         self.source.tasks.spawn(async move {
             let id = session.id().clone();
             match source.host(session).await {
-                Ok(host) => server.adopt(host).await,
+                Ok(host) => {
+                    server.adopt(host.clone()).await;
+                    if let Some(launcher) = launcher {
+                        launcher.resumed(host).await;
+                    }
+                }
                 Err(error) => tracing::warn!("mcp http: resuming session {id}: {error}"),
             }
         });
     }
 }
 
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the parts of `harness mcp --http`, passed through as parsed"
+)]
 pub(crate) fn run(
     args: HttpArgs,
     addr: SocketAddr,
@@ -262,6 +275,7 @@ pub(crate) fn run(
     shape: ResultShape,
     walls: &[String],
     shutdown_grace: std::time::Duration,
+    launch: Option<LaunchConfig>,
 ) -> anyhow::Result<ExitCode> {
     if args.no_auth && !addr.ip().is_loopback() {
         anyhow::bail!(
@@ -342,14 +356,21 @@ pub(crate) fn run(
                      commands as this user"
                 );
             }
-            let (server, pg) = match store {
+            let (server, pg, folder) = match store {
                 Backing::Jsonl(dir) => {
                     std::fs::create_dir_all(&dir)
                         .with_context(|| format!("creating {}", dir.display()))?;
                     let source = JsonlSource {
-                        options: SessionOptions { dir, ..options },
+                        options: SessionOptions {
+                            dir: dir.clone(),
+                            ..options
+                        },
                     };
-                    (HttpServer::new(Arc::new(source), http_options), None)
+                    (
+                        HttpServer::new(Arc::new(source), http_options),
+                        None,
+                        Some(dir),
+                    )
                 }
                 Backing::Postgres(target) => {
                     let mut pg_options = target.options();
@@ -368,9 +389,31 @@ pub(crate) fn run(
                         done: done.clone(),
                     };
                     let server = HttpServer::new(Arc::new(source.clone()), http_options);
-                    (server, Some(source))
+                    (server, Some(source), None)
                 }
             };
+            let launcher = match launch {
+                Some(launch) => {
+                    let state = match &folder {
+                        Some(dir) => ServedLauncher::folder_state(dir),
+                        None => default_token_dir()
+                            .unwrap_or_else(|_| std::env::temp_dir())
+                            .join(format!("launch-{}", std::process::id())),
+                    };
+                    let url = format!("http://{local}");
+                    eprintln!(
+                        "harness mcp: a due reminder in a session no client holds launches {:?}",
+                        launch.argv
+                    );
+                    Some(ServedLauncher::new(server.clone(), launch, url, state)?)
+                }
+                None => None,
+            };
+            if let (Some(launcher), Some(dir)) = (&launcher, folder) {
+                let launcher = launcher.clone();
+                let stop = stop.clone();
+                tasks.spawn(async move { launcher.watch_folder(dir, LAUNCH_SCAN, stop).await });
+            }
             for line in walls {
                 eprintln!("{line}");
             }
@@ -382,6 +425,7 @@ pub(crate) fn run(
                 let resume = Arc::new(Adopt {
                     source,
                     server: server.clone(),
+                    launcher: launcher.clone(),
                 });
                 let scanner = Arc::new(ReminderScanner::new(store, resume, ScanOptions::default()));
                 let stop = stop.clone();
@@ -407,6 +451,10 @@ pub(crate) fn run(
     }
     served
 }
+
+/// How often a JSONL folder served over HTTP is looked at for due sessions when there is a
+/// `launch` entry (a pass stats every session file, and reads the changed ones).
+const LAUNCH_SCAN: Duration = Duration::from_secs(1);
 
 /// A duration in seconds, fractions allowed (`0.5`), above zero.
 fn seconds(text: &str) -> Result<Duration, String> {

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use turnkit_families::{ChildrenMode, FamiliesConfig, LogFileError};
 
+mod config;
 mod cron;
 mod http;
 mod inspect;
@@ -284,7 +285,7 @@ fn run(command: Command) -> anyhow::Result<ExitCode> {
         } => {
             use turnkit_core::formats;
             let config = match &config {
-                Some(path) => mcp::read_config(path)?,
+                Some(path) => config::read_config(path)?,
                 None => FamiliesConfig::defaults(),
             };
             let definitions = turnkit_families::catalog(&config, ChildrenMode::Without)?;

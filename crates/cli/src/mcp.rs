@@ -16,7 +16,6 @@ use turnkit_store_pg::{PgSession, PgStore};
 
 use crate::store_password::{PasswordEnv, PgTarget};
 
-use turnkit_families::FamiliesConfig;
 use turnkit_mcp::{ResultShape, ServeOptions, SessionHost, SessionOptions};
 
 /// Where the served session is kept (`--store`).
@@ -210,24 +209,6 @@ pub(crate) fn default_dir() -> anyhow::Result<PathBuf> {
         .join("sessions"))
 }
 
-/// Reads the JSON of a `--config` file.
-pub(crate) fn read_json(path: &Path) -> anyhow::Result<serde_json::Value> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))
-}
-
-/// Reads the families' configuration file of `--config` (its `launch` entry, read by
-/// `cron::read_launch`, is not a family's).
-pub(crate) fn read_config(path: &Path) -> anyhow::Result<FamiliesConfig> {
-    let mut value = read_json(path)?;
-    if let Some(map) = value.as_object_mut() {
-        map.remove("launch");
-    }
-    FamiliesConfig::from_json(&value)
-        .with_context(|| format!("{}: invalid configuration", path.display()))
-}
-
 #[expect(
     clippy::too_many_arguments,
     reason = "the flags of `harness mcp`, passed through as parsed"
@@ -243,7 +224,7 @@ pub(crate) fn run(
     job_task_ttl: Option<std::time::Duration>,
 ) -> anyhow::Result<ExitCode> {
     let configs = match config {
-        Some(path) => read_config(path)?,
+        Some(path) => crate::config::read_config(path)?,
         None => anyhow::bail!(
             "--config FILE.json is required: todo.allowParallelInProgress must be chosen \
              explicitly, e.g. {{\"todo\":{{\"allowParallelInProgress\":false}}}}"
@@ -284,6 +265,11 @@ pub(crate) fn run(
         ..ServeOptions::default()
     };
     if let Some(addr) = http.http {
+        // A due reminder in a session no client holds starts the configured agent.
+        let launch = config
+            .map(|path| crate::config::read_launch(path))
+            .transpose()?
+            .flatten();
         let store = match store {
             Store::Jsonl(dir) => crate::http::Backing::Jsonl(dir),
             Store::Postgres(target) => crate::http::Backing::Postgres(target),
@@ -296,6 +282,7 @@ pub(crate) fn run(
             serve.shape,
             &walls,
             shutdown_grace,
+            launch,
         );
     }
     // One thread: owed messages are committed when their response is written (see

@@ -40,6 +40,8 @@ pub struct Setup<'a> {
     pub object: Option<&'a Map<String, Value>>,
     /// What the host lends children, when it runs them (the subagent family needs it).
     pub children: Option<&'a Children>,
+    /// The families the entries before this one installed, in order, each with its key.
+    pub installed: &'a [(&'static str, Arc<dyn Member>)],
 }
 
 impl Setup<'_> {
@@ -47,6 +49,15 @@ impl Setup<'_> {
     /// the family's own `from_json`.
     pub fn config(&self) -> Value {
         Value::Object(self.object.cloned().unwrap_or_default())
+    }
+
+    /// The family of type `T` an earlier entry installed (watch runs its checks through
+    /// bash's launcher); `None` when none did.
+    pub fn installed<T: Member>(&self) -> Option<&T> {
+        self.installed.iter().find_map(|(_, member)| {
+            let member: &dyn Any = member.as_ref();
+            member.downcast_ref::<T>()
+        })
     }
 }
 

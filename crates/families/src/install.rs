@@ -57,6 +57,7 @@ impl Families {
                 harness,
                 object: config.object(entry.key),
                 children,
+                installed: &members,
             };
             if let Some(member) = (entry.install)(&setup)? {
                 members.push((entry.key, member));

@@ -83,13 +83,17 @@ fn subagent(setup: &Setup<'_>) -> Installed {
     some(turnkit_subagent::install(setup.harness, config)?)
 }
 
-/// Only with a `watch` object.
+/// Only with a `watch` object; after bash, whose launcher runs its check watches.
 fn watch(setup: &Setup<'_>) -> Installed {
     if setup.object.is_none() {
         return Ok(None);
     }
     let config = turnkit_watch::WatchConfig::from_json(setup.config())?;
-    some(turnkit_watch::install(setup.harness, config)?)
+    // Check watches run their commands through bash's launcher.
+    let runner = setup
+        .installed::<turnkit_bash::Installed>()
+        .map(|bash| bash.jobs().clone());
+    some(turnkit_watch::install(setup.harness, config, runner)?)
 }
 
 #[async_trait]

@@ -7,7 +7,7 @@ use super::record::{
     LAUNCH_ENDED_EVENT, LAUNCH_UNKNOWN_EVENT, LaunchEnded, LaunchUnknown, open_claims,
     unknown_notice,
 };
-use turnkit_mcp::{LaunchClaim, SessionHost};
+use turnkit_mcp::SessionHost;
 
 use super::run::LaunchOutcome;
 
@@ -22,21 +22,6 @@ pub(crate) fn fresh_launch_id() -> Result<String, String> {
     Ok(format!("launch-{hex}"))
 }
 
-/// Takes every reminder owed to the model in `host` for a fresh launch and makes the claim
-/// durable: the returned claim may be started; `None` when nothing is owed, or when the
-/// claim could not be recorded or flushed (then nothing may be started: a claim that reaches
-/// the log later is reported as launched with an unknown outcome, never started).
-pub(crate) async fn claim_launch(host: &SessionHost) -> Option<LaunchClaim> {
-    let launch = match fresh_launch_id() {
-        Ok(id) => id,
-        Err(error) => {
-            tracing::warn!("launch: no launch id: {error}");
-            return None;
-        }
-    };
-    host.claim_owed_reminders(&launch).await
-}
-
 /// Records every claim of `host`'s log that has no end, whose launch `running` does not say
 /// is still running, as `mcp/launchUnknown`, and queues its notice for the model; then
 /// flushes. Returns how many were reported.
@@ -45,7 +30,7 @@ pub(crate) async fn claim_launch(host: &SessionHost) -> Option<LaunchClaim> {
 /// The log's error text when a launch event does not decode or the flush fails.
 pub(crate) async fn report_unknown_launches(
     host: &SessionHost,
-    running: &dyn Fn(&str) -> bool,
+    running: &(dyn Fn(&str) -> bool + Sync),
 ) -> Result<usize, String> {
     let log = host.session_log();
     let claims = open_claims(&log.events()).map_err(|e| e.to_string())?;

@@ -36,7 +36,7 @@ use turnkit_schedule::domain::ScheduleFold;
 
 use turnkit_mcp::{ServeError, SessionHost, SessionOptions};
 
-use super::claim::{claim_launch, record_end, report_unknown_launches};
+use super::claim::{fresh_launch_id, record_end, report_unknown_launches};
 use super::config::{LaunchConfig, LaunchVars};
 use super::record::open_claims;
 use super::run::run_launch;
@@ -66,24 +66,24 @@ struct Entry {
 
 /// The due index of a folder (see the module documentation).
 #[derive(Debug, Default, Serialize, Deserialize)]
-struct DueIndex {
+pub(crate) struct DueIndex {
     sessions: BTreeMap<String, Entry>,
 }
 
 /// The folder of the index and the launch locks (mode 0700).
-fn state_dir(dir: &Path) -> PathBuf {
+pub(crate) fn state_dir(dir: &Path) -> PathBuf {
     dir.join(".harness-cron")
 }
 
 impl DueIndex {
-    fn load(dir: &Path) -> Self {
+    pub(crate) fn load(dir: &Path) -> Self {
         std::fs::read(state_dir(dir).join("index.json"))
             .ok()
             .and_then(|bytes| serde_json::from_slice(&bytes).ok())
             .unwrap_or_default()
     }
 
-    fn save(&self, dir: &Path) {
+    pub(crate) fn save(&self, dir: &Path) {
         let path = state_dir(dir).join("index.json");
         let tmp = state_dir(dir).join("index.json.tmp");
         let written = serde_json::to_vec(self)
@@ -97,7 +97,7 @@ impl DueIndex {
 
     /// Stats every session file and reads the changed ones; forgets removed ones. Returns
     /// whether anything changed.
-    fn refresh(&mut self, store: &JsonlStore, now: i64) -> bool {
+    pub(crate) fn refresh(&mut self, store: &JsonlStore, now: i64) -> bool {
         let dir = store.dir();
         let Ok(entries) = std::fs::read_dir(dir) else {
             return false;
@@ -145,7 +145,7 @@ impl DueIndex {
     }
 
     /// The sessions with something due at `now`, earliest first.
-    fn due(&self, now: i64) -> Vec<String> {
+    pub(crate) fn due(&self, now: i64) -> Vec<String> {
         let mut due: Vec<(i64, &String)> = self
             .sessions
             .iter()
@@ -181,17 +181,18 @@ fn due_of(store: &JsonlStore, id: &str, now: i64) -> Option<Option<i64>> {
 }
 
 /// An OS lock on `<dir>/.harness-cron/<launch>.lock`, held while the launch runs.
-struct LaunchLock {
+pub(crate) struct LaunchLock {
     _file: File,
 }
 
 impl LaunchLock {
-    fn path(dir: &Path, launch: &str) -> PathBuf {
-        state_dir(dir).join(format!("{launch}.lock"))
+    /// `<state>/<launch>.lock`, `state` the folder of [`state_dir`] (or another of its kind).
+    fn path(state: &Path, launch: &str) -> PathBuf {
+        state.join(format!("{launch}.lock"))
     }
 
     /// Takes the lock, `None` when another process holds it (or the file cannot be made).
-    fn take(dir: &Path, launch: &str) -> Option<Self> {
+    pub(crate) fn take(dir: &Path, launch: &str) -> Option<Self> {
         let file = std::fs::OpenOptions::new()
             .create(true)
             .truncate(false)
@@ -203,15 +204,37 @@ impl LaunchLock {
     }
 
     /// Whether a live process runs `launch` (holds its lock).
-    fn held(dir: &Path, launch: &str) -> bool {
+    pub(crate) fn held(dir: &Path, launch: &str) -> bool {
         if !Self::path(dir, launch).exists() {
             return false;
         }
         Self::take(dir, launch).is_none()
     }
 
-    fn remove(dir: &Path, launch: &str) {
+    pub(crate) fn remove(dir: &Path, launch: &str) {
         let _ = std::fs::remove_file(Self::path(dir, launch));
+    }
+}
+
+/// A fresh launch id and its lock in `state`; `None` (logged) when either cannot be had.
+pub(crate) fn fresh_lock(state: &Path) -> Option<(String, LaunchLock)> {
+    let launch = match fresh_launch_id() {
+        Ok(launch) => launch,
+        Err(error) => {
+            tracing::warn!("launch: no launch id: {error}");
+            return None;
+        }
+    };
+    match LaunchLock::take(state, &launch) {
+        Some(lock) => Some((launch, lock)),
+        None => {
+            tracing::warn!(
+                launch,
+                "launch: cannot lock the launch in {}",
+                state.display()
+            );
+            None
+        }
     }
 }
 
@@ -299,16 +322,21 @@ async fn begin(options: &CronOptions, id: &str, clock: &Arc<dyn Clock>) -> Optio
     };
     let dir = options.dir.clone();
     if let Err(error) =
-        report_unknown_launches(&host, &|launch| LaunchLock::held(&dir, launch)).await
+        report_unknown_launches(&host, &|launch| LaunchLock::held(&state_dir(&dir), launch)).await
     {
         tracing::warn!(session = id, "harness cron: {error}");
     }
     settle_due(&host, clock).await;
-    let claim = claim_launch(&host).await;
+    // The launch's lock is taken before its claim: a claim is never left without one.
+    let Some((launch, lock)) = fresh_lock(&state_dir(&options.dir)) else {
+        host.shutdown().await;
+        return None;
+    };
+    let claim = host.claim_owed_reminders(&launch).await;
     host.shutdown().await;
-    let claim = claim?;
-    let Some(lock) = LaunchLock::take(&options.dir, &claim.launch) else {
-        tracing::warn!(session = id, launch = %claim.launch, "harness cron: cannot lock the launch");
+    let Some(claim) = claim else {
+        drop(lock);
+        LaunchLock::remove(&state_dir(&options.dir), &launch);
         return None;
     };
     Some(Started {
@@ -320,7 +348,7 @@ async fn begin(options: &CronOptions, id: &str, clock: &Arc<dyn Clock>) -> Optio
 
 /// Waits (at most 10 s) until the session's schedule runtime has queued every reminder due
 /// now: the log's fold has nothing due any more.
-async fn settle_due(host: &SessionHost, clock: &Arc<dyn Clock>) {
+pub(crate) async fn settle_due(host: &SessionHost, clock: &Arc<dyn Clock>) {
     let deadline = clock.now_millis() + 10_000;
     loop {
         let now = clock.now_millis();
@@ -346,7 +374,7 @@ async fn finish(options: &CronOptions, id: &str, started: Started, clock: &Arc<d
     };
     let argv = options.launch.expand(&vars);
     tracing::info!(session = id, launch = %started.launch, "harness cron: launching");
-    let outcome = run_launch(&options.launch, &argv, clock).await;
+    let outcome = run_launch(&options.launch, &argv, &BTreeMap::new(), clock).await;
     tracing::info!(session = id, launch = %started.launch, status = %outcome.status, "harness cron: launch ended");
     let Ok(store) = JsonlStore::new(&options.dir, clock.clone()) else {
         return;
@@ -356,7 +384,7 @@ async fn finish(options: &CronOptions, id: &str, started: Started, clock: &Arc<d
         match record_end(&store, id, &started.launch, outcome.clone()).await {
             Ok(()) => {
                 drop(started.lock);
-                LaunchLock::remove(&options.dir, &started.launch);
+                LaunchLock::remove(&state_dir(&options.dir), &started.launch);
                 return;
             }
             Err(error) => {

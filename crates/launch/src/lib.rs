@@ -13,6 +13,8 @@
 //! - `claim`: the steps on an open session (claim, report unknown outcomes, record an end),
 //!   through turnkit-mcp's seam (`SessionHost::claim_owed_reminders` and its neighbours).
 //! - `cron`: [`run_cron`], `harness cron`'s loop over a JSONL folder with its due index.
+//! - `served`: [`ServedLauncher`], the launches of `harness mcp --http` (the agent gets a
+//!   token reaching its session only, in [`TOKEN_ENV`]).
 //!
 //! At most once per occurrence: the owed reminders are claimed in the log
 //! (`mcp/launchClaimed`) and the claim is flushed before anything starts; a claimed reminder
@@ -24,6 +26,7 @@ mod config;
 mod cron;
 mod record;
 mod run;
+mod served;
 
 pub use config::{
     ENDPOINT_PLACEHOLDER, LaunchConfig, LaunchVars, PROMPT_PLACEHOLDER, SESSION_PLACEHOLDER,
@@ -31,3 +34,4 @@ pub use config::{
 pub use cron::{CronOptions, run_cron};
 pub use record::{LAUNCH_ENDED_EVENT, LAUNCH_UNKNOWN_EVENT};
 pub use run::{LaunchOutcome, run_launch};
+pub use served::{ServedLauncher, TOKEN_ENV};

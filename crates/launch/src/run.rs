@@ -2,6 +2,7 @@
 //! be started), its output's tail kept, and its whole process tree killed at the timeout, by
 //! turnkit-bash's containment (the same as a background job's).
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,11 +34,13 @@ pub struct LaunchOutcome {
     pub failed_starts: Vec<String>,
 }
 
-/// Runs `argv` (already expanded) under `config`'s bounds. Never fails: every way it can
+/// Runs `argv` (already expanded) under `config`'s bounds, with `env` set on top of the
+/// inherited environment. Never fails: every way it can
 /// end is an outcome. The clock measures the backoff, the timeout and the duration.
 pub async fn run_launch(
     config: &LaunchConfig,
     argv: &[String],
+    env: &BTreeMap<String, String>,
     clock: &Arc<dyn Clock>,
 ) -> LaunchOutcome {
     let mut failed_starts = Vec::new();
@@ -47,7 +50,7 @@ pub async fn run_launch(
             clock.sleep(backoff).await;
             backoff = backoff.saturating_mul(2);
         }
-        let process = match start(argv, clock) {
+        let process = match start(argv, env, clock) {
             Ok(process) => process,
             Err(error) => {
                 failed_starts.push(error);
@@ -72,13 +75,20 @@ pub async fn run_launch(
 }
 
 /// Finds the command (on `PATH` unless it names a path) and starts it.
-fn start(argv: &[String], clock: &Arc<dyn Clock>) -> Result<BashProcess, String> {
+fn start(
+    argv: &[String],
+    env: &BTreeMap<String, String>,
+    clock: &Arc<dyn Clock>,
+) -> Result<BashProcess, String> {
     let command = argv.first().map_or("", String::as_str);
     if !findable(command) {
         return Err(format!("{command}: command not found"));
     }
-    BashProcess::spawn(ProcessOptions::new(command_line(argv), clock.clone()))
-        .map_err(|error| error.to_string())
+    let mut options = ProcessOptions::new(command_line(argv), clock.clone());
+    options
+        .env
+        .extend(env.iter().map(|(k, v)| (k.clone(), v.clone())));
+    BashProcess::spawn(options).map_err(|error| error.to_string())
 }
 
 /// Whether `command` names an executable file, itself or in a `PATH` folder.

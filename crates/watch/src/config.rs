@@ -9,7 +9,8 @@ pub const PLUGIN_NAME: &str = "tool-watch";
 /// Configuration of the watch family. Every key is optional; unknown keys are rejected.
 ///
 /// JSON keys (camelCase): `defaultMaxEvents`, `maxEventsCap`, `defaultCoalesceMs`,
-/// `maxExpiresMs`, `lineMaxChars`, `wakeMaxBytes`, `pollMs`, `maxWatchesPerOwner`, `maxFiles`.
+/// `maxExpiresMs`, `lineMaxChars`, `wakeMaxBytes`, `pollMs`, `maxWatchesPerOwner`, `maxFiles`,
+/// `minCheckIntervalMs`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields, default)]
 #[non_exhaustive]
@@ -40,6 +41,9 @@ pub struct WatchConfig {
     /// The most files one path watch records and watches (a folder's first ones in path
     /// order; the rest are not watched). ≥ 1; default 10000.
     pub max_files: u64,
+    /// The shortest `interval_ms` of a check watch, in ms of the host clock. ≥ 1; default
+    /// 1000.
+    pub min_check_interval_ms: u64,
 }
 
 impl Default for WatchConfig {
@@ -54,6 +58,7 @@ impl Default for WatchConfig {
             poll_ms: 10,
             max_watches_per_owner: 64,
             max_files: 10_000,
+            min_check_interval_ms: 1000,
         }
     }
 }
@@ -62,7 +67,7 @@ impl PluginConfig for WatchConfig {
     const PLUGIN: &'static str = PLUGIN_NAME;
 
     fn validate(&self) -> Result<(), ConfigError> {
-        let checks: [(bool, &str); 9] = [
+        let checks: [(bool, &str); 10] = [
             (
                 self.max_events_cap >= 1,
                 "$.maxEventsCap must be at least 1",
@@ -92,6 +97,10 @@ impl PluginConfig for WatchConfig {
                 "$.maxWatchesPerOwner must be at least 1",
             ),
             (self.max_files >= 1, "$.maxFiles must be at least 1"),
+            (
+                self.min_check_interval_ms >= 1,
+                "$.minCheckIntervalMs must be at least 1",
+            ),
             (
                 self.default_coalesce_ms <= self.max_expires_ms,
                 "$.defaultCoalesceMs must not exceed $.maxExpiresMs",

@@ -125,6 +125,7 @@ impl OutputDef {
 pub(crate) enum Armed {
     Path(PathDef),
     Output(OutputDef),
+    Check(CheckDef),
 }
 
 impl Armed {
@@ -132,6 +133,7 @@ impl Armed {
         match self {
             Self::Path(def) => &def.id,
             Self::Output(def) => &def.id,
+            Self::Check(def) => &def.id,
         }
     }
 }
@@ -144,6 +146,59 @@ struct SeenEvent {
     id: JobId,
     seen: u64,
     files: BTreeMap<String, Option<Entry>>,
+}
+
+/// The event type of a check watch's definition.
+pub(crate) const CHECK_EVENT: &str = "watch/check";
+
+/// The event type of a check watch's last result, recorded before each wake.
+pub(crate) const CHECKED_EVENT: &str = "watch/checked";
+
+/// When a check's run is an event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum On {
+    /// The result turned to success (exit code 0) from anything else (or the first run
+    /// succeeded).
+    Success,
+    /// The result (exit status and output) differs from the previous run's.
+    Change,
+}
+
+/// What one run gave: whether it succeeded, and a digest of its status and output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Result_ {
+    pub(crate) ok: bool,
+    pub(crate) digest: String,
+}
+
+/// A `watch/check` payload.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct CheckDef {
+    pub(crate) version: u64,
+    pub(crate) id: JobId,
+    pub(crate) command: String,
+    pub(crate) interval_ms: u64,
+    pub(crate) on: On,
+    pub(crate) label: String,
+    pub(crate) max_events: u64,
+    pub(crate) expires_at: i64,
+    pub(crate) seen: u64,
+    #[serde(default)]
+    pub(crate) last: Option<Result_>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) rearms: Option<JobId>,
+}
+
+/// A `watch/checked` payload.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub(crate) struct Checked {
+    pub(crate) version: u64,
+    pub(crate) id: JobId,
+    pub(crate) seen: u64,
+    pub(crate) last: Result_,
 }
 
 /// Appends `payload` as `r#type` to `owner`'s session and flushes it.
@@ -196,6 +251,29 @@ pub(crate) fn armed(session: &dyn Session) -> Vec<Armed> {
                 }
                 Ok(_) => tracing::warn!("watch: a watch/path of another version is ignored"),
                 Err(error) => tracing::warn!("watch: a watch/path is ignored: {error}"),
+            },
+            CHECK_EVENT => match event.decode::<CheckDef>() {
+                Ok(def) if def.version == VERSION => {
+                    if let Some(old) = &def.rearms {
+                        ended.insert(old.clone());
+                    }
+                    defs.push(Armed::Check(def));
+                }
+                Ok(_) => tracing::warn!("watch: a watch/check of another version is ignored"),
+                Err(error) => tracing::warn!("watch: a watch/check is ignored: {error}"),
+            },
+            CHECKED_EVENT => match event.decode::<Checked>() {
+                Ok(checked) => {
+                    let def = defs.iter_mut().rev().find_map(|d| match d {
+                        Armed::Check(def) if def.id == checked.id => Some(def),
+                        _ => None,
+                    });
+                    if let Some(def) = def {
+                        def.seen = def.seen.max(checked.seen);
+                        def.last = Some(checked.last);
+                    }
+                }
+                Err(error) => tracing::warn!("watch: a watch/checked is ignored: {error}"),
             },
             OUTPUT_EVENT => match event.decode::<OutputDef>() {
                 Ok(def) if def.version == VERSION => {
@@ -308,6 +386,7 @@ mod tests {
                     format!("seen {} files {:?}", def.seen, def.files),
                 ),
                 Armed::Output(def) => (def.id.to_string(), format!("output of {}", def.job)),
+                Armed::Check(def) => (def.id.to_string(), format!("check {}", def.command)),
             })
             .collect();
         assert_eq!(

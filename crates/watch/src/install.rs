@@ -46,7 +46,9 @@ impl Installed {
 /// Loads the watch family: validates nothing more than [`WatchConfig::from_json`] did and
 /// registers `watch_create` globally over the host's job registry (the
 /// `Arc<dyn JobRegistry>` in [`Harness::services`]); without one every call fails with
-/// [`crate::JOBS_UNAVAILABLE`]. The host clock measures coalescing windows and expiry.
+/// [`crate::JOBS_UNAVAILABLE`]. Check watches run their commands through `runner` (bash's
+/// launcher; `None`: refused with [`crate::CHECKS_UNAVAILABLE`]). The host clock measures
+/// coalescing windows, check intervals and expiry.
 ///
 /// Installed inside a tokio runtime, it also re-arms, for every agent the host publishes
 /// (a session opened again after a restart), the path watches its session log says were
@@ -54,9 +56,13 @@ impl Installed {
 ///
 /// # Errors
 /// [`ConfigError::Register`] when a `watch_create` tool is already registered.
-pub fn install(harness: &Arc<dyn Harness>, config: WatchConfig) -> Result<Installed, ConfigError> {
+pub fn install(
+    harness: &Arc<dyn Harness>,
+    config: WatchConfig,
+    runner: Option<turnkit_bash::BashJobs>,
+) -> Result<Installed, ConfigError> {
     let jobs = harness.services().get::<Arc<dyn JobRegistry>>();
-    let watches = Watches::new(config, harness.clock(), jobs);
+    let watches = Watches::new(config, harness.clock(), jobs).with_runner(runner);
     let tool = harness.register_tool(
         Arc::new(WatchTool::new(watches.clone())),
         RegistrationScope::Global,

@@ -8,11 +8,16 @@ use futures::channel::oneshot;
 use turnkit_core::Agent;
 use turnkit_jobs::{JobId, JobKind, JobStart, start_saved};
 
-use crate::durable::{self, Armed, OUTPUT_EVENT, OutputDef, PATH_EVENT, PathDef};
+use crate::check::CheckWatch;
+use crate::durable::{
+    self, Armed, CHECK_EVENT, CheckDef, OUTPUT_EVENT, On, OutputDef, PATH_EVENT, PathDef,
+};
 use crate::output::{Bounds, Channel};
 use crate::path::{Continues, PathWatch, remaining};
 use crate::snapshot::{self, ChangeKind, Scope, Snapshot};
-use crate::tool::{JOBS_UNAVAILABLE, PathArgs, WATCH_KIND, Watches, hooks};
+use crate::tool::{
+    CHECKS_UNAVAILABLE, CheckArgs, JOBS_UNAVAILABLE, PathArgs, WATCH_KIND, Watches, hooks,
+};
 
 /// What a new path watch is, before it has an id.
 struct Plan {
@@ -117,6 +122,7 @@ impl Watches {
                 root.display()
             ));
         }
+        let root = self.confine(root)?;
         self.check_room(owner.as_ref().map(|o| o.id()))?;
         let scope = Scope {
             root,
@@ -151,6 +157,38 @@ impl Watches {
         Ok((id, watching))
     }
 
+    /// Under bash's sandbox a path watch sees only what the session's commands may write:
+    /// `root` with its symbolic links resolved (the folder's, for a file that does not exist
+    /// yet) must lie under one of the sandbox's writable roots. Without a sandbox, `root` as
+    /// given.
+    fn confine(&self, root: PathBuf) -> Result<PathBuf, String> {
+        let Some(sandbox) = self
+            .runner
+            .as_ref()
+            .and_then(|r| r.config().sandbox.as_ref())
+        else {
+            return Ok(root);
+        };
+        let real = match std::fs::canonicalize(&root) {
+            Ok(real) => real,
+            Err(_) => match (root.parent().map(std::fs::canonicalize), root.file_name()) {
+                (Some(Ok(parent)), Some(name)) => parent.join(name),
+                _ => root.clone(),
+            },
+        };
+        let inside = sandbox.writable_roots.iter().any(|allowed| {
+            std::fs::canonicalize(allowed).is_ok_and(|allowed| real.starts_with(allowed))
+        });
+        if inside {
+            Ok(real)
+        } else {
+            Err(format!(
+                "invalid path: {} is outside the folders this session's commands may write",
+                root.display()
+            ))
+        }
+    }
+
     /// Re-arms the path watches `owner`'s log says were still armed when its host stopped
     /// (each a new watch continuing the old one, which first reports what changed meanwhile).
     pub(crate) async fn rearm(&self, owner: Arc<dyn Agent>) {
@@ -170,6 +208,7 @@ impl Watches {
             let rearmed = match armed {
                 Armed::Path(def) => self.rearm_one(owner.clone(), def).await,
                 Armed::Output(def) => self.end_output(owner.clone(), def).await,
+                Armed::Check(def) => self.rearm_check(owner.clone(), def).await,
             };
             if let Err(error) = rearmed {
                 tracing::warn!("watch: could not re-arm {old}: {error}");
@@ -179,7 +218,7 @@ impl Watches {
 
     async fn rearm_one(&self, owner: Arc<dyn Agent>, def: PathDef) -> Result<JobId, String> {
         let scope = Scope {
-            root: PathBuf::from(&def.path),
+            root: self.confine(PathBuf::from(&def.path))?,
             folder: def.folder,
             recursive: def.recursive,
             max_files: usize::try_from(self.config.max_files).unwrap_or(usize::MAX),
@@ -208,6 +247,124 @@ impl Watches {
             }),
         };
         self.launch(Some(owner), plan, Some(def.id)).await
+    }
+
+    /// Starts a check watch for `owner`; its id and what it watches.
+    pub(crate) async fn start_check(
+        &self,
+        owner: Option<Arc<dyn Agent>>,
+        args: &CheckArgs,
+        description: Option<&str>,
+        bounds: Bounds,
+    ) -> Result<(JobId, String), String> {
+        if self.jobs.is_none() {
+            return Err(JOBS_UNAVAILABLE.to_owned());
+        }
+        if self.runner.is_none() {
+            return Err(CHECKS_UNAVAILABLE.to_owned());
+        }
+        let min = self.config.min_check_interval_ms;
+        let interval = args.interval_ms;
+        if !(interval.is_finite() && interval >= min as f64) {
+            return Err(format!(
+                "invalid interval_ms: expected at least {min} milliseconds, got {}",
+                turnkit_jobs::format_js_number(interval)
+            ));
+        }
+        self.check_room(owner.as_ref().map(|o| o.id()))?;
+        let on = args.on.unwrap_or(On::Success);
+        let every = turnkit_jobs::format_js_number(interval / 1000.0);
+        let watching = match on {
+            On::Success => format!("`{}` every {every} s until it succeeds", args.command),
+            On::Change => format!(
+                "changes in the result of `{}` (every {every} s)",
+                args.command
+            ),
+        };
+        let label = match description.map(str::trim).filter(|d| !d.is_empty()) {
+            Some(description) => description.to_owned(),
+            None => watching.clone(),
+        };
+        let def = CheckDef {
+            version: 1,
+            id: JobId::from(""),
+            command: args.command.clone(),
+            interval_ms: interval as u64,
+            on,
+            label,
+            max_events: bounds.max_events,
+            expires_at: self
+                .clock
+                .now_millis()
+                .saturating_add(i64::try_from(bounds.expires_in.as_millis()).unwrap_or(i64::MAX)),
+            seen: 0,
+            last: None,
+            rearms: None,
+        };
+        let id = self.launch_check(owner, def, bounds, None).await?;
+        Ok((id, watching))
+    }
+
+    async fn rearm_check(&self, owner: Arc<dyn Agent>, def: CheckDef) -> Result<JobId, String> {
+        let defaults = self.config.as_ref();
+        let bounds = Bounds {
+            max_events: def.max_events,
+            expires_in: remaining(def.expires_at, self.clock.now_millis()),
+            coalesce: std::time::Duration::ZERO,
+            line_max_chars: usize::try_from(defaults.line_max_chars).unwrap_or(usize::MAX),
+            wake_max_bytes: usize::try_from(defaults.wake_max_bytes).unwrap_or(usize::MAX),
+            poll: std::time::Duration::from_millis(defaults.poll_ms),
+        };
+        let old = def.id.clone();
+        let mut def = def;
+        def.rearms = Some(old.clone());
+        self.launch_check(Some(owner), def, bounds, Some(old)).await
+    }
+
+    async fn launch_check(
+        &self,
+        owner: Option<Arc<dyn Agent>>,
+        mut def: CheckDef,
+        bounds: Bounds,
+        continues: Option<JobId>,
+    ) -> Result<JobId, String> {
+        let jobs = self.jobs.as_ref().ok_or(JOBS_UNAVAILABLE)?;
+        let runner = self.runner.clone().ok_or(CHECKS_UNAVAILABLE)?;
+        let (defined_tx, defined) = oneshot::channel();
+        let channel = Channel::new();
+        let watch = CheckWatch {
+            command: def.command.clone(),
+            interval: std::time::Duration::from_millis(def.interval_ms.max(1)),
+            on: def.on,
+            bounds,
+            runner,
+            clock: self.clock.clone(),
+            channel: channel.clone(),
+            owner: owner.clone(),
+            seen: def.seen,
+            last: def.last.clone(),
+            continues,
+            defined,
+        };
+        let label = def.label.clone();
+        let id = start_saved(&**jobs, owner.clone(), move |gate| {
+            JobStart::new(JobKind::new(WATCH_KIND), label, move || {
+                hooks(channel, watch.run(gate))
+            })
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        def.id = id.clone();
+        if let Some(agent) = &owner
+            && let Err(error) = durable::record(agent, CHECK_EVENT, &def).await
+        {
+            let _ = jobs.kill(&id, Some(agent.id()), None);
+            return Err(format!(
+                "watch {id} was stopped: its definition could not be saved: {error}"
+            ));
+        }
+        let _ = defined_tx.send(id.clone());
+        Ok(id)
     }
 
     /// An output watch that was armed when its host stopped: the job it watched did not

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod check;
 mod config;
 mod durable;
 mod frame;
@@ -14,4 +15,4 @@ mod tool;
 
 pub use config::{PLUGIN_NAME, WatchConfig};
 pub use install::{Installed, install};
-pub use tool::{JOBS_UNAVAILABLE, TOOL_NAME, WATCH_KIND, WatchTool, Watches};
+pub use tool::{CHECKS_UNAVAILABLE, JOBS_UNAVAILABLE, TOOL_NAME, WATCH_KIND, WatchTool, Watches};

@@ -301,11 +301,11 @@ async fn bad_paths_and_arguments_are_refused_with_exact_messages() {
         ),
         (
             json!({"path": {"path": "/tmp"}, "output": {"job_id": "bash-1", "pattern": "x"}}),
-            "expected exactly one of: output, path".to_owned(),
+            "expected exactly one of: output, path, check".to_owned(),
         ),
         (
             json!({}),
-            "expected exactly one of: output, path".to_owned(),
+            "expected exactly one of: output, path, check".to_owned(),
         ),
     ];
     for (args, message) in cases {
@@ -313,5 +313,71 @@ async fn bad_paths_and_arguments_are_refused_with_exact_messages() {
         assert!(error);
         assert_eq!(text, format!("Error: {message}"));
     }
+    fx.families.dispose().await;
+}
+
+/// The wall: under bash's sandbox a path watch sees only the session's writable folders.
+/// Every way out (another folder, `..`, a symbolic link inside pointing out) is refused, and
+/// of the files another process writes outside, none reaches the session.
+#[tokio::test]
+async fn under_the_sandbox_no_path_watch_sees_outside_the_writable_roots() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (ws, outside) = (tmp.path().join("ws"), tmp.path().join("other-session"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, ws.join("link")).unwrap();
+    let harness = MemoryHarness::new(Arc::new(SystemClock));
+    let records = Arc::new(Mutex::new(Vec::new()));
+    let sink = records.clone();
+    harness.set_recorder(Arc::new(move |record| sink.lock().unwrap().push(record)));
+    let config = FamiliesConfig::from_json(&json!({
+        "todo": {"allowParallelInProgress": false},
+        "bash": {"sandbox": {"writableRoots": [ws], "bestEffort": true}},
+        "watch": {"defaultCoalesceMs": 0},
+    }))
+    .expect("config");
+    let families = Families::install(&harness.as_dyn(), &config, None).expect("install");
+    harness
+        .create_session(SessionHeader::new("s1"))
+        .expect("session");
+    let fx = Fx {
+        harness,
+        families,
+        records,
+        session: SessionId::from("s1"),
+    };
+    let ways_out = [
+        outside.display().to_string(),
+        format!("{}/../other-session", ws.display()),
+        ws.join("link").display().to_string(),
+        ws.join("link/secret.txt").display().to_string(),
+    ];
+    for way in &ways_out {
+        let (error, text, _) = fx
+            .call("watch_create", json!({"path": {"path": way}}))
+            .await;
+        assert!(error, "{way}: {text}");
+        assert!(
+            text.ends_with("is outside the folders this session's commands may write"),
+            "{text}"
+        );
+    }
+    fx.watch(json!({"path": {"path": ws.display().to_string()}}))
+        .await;
+    // Another process writes outside, then one file inside.
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "for i in 1 2 3; do echo x > {out}/secret$i.txt; done; echo y > {ws}/mine.txt",
+            out = outside.display(),
+            ws = ws.display()
+        ))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let wakes = fx.until_wakes(1).await;
+    let leaked = wakes.iter().filter(|w| w.contains("secret")).count();
+    assert_eq!(leaked, 0, "{wakes:?}");
+    assert!(wakes[0].contains("created mine.txt"), "{wakes:?}");
     fx.families.dispose().await;
 }

@@ -247,3 +247,44 @@ async fn git_and_python_clients_honour_the_proxy_variables() {
         ]
     );
 }
+
+#[tokio::test]
+async fn job_output_and_the_settlement_end_with_the_refusals_through_the_tools() {
+    if provided(&serde_json::json!(["localhost"])).is_none() {
+        return;
+    }
+    let server = TestServer::start().await;
+    let port = server.port;
+    let host = super::support::Host::new(
+        &serde_json::json!({"killGraceMs": 300, "sandbox": {"network": ["localhost"]}}),
+        serde_json::json!({}),
+    );
+    host.session("s1");
+    let command = format!(
+        "curl -s http://example.com/; curl -s http://example.com/; curl -s http://example.com/; \
+         curl -s http://localhost:{port}/ok; exit 7"
+    );
+    let out = host
+        .call(
+            Some("s1"),
+            "bash",
+            serde_json::json!({"command": command, "description": "fetch", "run_in_background": true}),
+        )
+        .await;
+    assert!(!out.is_error, "{}", out.text());
+    let refused = "harness sandbox: example.com:80 is not allowed: the name is not in \
+                   sandbox.network.allow\n";
+    assert_eq!(
+        host.collect(Some("s1"), "bash-1").await,
+        format!(
+            "{refused}{refused}{refused}hello\nnetwork: 3 connections refused (example.com:80 ×3)\n\
+             [status: completed, exit code: 7; network: 3 connections refused (example.com:80 ×3)]"
+        )
+    );
+    let snapshot = host.settled(Some("s1"), "bash-1").await;
+    assert_eq!(
+        snapshot.detail.as_deref(),
+        Some("exit code: 7; network: 3 connections refused (example.com:80 ×3)")
+    );
+    assert_eq!(server.requests(), ["GET /ok HTTP/1.1"]);
+}

@@ -85,7 +85,12 @@ async fn a_reminder_due_with_no_client_launches_the_agent_once_and_is_never_deli
     assert_eq!(created["isError"], json!(false), "{created}");
     server.stop();
     let cron = cron(dir.path());
-    let log = wait_for_event(dir.path(), "s1", turnkit_launch::LAUNCH_ENDED_EVENT);
+    let log = wait_for_event(
+        dir.path(),
+        "s1",
+        turnkit_launch::LAUNCH_ENDED_EVENT,
+        &dir.path().join("cron.log"),
+    );
     let prompt = std::fs::read_to_string(dir.path().join("prompt.txt")).unwrap();
     assert!(
         prompt.starts_with("[SCHEDULE REMINDER]\n")
@@ -159,7 +164,12 @@ async fn a_claim_whose_runner_died_is_reported_unknown_once_and_never_started() 
         session.flush().await.unwrap();
     }
     let cron = cron(dir.path());
-    let log = wait_for_event(dir.path(), "s2", turnkit_launch::LAUNCH_UNKNOWN_EVENT);
+    let log = wait_for_event(
+        dir.path(),
+        "s2",
+        turnkit_launch::LAUNCH_UNKNOWN_EVENT,
+        &dir.path().join("cron.log"),
+    );
     std::thread::sleep(std::time::Duration::from_millis(500));
     stop(cron);
     let log_after = events(dir.path(), "s2");

@@ -1,2 +1,4 @@
+mod bounds;
 mod cron;
+mod served;
 mod support;

@@ -129,15 +129,25 @@ pub(crate) fn of_type<'a>(events: &'a [SessionEvent], r#type: &str) -> Vec<&'a S
     events.iter().filter(|e| e.r#type == r#type).collect()
 }
 
-/// Waits (bounded, real time) until the session holds an event of `type`.
-pub(crate) fn wait_for_event(dir: &Path, session: &str, r#type: &str) -> Vec<SessionEvent> {
+/// Waits (bounded, real time) until the session holds an event of `type`; a failure shows
+/// the events and the file `log` (the server's standard error).
+pub(crate) fn wait_for_event(
+    dir: &Path,
+    session: &str,
+    r#type: &str,
+    log: &Path,
+) -> Vec<SessionEvent> {
     let started = Instant::now();
     loop {
         let events = events(dir, session);
         if !of_type(&events, r#type).is_empty() {
             return events;
         }
-        assert!(started.elapsed() < BOUND * 3, "no {type} in {events:#?}");
+        assert!(
+            started.elapsed() < BOUND * 3,
+            "no {type} in {events:#?}\n{}",
+            std::fs::read_to_string(log).unwrap_or_default()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }

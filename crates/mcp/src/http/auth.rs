@@ -251,7 +251,7 @@ fn is_loopback_origin(origin: &str) -> bool {
 
 /// The credentials of an `Authorization` value of the `Bearer` scheme: the scheme word in
 /// any case (RFC 9110 §11.1), one or more spaces, then the token.
-fn bearer(value: &[u8]) -> Option<&[u8]> {
+pub(crate) fn bearer(value: &[u8]) -> Option<&[u8]> {
     let (scheme, rest) = value.split_at_checked(b"Bearer".len())?;
     if !scheme.eq_ignore_ascii_case(b"Bearer") || rest.first() != Some(&b' ') {
         return None;

@@ -26,8 +26,10 @@
 mod auth;
 mod conn;
 mod generated;
+mod grants;
 mod held;
 mod plain;
+mod refused_log;
 mod request;
 mod sessions;
 
@@ -42,11 +44,13 @@ use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
 pub use auth::{MAX_SESSION_ID, MIN_TOKEN, Refusal, Tokens};
 pub use generated::{GENERATED_TOKEN_BYTES, GeneratedToken};
+pub use grants::{GRANT_BYTES, SessionGrant};
 pub(crate) use held::held;
 
 use crate::session::SessionHost;
 use crate::{ResultShape, ServeError};
 use conn::{Connections, Limits};
+use grants::Grants;
 use sessions::Sessions;
 
 /// The largest request body accepted by default, in bytes (1 MiB).
@@ -171,6 +175,10 @@ pub struct HttpServer {
     /// Whether the listener is on a loopback address: then a request's `Host` must be a
     /// loopback name too.
     loopback: Arc<AtomicBool>,
+    /// The tokens granted at run time, one session each.
+    grants: Arc<Grants>,
+    /// The token refusals told on standard error, one line per code and window.
+    refused: Arc<refused_log::RefusedLog>,
 }
 
 impl std::fmt::Debug for HttpServer {
@@ -208,7 +216,56 @@ impl HttpServer {
             connections,
             options,
             loopback: Arc::new(AtomicBool::new(true)),
+            grants: Arc::default(),
+            refused: Arc::default(),
         }
+    }
+
+    /// The token index of a request to session `id`: a grant of that session, else as the
+    /// token file says (`401`, `403 forbidden`); a grant of another session is `403`. Without
+    /// tokens (`--no-auth`) every request passes, as token 0.
+    pub(crate) fn check_token(
+        &self,
+        headers: &http::HeaderMap,
+        id: &str,
+    ) -> Result<usize, Refusal> {
+        if self.options.tokens.is_some()
+            && let Some(granted) = self.grants.check(headers, id)
+        {
+            return granted;
+        }
+        auth::check_token(headers, self.options.tokens.as_ref(), id)
+    }
+
+    /// A token that reaches session `id` only (over every route of its URL), until the
+    /// returned [`SessionGrant`] is dropped. Without tokens (`--no-auth`) every request passes
+    /// anyway and the grant limits nothing.
+    ///
+    /// # Errors
+    /// [`ServeError::Unusable`] when the operating system gives no random bytes.
+    pub fn grant_session(&self, id: &str) -> Result<SessionGrant, ServeError> {
+        self.grants.grant(id)
+    }
+
+    /// Whether this server holds session `id` open now (opened by a request or adopted, not
+    /// fenced). Looking does not count as a use: it does not keep the session from being
+    /// released when idle.
+    pub async fn holds(&self, id: &str) -> bool {
+        self.sessions.holds(id).await
+    }
+
+    /// Session `id` as this server holds it, opened from the source (created if absent) when
+    /// it holds it not; counted against no token's cap, and released when idle like any
+    /// other.
+    ///
+    /// # Errors
+    /// The [`Refusal`] a request would get: `409 session_owned` / `session_locked`, `503
+    /// store_unavailable` or `stopping`, `500 session_unusable`.
+    pub async fn session(&self, id: &str) -> Result<Arc<SessionHost>, Refusal> {
+        self.sessions
+            .get_untokened(id)
+            .await
+            .map(|live| live.host.clone())
     }
 
     /// Serves `host`, a session opened outside a request (the reminder scanner's), from now

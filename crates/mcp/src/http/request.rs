@@ -33,9 +33,21 @@ pub(crate) async fn route(
         .get(header::ORIGIN)
         .filter(|_| auth::check_origin(request.headers(), &server.options.allowed_origins).is_ok())
         .cloned();
+    // Only a well-formed id is repeated in the server's log.
+    let session = session_of(request.uri().path())
+        .filter(|id| auth::check_session_id(id).is_ok())
+        .map(str::to_owned);
     let mut response = match serve_request(&server, &conn, request).await {
         Ok(response) => response,
         Err(refused) => {
+            let told = server.refused.note(
+                &refused.refusal,
+                session.as_deref(),
+                tokio::time::Instant::now(),
+            );
+            if let Some(line) = told {
+                tracing::warn!("{line}");
+            }
             let close = refused.close;
             let mut response = refused.refusal.into_response();
             if close {
@@ -145,7 +157,7 @@ async fn serve_request(
     {
         return Ok(preflight());
     }
-    let token = auth::check_token(request.headers(), options.tokens.as_ref(), id)?;
+    let token = server.check_token(request.headers(), id)?;
     auth::check_session_id(id)?;
     conn.claim(token).map_err(|TooManyConnections(max)| {
         Refused::closing(Refusal::new(

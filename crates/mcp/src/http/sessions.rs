@@ -308,6 +308,15 @@ impl Sessions {
     /// does not hold it (a fenced one is let go and opened again). A refused or failed open
     /// leaves nothing behind.
     pub(crate) async fn get(&self, id: &str, token: usize) -> Result<Arc<Live>, Refusal> {
+        self.get_for(id, Some(token)).await
+    }
+
+    /// As [`Sessions::get`] for the server itself (a launch): counted against no token.
+    pub(crate) async fn get_untokened(&self, id: &str) -> Result<Arc<Live>, Refusal> {
+        self.get_for(id, None).await
+    }
+
+    async fn get_for(&self, id: &str, token: Option<usize>) -> Result<Arc<Live>, Refusal> {
         let slot = self.slot(id);
         let got = self.get_in(id, token, &slot).await;
         if got.is_err() {
@@ -316,11 +325,18 @@ impl Sessions {
         got
     }
 
-    async fn get_in(&self, id: &str, token: usize, slot: &Slot) -> Result<Arc<Live>, Refusal> {
+    async fn get_in(
+        &self,
+        id: &str,
+        token: Option<usize>,
+        slot: &Slot,
+    ) -> Result<Arc<Live>, Refusal> {
         let mut guard = slot.lock().await;
         if let Some(live) = guard.as_ref() {
             if !live.host.is_fenced() {
-                self.admit(live, token)?;
+                if let Some(token) = token {
+                    self.admit(live, token)?;
+                }
                 live.touch();
                 return Ok(live.clone());
             }
@@ -334,18 +350,38 @@ impl Sessions {
             return Err(stopping());
         }
         // Counted before the open, so that opens in parallel cannot pass the cap together.
-        self.count(token)?;
+        if let Some(token) = token {
+            self.count(token)?;
+        }
         let host = match self.source.open(id).await {
             Ok(host) => host,
             Err(error) => {
-                self.uncount(token);
+                if let Some(token) = token {
+                    self.uncount(token);
+                }
                 return Err(self.refusal(id, &error));
             }
         };
         let live = self.live(host);
-        lock(&live.tokens).push(token);
+        if let Some(token) = token {
+            lock(&live.tokens).push(token);
+        }
         *guard = Some(live.clone());
         Ok(live)
+    }
+
+    /// Whether this server holds session `id` open and not fenced (not touched: looking is
+    /// no use).
+    pub(crate) async fn holds(&self, id: &str) -> bool {
+        let slot = lock(&self.slots).get(id).cloned();
+        match slot {
+            Some(slot) => slot
+                .lock()
+                .await
+                .as_ref()
+                .is_some_and(|live| !live.host.is_fenced()),
+            None => false,
+        }
     }
 
     /// The session `id` if this server holds it open (a `GET` or `DELETE` never opens one),

@@ -94,6 +94,29 @@ async fn a_server_without_a_token_file_generates_one_and_refuses_calls_without_i
     }
     assert_eq!(through, 0);
     assert_eq!(session_files(&sessions), Vec::<String>::new());
+    // The server says so on its standard error too (some clients never show the body): the
+    // first refusal at once, the two after it within the quiet window counted, not repeated.
+    let refused = || -> Vec<String> {
+        let log = server.log.lock().unwrap();
+        log.iter()
+            .filter_map(|line| line.split_once(" WARN turnkit_mcp::http::request: "))
+            .map(|(_, rest)| rest.to_owned())
+            .collect()
+    };
+    let deadline = tokio::time::Instant::now() + BOUND;
+    while refused().is_empty() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no refusal was logged"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        refused(),
+        [format!(
+            "refused a request for session victim: 401 unauthorized: {NO_TOKEN}"
+        )]
+    );
 
     // `/healthz` needs no token.
     let health = send(

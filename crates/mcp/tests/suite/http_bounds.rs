@@ -469,6 +469,7 @@ async fn a_flood_of_bad_requests_creates_nothing_and_keeps_no_memory() {
     assert_eq!(opened.status, 200, "{}", opened.body);
     // A warm-up: the allocator's and the runtime's own first growth is not a leak.
     let warm_up = 5_000;
+    let began = Instant::now();
     flood(&server.addr, 0..warm_up).await;
     let before = rss_kib(&server);
     let total = 100_000;
@@ -489,18 +490,30 @@ async fn a_flood_of_bad_requests_creates_nothing_and_keeps_no_memory() {
         std::fs::read_to_string(sessions.join("broken.jsonl")).unwrap(),
         "not a session log\n"
     );
-    // One warning a minute at most, each counting the failures it did not report.
+    // One warning a minute at most about the broken session, each counting the failures it
+    // did not report; and the refused credentials told at most once per code per 10 s.
     let log = server.log.lock().unwrap().clone();
-    let minutes = started.elapsed().as_secs() / 60;
+    let elapsed = started.elapsed().as_secs();
+    let since_warm_up = began.elapsed().as_secs();
+    let (refused, rest): (Vec<&String>, Vec<&String>) = log
+        .iter()
+        .partition(|line| line.contains(" WARN turnkit_mcp::http::request: refused a request"));
     assert!(
-        !log.is_empty() && log.len() as u64 <= 2 + minutes,
-        "{} lines in {minutes} minutes: {log:#?}",
-        log.len()
+        !rest.is_empty() && rest.len() as u64 <= 2 + elapsed / 60,
+        "{} lines in {elapsed} s: {rest:#?}",
+        rest.len()
     );
     assert!(
-        log.iter()
+        rest.iter()
             .all(|line| line.contains(" WARN ") && line.contains("opening session broken")),
-        "{log:#?}"
+        "{rest:#?}"
+    );
+    // Four refusal codes of 401 and 403 (unauthorized, forbidden, origin_refused,
+    // host_refused), each at most once per window since the warm-up began.
+    assert!(
+        !refused.is_empty() && refused.len() as u64 <= 4 * (1 + since_warm_up.div_ceil(10)),
+        "{} lines in {since_warm_up} s: {refused:#?}",
+        refused.len()
     );
 }
 
