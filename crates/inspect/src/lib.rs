@@ -2,6 +2,7 @@
 
 mod access;
 mod folder;
+mod launches;
 mod pages;
 mod session;
 mod store;

@@ -301,6 +301,7 @@ pub(crate) fn session(
         }
         h2 { "Reminders" }
         (reminders(log, zone, now))
+        (crate::launches::section(&log.events))
         @if !children.is_empty() {
             h2 { "Subagents" }
             ul id="children" {
