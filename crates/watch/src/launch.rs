@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use futures::channel::oneshot;
 use turnkit_core::Agent;
-use turnkit_jobs::{JobId, JobKind, JobStart, start_saved};
+use turnkit_jobs::{JobId, JobKind, JobOutcome, JobRegistry, JobStart, StartGate, start_saved};
 
 use crate::check::CheckWatch;
 use crate::durable::{
@@ -347,24 +347,22 @@ impl Watches {
             defined,
         };
         let label = def.label.clone();
-        let id = start_saved(&**jobs, owner.clone(), move |gate| {
-            JobStart::new(JobKind::new(WATCH_KIND), label, move || {
-                hooks(channel, watch.run(gate))
-            })
-        })
+        let work = move |gate| watch.run(gate);
+        let def = move |id: &JobId| {
+            def.id = id.clone();
+            def
+        };
+        start_recorded(
+            jobs,
+            owner,
+            label,
+            channel,
+            work,
+            CHECK_EVENT,
+            def,
+            defined_tx,
+        )
         .await
-        .map_err(|e| e.to_string())?;
-        def.id = id.clone();
-        if let Some(agent) = &owner
-            && let Err(error) = durable::record(agent, CHECK_EVENT, &def).await
-        {
-            let _ = jobs.kill(&id, Some(agent.id()), None);
-            return Err(format!(
-                "watch {id} was stopped: its definition could not be saved: {error}"
-            ));
-        }
-        let _ = defined_tx.send(id.clone());
-        Ok(id)
     }
 
     /// An output watch that was armed when its host stopped: the job it watched did not
@@ -380,28 +378,25 @@ impl Watches {
         );
         let channel = Channel::new();
         let label = def.label.clone();
-        let id = start_saved(&**jobs, Some(owner.clone()), move |gate| {
-            JobStart::new(JobKind::new(WATCH_KIND), label, move || {
-                hooks(channel, async move {
-                    if !gate.opened().await || defined.await.is_err() {
-                        return turnkit_jobs::JobOutcome::failed()
-                            .with_detail("its definition could not be saved");
-                    }
-                    turnkit_jobs::JobOutcome::completed().with_detail(detail)
-                })
-            })
-        })
+        let work = move |gate: StartGate| async move {
+            if !gate.opened().await || defined.await.is_err() {
+                return JobOutcome::failed().with_detail("its definition could not be saved");
+            }
+            JobOutcome::completed().with_detail(detail)
+        };
+        let record = move |id: &JobId| OutputDef::new(id.clone(), def.job, def.label, Some(def.id));
+        let owner = Some(owner);
+        start_recorded(
+            jobs,
+            owner,
+            label,
+            channel,
+            work,
+            OUTPUT_EVENT,
+            record,
+            defined_tx,
+        )
         .await
-        .map_err(|e| e.to_string())?;
-        let record = OutputDef::new(id.clone(), def.job.clone(), def.label, Some(def.id));
-        if let Err(error) = durable::record(&owner, OUTPUT_EVENT, &record).await {
-            let _ = jobs.kill(&id, Some(owner.id()), None);
-            return Err(format!(
-                "watch {id} was stopped: its definition could not be saved: {error}"
-            ));
-        }
-        let _ = defined_tx.send(id.clone());
-        Ok(id)
     }
 
     /// Starts the job of `plan` through the saved start, records its definition in the
@@ -443,23 +438,53 @@ impl Watches {
             defined,
         };
         let label = plan.label;
-        let id = start_saved(&**jobs, owner.clone(), move |gate| {
-            JobStart::new(JobKind::new(WATCH_KIND), label, move || {
-                hooks(channel, watch.run(gate))
-            })
-        })
+        let work = move |gate| watch.run(gate);
+        let def = move |id: &JobId| {
+            def.id = id.clone();
+            def
+        };
+        start_recorded(
+            jobs, owner, label, channel, work, PATH_EVENT, def, defined_tx,
+        )
         .await
-        .map_err(|e| e.to_string())?;
-        def.id = id.clone();
-        if let Some(agent) = &owner
-            && let Err(error) = durable::record(agent, PATH_EVENT, &def).await
-        {
-            let _ = jobs.kill(&id, Some(agent.id()), None);
-            return Err(format!(
-                "watch {id} was stopped: its definition could not be saved: {error}"
-            ));
-        }
-        let _ = defined_tx.send(id.clone());
-        Ok(id)
     }
+}
+
+/// Starts a watch job labelled `label`, whose work is `work(gate)`, through the saved start;
+/// records `def(id)` as `event` in the owner's log (nothing without an owner) and only then
+/// sends the job its id on `defined`, so it arms only once its definition is durable. A
+/// definition that cannot be saved stops the job: `watch <id> was stopped: its definition could
+/// not be saved: <error>`.
+#[allow(clippy::too_many_arguments)]
+async fn start_recorded<W, D>(
+    jobs: &Arc<dyn JobRegistry>,
+    owner: Option<Arc<dyn Agent>>,
+    label: String,
+    channel: Channel,
+    work: impl FnOnce(StartGate) -> W + Send + 'static,
+    event: &str,
+    def: impl FnOnce(&JobId) -> D,
+    defined: oneshot::Sender<JobId>,
+) -> Result<JobId, String>
+where
+    W: std::future::Future<Output = JobOutcome> + Send + 'static,
+    D: serde::Serialize,
+{
+    let id = start_saved(&**jobs, owner.clone(), move |gate| {
+        JobStart::new(JobKind::new(WATCH_KIND), label, move || {
+            hooks(channel, work(gate))
+        })
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    if let Some(agent) = &owner
+        && let Err(error) = durable::record(agent, event, &def(&id)).await
+    {
+        let _ = jobs.kill(&id, Some(agent.id()), None);
+        return Err(format!(
+            "watch {id} was stopped: its definition could not be saved: {error}"
+        ));
+    }
+    let _ = defined.send(id.clone());
+    Ok(id)
 }
